@@ -1,0 +1,36 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: demo test lint bench bench-locomo bench-hook clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/memcue demo
+
+test: $(STAMP)
+	$(BIN)/ruff check memcue tests benchmarks
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check memcue tests benchmarks
+
+bench: bench-hook bench-locomo
+
+bench-hook: $(STAMP)
+	$(BIN)/python benchmarks/hook_latency.py
+
+bench-locomo: $(STAMP)
+	$(BIN)/python benchmarks/locomo_recall.py
+
+clean:
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,257 @@
+"""The ``memcue`` command: a thin client of the sidecar.
+
+Exit codes: 0 ok, 1 error, 2 usage, 75 busy (try again). Every command that prints data takes
+``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY = 0, 1, 2, 75
+
+EPILOG = """examples:
+  memcue remember "We pin httpx to 0.28 because 0.29 broke unix sockets" --kind decision
+  memcue recall "why is httpx pinned?"
+  memcue import notes.jsonl          one JSON object per line: {"content": ..., "kind": ..., "project": ...}
+  memcue status --json
+  memcue demo                        seed a demo store and run real Claude Code payloads through the hook
+
+Data lives in $MEMCUE_HOME (default ~/.local/share/memcue)."""
+
+
+def _project(args: argparse.Namespace) -> str:
+    from memcue.adapters.base import resolve_project
+
+    if getattr(args, "global_", False):
+        return ""
+    if getattr(args, "project", None):
+        return args.project
+    return resolve_project(os.getcwd())
+
+
+def _print(data: Any, as_json: bool, text: str) -> None:
+    if as_json:
+        print(json.dumps({"success": True, "data": data}, ensure_ascii=False, indent=2))
+    else:
+        print(text)
+
+
+def cmd_remember(args: argparse.Namespace) -> int:
+    from memcue.client import Client
+
+    text = args.text if args.text != "-" else sys.stdin.read()
+    with Client() as client:
+        client.ensure_running()
+        out = client.remember(text, kind=args.kind, project=_project(args), pinned=args.pinned, source="cli")
+    note = " (flagged as bookkeeping: listable, never recalled)" if out["bookkeeping"] else ""
+    _print(out, args.json, f"remembered #{out['id']}{note}")
+    return EXIT_OK
+
+
+def _format_recall(answer: dict[str, Any]) -> str:
+    lines = []
+    for r in answer["results"]:
+        label = "" if r["tier"] == "supported" else f" [{r['tier']}]"
+        cos = r["channel_scores"].get("semantic")
+        score = f"{cos:.2f}" if cos is not None else "kw"
+        lines.append(f"#{r['memory_id']} {score}{label} ({r['memory_kind']}, {r['age_label']}) {r['content']}")
+    if answer.get("note"):
+        lines.append(answer["note"])
+    statuses = ", ".join(f"{k}={v}" for k, v in answer.get("channel_status", {}).items())
+    lines.append(f"[{answer['tier']} · {answer.get('retrieval_time_ms', 0):.0f} ms · {statuses}]")
+    return "\n".join(lines)
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from memcue.client import Client
+
+    project = None if args.all_projects else _project(args)
+    with Client() as client:
+        client.ensure_running()
+        answer = client.recall(args.query, project=project, limit=args.limit,
+                               mode="keyword" if args.keyword else "full")
+    _print(answer, args.json, _format_recall(answer))
+    return EXIT_OK
+
+
+def _progress(done: int, total: int, label: str) -> None:
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from memcue.client import Client
+
+    path = Path(args.file)
+    rows, errors = [], []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict) or not str(rec.get("content", "")).strip():
+                    raise ValueError("needs an object with non-empty 'content'")
+            except ValueError as exc:
+                errors.append(f"line {n}: {exc}")
+                continue
+            rec.setdefault("project", _project(args))
+            rec.setdefault("source", f"import:{path.name}")
+            rec.setdefault("source_id", f"import:{path.name}:{n}")
+            rows.append({k: rec[k] for k in ("content", "kind", "project", "session_id", "pinned", "source",
+                                             "source_id", "created_at", "metadata") if k in rec})
+    stored = duplicates = 0
+    with Client() as client:
+        client.ensure_running()
+        for i in range(0, len(rows), 500):
+            for out in client.remember_batch(rows[i:i + 500]):
+                duplicates += out["duplicate"]
+                stored += not out["duplicate"]
+            _progress(min(i + 500, len(rows)), len(rows), "importing")
+    data = {"stored": stored, "duplicates": duplicates, "errors": errors}
+    text = f"imported {stored} memories ({duplicates} already stored, {len(errors)} bad lines)"
+    _print(data, args.json, "\n".join([text, *errors[:20]]))
+    return EXIT_OK if not errors else EXIT_ERROR
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from memcue.sidecar.lifecycle import serve
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return serve(foreground=True)
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from memcue.hooks.locations import locations
+    from memcue.sidecar.lifecycle import read_pid
+
+    loc = locations()
+    pid = read_pid(loc)
+    if pid is None:
+        _print({"stopped": False}, args.json, "memcue sidecar is not running")
+        return EXIT_OK
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        _print({"stopped": False}, args.json, "memcue sidecar is not running (stale pid file)")
+        return EXIT_OK
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and loc.pid_file.exists():
+        time.sleep(0.1)
+    _print({"stopped": True, "pid": pid}, args.json, f"stopped memcue sidecar (pid {pid})")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from memcue.client import Client
+
+    with Client(timeout_s=5) as client:
+        if not client.is_up():
+            _print({"running": False}, args.json, f"memcue sidecar is not running (socket {client.loc.socket})")
+            return EXIT_OK
+        health = client.health()
+    text = (f"memcue {health['version']} running (pid {health['pid']}), data in {health['data_dir']}\n"
+            f"model: {health['model']['id'] or '-'} ({health['model']['state']}); vector search: "
+            f"{'on' if health['vector_search'] else 'off ' + health['vector_note']}; tokenizer: {health['tokenizer']}\n"
+            f"memories: {health['counts']['memories']} ({health['counts']['bookkeeping']} bookkeeping, "
+            f"{health['counts']['pending_embeddings']} waiting for vectors)")
+    _print({"running": True, **health}, args.json, text)
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from memcue.demo.run import run_demo
+
+    return run_demo(keep=args.keep, as_json=args.json)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memcue", description="Local long-term memory for coding agents.",
+                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"memcue {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_text: str, json_flag: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if json_flag:
+            p.add_argument("--json", action="store_true", help="print JSON: {\"success\": true, \"data\": ...}")
+        return p
+
+    def scope(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--project", help="project path (default: git top-level of the current directory)")
+        p.add_argument("--global", dest="global_", action="store_true", help="a memory for every project")
+
+    p = add("remember", "Store a memory now (keyword-searchable at once, embedded in the background).")
+    p.add_argument("text", help="the memory text, or - to read it from stdin")
+    p.add_argument("--kind", default="note", help="decision, preference, bug, howto, note, ... (default: note)")
+    p.add_argument("--pinned", action="store_true", help="always offered at session start")
+    scope(p)
+    p.set_defaults(fn=cmd_remember)
+
+    p = add("recall", "Find the memories that are evidence for QUERY.")
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=10, help="results at most (default 10)")
+    p.add_argument("--keyword", action="store_true", help="BM25 keyword search only")
+    p.add_argument("--all-projects", action="store_true", help="search every project")
+    scope(p)
+    p.set_defaults(fn=cmd_recall)
+
+    p = add("import", "Import memories from a JSONL file (one {\"content\": ...} object per line).")
+    p.add_argument("file")
+    scope(p)
+    p.set_defaults(fn=cmd_import)
+
+    p = add("serve", "Run the sidecar in the foreground (clients start it detached when needed).", False)
+    p.set_defaults(fn=cmd_serve)
+    p = add("stop", "Stop the running sidecar (finishes writes, checkpoints the database).")
+    p.set_defaults(fn=cmd_stop)
+    p = add("status", "Is the sidecar running; model, vector search and store counts.")
+    p.set_defaults(fn=cmd_status)
+    p = add("demo", "Seed a demo store in a temp dir and run real Claude Code payloads through the real hook.")
+    p.add_argument("--keep", action="store_true", help="leave the demo sidecar running and print its MEMCUE_HOME")
+    p.set_defaults(fn=cmd_demo)
+    return parser
+
+
+def _version() -> str:
+    from memcue import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``memcue`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    from memcue.client import ClientError, SidecarBusy
+
+    try:
+        return args.fn(args)
+    except SidecarBusy as exc:
+        print(f"memcue: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    except (ClientError, OSError) as exc:
+        if getattr(args, "json", False):
+            print(json.dumps({"success": False, "error": str(exc)}))
+        else:
+            print(f"memcue: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""``memcue demo``: a seeded store, the real sidecar, real Claude Code payloads through the real hook.
+
+Steps: make a temp ``MEMCUE_HOME`` and two project folders (git repos when git is installed); start
+the sidecar; import ``seed.jsonl`` (a few hundred memories of an imagined team, with bookkeeping rows
+and captured prompts); wait for every vector; pipe each payload of ``payloads.json`` through
+``python -m memcue.hooks claude-code <event>`` as a subprocess; print each injected block, the time the
+hook took, and whether the expected memory was injected. Exit code 1 when an expectation failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from memcue.client import Client
+from memcue.hooks.locations import Locations
+
+EVENTS = {"UserPromptSubmit": "user-prompt-submit", "SessionStart": "session-start"}
+
+
+def load_seed() -> list[dict[str, Any]]:
+    """The packaged seed memories (``seed.jsonl``), one dict per line."""
+    text = resources.files("memcue.demo").joinpath("seed.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def load_payloads() -> list[dict[str, Any]]:
+    """The packaged demo scenarios (``payloads.json``)."""
+    return json.loads(resources.files("memcue.demo").joinpath("payloads.json").read_text(encoding="utf-8"))
+
+
+def _make_projects(root: Path) -> dict[str, Path]:
+    projects = {}
+    for name in ("billing-api", "web-ui"):
+        path = root / "work" / name
+        path.mkdir(parents=True, exist_ok=True)
+        if shutil.which("git"):
+            subprocess.run(["git", "init", "-q", str(path)], check=False, capture_output=True)
+        projects[name] = Path(os.path.realpath(path))
+    return projects
+
+
+def run_hook(event: str, payload: dict[str, Any], env: dict[str, str]) -> tuple[str, float, int]:
+    """Run the real hook as a subprocess; return (stdout, wall time in ms, exit code)."""
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "memcue.hooks", "claude-code", event],
+                          input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=30)
+    return proc.stdout.decode("utf-8", "replace"), (time.perf_counter() - started) * 1000, proc.returncode
+
+
+def _substitute(value: Any, cwd: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{cwd}", cwd)
+    if isinstance(value, dict):
+        return {k: _substitute(v, cwd) for k, v in value.items()}
+    return value
+
+
+def run_demo(*, keep: bool = False, as_json: bool = False, home: Path | None = None) -> int:
+    """Run the demo (see module docstring); returns the process exit code."""
+    root = home or Path(tempfile.mkdtemp(prefix="memcue-demo-"))
+    env = {**os.environ, "MEMCUE_HOME": str(root / "data"), "OPENBLAS_NUM_THREADS": "1"}
+    os.environ["MEMCUE_HOME"] = env["MEMCUE_HOME"]
+    loc = Locations(Path(env["MEMCUE_HOME"]))
+    projects = _make_projects(root)
+    say = (lambda *a, **k: None) if as_json else print
+    say(f"memcue demo in {root}")
+    client = Client(loc)
+    try:
+        t0 = time.perf_counter()
+        health = client.ensure_running()
+        say(f"sidecar {health['version']} up (pid {health['pid']}) in {time.perf_counter() - t0:.1f} s")
+        now = time.time()
+        rows = [{
+            "content": m["content"], "kind": m["kind"], "pinned": bool(m.get("pinned")),
+            "project": str(projects[m["project"]]) if m.get("project") else "",
+            "created_at": now - float(m.get("age_days", 0)) * 86400, "source": "demo",
+            "source_id": f"demo:{i}", "metadata": {"tags": m.get("tags", [])},
+        } for i, m in enumerate(load_seed())]
+        client.remember_batch(rows)
+        t0 = time.perf_counter()
+
+        def progress(h: dict[str, Any]) -> None:
+            if not as_json and sys.stdout.isatty():
+                print(f"\rembedding: model {h['model']['state']}, {h['counts']['pending_embeddings']} waiting ",
+                      end="", flush=True)
+
+        health = client.wait_idle(timeout_s=600, on_progress=progress)
+        say(f"\rseeded {len(rows)} memories ({health['counts']['bookkeeping']} bookkeeping rows flagged), "
+            f"embedded in {time.perf_counter() - t0:.1f} s" + " " * 10)
+        outcomes = []
+        for sc in load_payloads():
+            cwd = str(projects[sc["project"]])
+            payload = _substitute(sc["payload"], cwd)
+            out, ms, code = run_hook(EVENTS[sc["event"]], payload, env)
+            context = json.loads(out)["hookSpecificOutput"]["additionalContext"] if out.strip() else ""
+            if sc.get("expect_nothing"):
+                ok = context == ""
+            elif sc.get("expect_substring"):
+                ok = sc["expect_substring"] in context
+            else:
+                ok = bool(context)
+            ok = ok and code == 0
+            outcomes.append({"title": sc["title"], "event": sc["event"], "prompt": payload.get("prompt", ""),
+                             "hook_ms": round(ms, 1), "exit_code": code, "ok": ok, "context": context})
+            say("\n" + "=" * 100)
+            say(f"{sc['event']} · {sc['title']} · hook {ms:.0f} ms · exit {code} · {'PASS' if ok else 'FAIL'}")
+            if payload.get("prompt"):
+                say(f"prompt: {payload['prompt']}")
+            say("-" * 100)
+            say(context if context else "(nothing injected)")
+        failed = [o for o in outcomes if not o["ok"]]
+        times = sorted(o["hook_ms"] for o in outcomes)
+        summary = {"scenarios": len(outcomes), "passed": len(outcomes) - len(failed),
+                   "hook_ms_median": times[len(times) // 2] if times else None, "memcue_home": env["MEMCUE_HOME"]}
+        if as_json:
+            print(json.dumps({"success": not failed, "data": {"summary": summary, "outcomes": outcomes}},
+                             ensure_ascii=False, indent=2))
+        else:
+            say("\n" + "=" * 100)
+            say(f"{summary['passed']}/{summary['scenarios']} scenarios injected what they should; "
+                f"median hook time {summary['hook_ms_median']} ms (process start to output, incl. Python start-up)")
+            if keep:
+                say(f"sidecar left running: export MEMCUE_HOME={env['MEMCUE_HOME']}")
+        return 1 if failed else 0
+    finally:
+        client.close()
+        if not keep:
+            subprocess.run([sys.executable, "-m", "memcue", "stop"], env=env, capture_output=True, check=False)
+            if home is None:
+                shutil.rmtree(root, ignore_errors=True)

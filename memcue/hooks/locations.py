@@ -1,0 +1,92 @@
+"""Where memcue keeps its files: one resolver for the hook, the sidecar and the CLI.
+
+Standard library only (the hook path imports it). The data directory is ``$MEMCUE_HOME`` when set,
+otherwise the same folder ``platformdirs.user_data_dir("memcue")`` gives on Linux and macOS
+(``$XDG_DATA_HOME/memcue``, default ``~/.local/share/memcue``; ``~/Library/Application Support/memcue``).
+A test checks that the two agree, so the hook never needs platformdirs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+#: AF_UNIX paths longer than this do not fit ``sockaddr_un.sun_path`` (108 bytes on Linux, 104 on macOS).
+MAX_SOCKET_PATH_BYTES = 100
+
+
+def data_dir() -> Path:
+    """The data directory (not created). ``$MEMCUE_HOME`` wins over the platform default."""
+    home = os.environ.get("MEMCUE_HOME")
+    if home:
+        return Path(home).expanduser().absolute()
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "memcue"
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "memcue"
+
+
+@dataclass(frozen=True)
+class Locations:
+    """Every path memcue uses, derived from one data directory.
+
+    Attributes are absolute paths. ``socket`` falls back to a short path in the temp dir when the data
+    dir is too deep for an AF_UNIX address (see ``MAX_SOCKET_PATH_BYTES``).
+    """
+
+    root: Path
+
+    @property
+    def database(self) -> Path:
+        return self.root / "memcue.db"
+
+    @property
+    def socket(self) -> Path:
+        path = self.root / "sidecar.sock"
+        if len(os.fsencode(path)) <= MAX_SOCKET_PATH_BYTES:
+            return path
+        import hashlib  # only for deep data dirs: kept off the hook's import path
+        import tempfile
+
+        digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"memcue-{os.getuid()}-{digest}.sock"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.root / "sidecar.pid"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / "sidecar.lock"
+
+    @property
+    def sidecar_log(self) -> Path:
+        return self.root / "logs" / "sidecar.log"
+
+    @property
+    def hook_log(self) -> Path:
+        return self.root / "logs" / "hook.log"
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.root / "spool"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.root / "models"
+
+    @property
+    def tiktoken_cache(self) -> Path:
+        return self.root / "tiktoken"
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "config.toml"
+
+
+def locations() -> Locations:
+    """Locations for the current environment (reads ``MEMCUE_HOME`` each call)."""
+    return Locations(data_dir())

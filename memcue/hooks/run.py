@@ -1,0 +1,275 @@
+"""The hook run: stdin -> adapter -> sidecar -> stdout, under one deadline, failing open.
+
+Standard library only (plus ``memcue.hooks`` and ``memcue.adapters``). The contract with a harness:
+exit status 0 whatever happens, stdout either empty or the adapter's one JSON object, nothing on stderr;
+diagnostics go to ``locations().hook_log``. Environment:
+
+- ``MEMCUE_HOOK_DEADLINE_S``: the whole run's deadline in seconds from process start (default 2.5 for
+  prompt hooks, 4.5 at session start).
+- ``MEMCUE_HOOK_SPAWN``: ``0``/``false``/``no``/``off`` stops the hook from starting the sidecar when
+  nothing listens on the socket (for setups that manage the sidecar themselves).
+- ``MEMCUE_HOOK_DEBUG``: when set, every run logs one summary line with its timings (ms).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from memcue import adapters
+from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent
+from memcue.hooks import logging_
+from memcue.hooks.client import SidecarError, SidecarUnreachable, post_json, spawn_sidecar
+from memcue.hooks.locations import locations
+from memcue.hooks.logging_ import log
+from memcue.hooks.stdin import decode_payload, read_stdin
+from memcue.hooks.text import scrub_surrogates
+
+#: Default deadline (s from process start) per event; other events get ``DEFAULT_DEADLINE_S``. Prompt
+#: hooks leave 0.5 s under the 3 s timeout memcue installs; session start has more room.
+DEADLINES_S: dict[str, float] = {USER_PROMPT_SUBMIT: 2.5, SESSION_START: 4.5}
+DEFAULT_DEADLINE_S = 2.5
+DEADLINE_ENV = "MEMCUE_HOOK_DEADLINE_S"
+SPAWN_ENV = "MEMCUE_HOOK_SPAWN"
+DEBUG_ENV = "MEMCUE_HOOK_DEBUG"
+
+#: Reading stdin may use at most this long (s), and at most half the deadline; a harness closes stdin
+#: right after writing, so this only bounds a stdin held open with nothing (or too little) on it.
+STDIN_MAX_S = 1.0
+#: The sidecar is asked to answer this long (s) before the hook's deadline, to leave time for the reply
+#: to travel and be printed; never less than ``MIN_BUDGET_S``.
+BUDGET_MARGIN_S = 0.25
+MIN_BUDGET_S = 0.1
+#: The sidecar's API accepts budgets up to this many seconds (a long ``MEMCUE_HOOK_DEADLINE_S`` is capped).
+MAX_BUDGET_S = 60.0
+#: Network waits end this long (s) before the deadline, leaving time to spool and print.
+FINISH_MARGIN_S = 0.05
+#: While a freshly started sidecar comes up, the socket is retried every this many seconds.
+POLL_INTERVAL_S = 0.05
+#: If anything at all still runs this long (s) after the deadline, the watchdog exits 0 silently.
+WATCHDOG_GRACE_S = 0.25
+#: How long (s) to drain stdin when the harness or event is unknown (so the harness never sees EPIPE).
+DRAIN_S = 0.2
+
+
+@dataclass
+class Outcome:
+    """What a sidecar call produced: the context to inject, whether to spool the prompt, and why."""
+
+    context: str = ""
+    spool: bool = False
+    error: str = ""
+    answered_by: str = ""
+
+
+def deadline_seconds(event: str) -> float:
+    """The run's deadline in seconds for ``event``: ``$MEMCUE_HOOK_DEADLINE_S`` if a positive number."""
+    raw = os.environ.get(DEADLINE_ENV, "").strip()
+    if raw:
+        try:
+            value = float(raw)
+            if 0 < value < 3600:
+                return value
+        except ValueError:
+            pass
+        log(f"ignoring {DEADLINE_ENV}={raw!r}")
+    return DEADLINES_S.get(event, DEFAULT_DEADLINE_S)
+
+
+def spawn_enabled() -> bool:
+    """False when ``$MEMCUE_HOOK_SPAWN`` is 0/false/no/off."""
+    return os.environ.get(SPAWN_ENV, "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _arm_watchdog(at: float) -> None:
+    """Exit 0 silently if the process is still running at monotonic time ``at`` (s)."""
+    import signal
+
+    def fire(signum: int, frame: Any) -> None:
+        log("watchdog: still running after the deadline; exiting silently")
+        os._exit(0)
+
+    signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, at - time.monotonic()))
+
+
+def _disarm_watchdog() -> None:
+    import signal
+
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _request_body(event: HookEvent, budget: Budget, deadline: float) -> dict[str, Any]:
+    budget_s = min(MAX_BUDGET_S, max(MIN_BUDGET_S, deadline - time.monotonic() - BUDGET_MARGIN_S))
+    return {
+        "event": event.to_dict(),
+        "budget_s": round(budget_s, 3),
+        "max_tokens": budget.max_tokens,
+        "max_chars": budget.max_chars,
+    }
+
+
+def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn: bool) -> dict[str, Any]:
+    """POST the event to ``/hooks/{harness}/{event}`` and return the sidecar's JSON answer.
+
+    ``deadline`` is a ``time.monotonic()`` value (s). When nothing listens on the socket and
+    ``may_spawn`` is true, starts the sidecar once and retries every ``POLL_INTERVAL_S`` until the
+    deadline. Raises ``SidecarError`` (or ``SidecarUnreachable``) when no answer came.
+    """
+    path = f"/hooks/{event.harness}/{event.event}"
+    net_deadline = deadline - FINISH_MARGIN_S
+    try:
+        answer = post_json(path, _request_body(event, budget, deadline), net_deadline)
+    except SidecarUnreachable as exc:
+        if not may_spawn:
+            raise
+        first = exc
+    else:
+        return answer if isinstance(answer, dict) else {}
+    try:
+        pid = spawn_sidecar()
+    except (OSError, ValueError) as exc:
+        log(f"could not start the sidecar: {exc}")
+        raise first from None
+    log(f"sidecar unreachable ({first}); started pid={pid}")
+    socket_path = locations().socket
+    while True:
+        left = net_deadline - time.monotonic()
+        if left <= 0:
+            raise SidecarUnreachable("started the sidecar but it did not answer before the deadline")
+        time.sleep(min(POLL_INTERVAL_S, left))
+        if not os.path.exists(socket_path):
+            continue
+        try:
+            answer = post_json(path, _request_body(event, budget, deadline), net_deadline)
+        except SidecarUnreachable:
+            continue
+        return answer if isinstance(answer, dict) else {}
+
+
+def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
+    try:
+        answer = ask_sidecar(event, budget, deadline, may_spawn=spawn_enabled())
+    except SidecarError as exc:
+        # Only a 2xx answer proves the sidecar stored the prompt; after a timeout it may or may not
+        # have. Spooling then risks a duplicate rather than a loss: the spool record's spool_id is the
+        # request_id sent in event.extra, so the sidecar can drop a copy of a request it already has.
+        stored = exc.status is not None and 200 <= exc.status < 300
+        return Outcome(spool=not stored, error=f"sidecar call failed: {exc}")
+    context = answer.get("context")
+    if not isinstance(context, str):
+        return Outcome(error="sidecar answer has no context string")
+    return Outcome(context=scrub_surrogates(context), answered_by=str(answer.get("answered_by", "")))
+
+
+def _spool_prompt(event: HookEvent) -> None:
+    from memcue.hooks import spool
+
+    try:
+        record = spool.remember_prompt(
+            event.prompt,
+            project=event.project,
+            session_id=event.session_id,
+            harness=event.harness,
+            spool_id=str(event.extra.get("request_id") or "") or None,
+        )
+        path = spool.append(record)
+        log(f"spooled prompt ({len(event.prompt)} characters) to {path}")
+    except Exception as exc:  # a full disk must not break the prompt
+        log(f"could not spool the prompt: {exc!r}")
+
+
+def _write_stdout(text: str) -> None:
+    data = memoryview(text.encode("utf-8", "replace"))
+    try:
+        while data:
+            data = data[os.write(1, data) :]
+    except OSError as exc:
+        log(f"could not write stdout: {exc}")
+
+
+def _resolve(argv: list[str]) -> tuple[ModuleType, str] | None:
+    if len(argv) < 2:
+        log(f"usage: python -m memcue.hooks <harness> <event>; got {argv!r}")
+        return None
+    if len(argv) > 2:
+        log(f"ignoring extra arguments {argv[2:]!r}")
+    try:
+        adapter = adapters.get(argv[0])
+    except ImportError as exc:
+        log(f"adapter for harness {argv[0]!r} cannot be imported: {exc}")
+        return None
+    if adapter is None:
+        log(f"unknown harness {argv[0]!r}")
+        return None
+    event = adapters.event_name(adapter, argv[1])
+    if event is None:
+        log(f"harness {adapter.NAME} has no event {argv[1]!r}")
+        return None
+    return adapter, event
+
+
+def run(argv: list[str], started: float) -> None:
+    """One hook run for ``argv = [harness, event]``; ``started`` is the process start (monotonic s).
+
+    Prints the adapter's output (or nothing). Exceptions propagate; ``main`` swallows them.
+    """
+    resolved = _resolve(argv)
+    if resolved is None:
+        read_stdin(time.monotonic() + DRAIN_S)
+        return
+    adapter, event_name = resolved
+    logging_.context = f"{adapter.NAME} {event_name}"
+    total_s = deadline_seconds(event_name)
+    deadline = started + total_s
+    _arm_watchdog(deadline + WATCHDOG_GRACE_S)
+
+    raw = read_stdin(min(deadline, started + min(STDIN_MAX_S, total_s / 2)))
+    payload, problem = decode_payload(raw)
+    if problem:
+        log(problem)
+    event: HookEvent = adapter.parse(event_name, payload)
+    t_parsed = time.monotonic()
+    if event_name == USER_PROMPT_SUBMIT and not event.prompt.strip():
+        log("no prompt in the payload; nothing to recall")
+        return
+    event.extra["request_id"] = _new_request_id()
+    outcome = _outcome(event, adapter.budget(event_name), deadline)
+    if outcome.error:
+        log(outcome.error)
+    if outcome.spool and event_name == USER_PROMPT_SUBMIT:
+        _spool_prompt(event)
+    output = adapter.render(event, outcome.context)
+    _disarm_watchdog()
+    if output:
+        _write_stdout(output)
+    if os.environ.get(DEBUG_ENV):
+        now = time.monotonic()
+        log(
+            f"done in {(now - started) * 1000:.1f} ms (parse {(t_parsed - started) * 1000:.1f} ms); "
+            f"{len(outcome.context)} characters injected; answered_by={outcome.answered_by or '-'}"
+        )
+
+
+def _new_request_id() -> str:
+    from memcue.hooks.spool import new_id
+
+    return new_id()
+
+
+def main(argv: list[str], started: float | None = None) -> int:
+    """Run the hook and return the exit status, which is always 0.
+
+    ``started`` is the process start as ``time.monotonic()`` (s); defaults to now.
+    """
+    try:
+        run(argv, time.monotonic() if started is None else started)
+    except BaseException as exc:  # fail open: a hook bug must not block the prompt
+        try:
+            log(f"hook error: {type(exc).__name__}: {exc}")
+        except BaseException:
+            pass
+    return 0

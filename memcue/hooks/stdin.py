@@ -1,0 +1,74 @@
+"""Read the hook payload from stdin once, within a deadline, and decode it leniently.
+
+Standard library only. The harness normally writes one JSON object and closes stdin; this module also
+copes with stdin held open (reading stops at the deadline, or as soon as a complete JSON object has
+arrived), empty or truncated input, bytes that are not UTF-8, lone surrogates and raw control characters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import time
+from typing import Any
+
+from memcue.hooks.text import clean_value
+
+#: Input beyond this many bytes (16 MiB) is not read; the payload then fails to parse and counts as empty.
+MAX_STDIN_BYTES = 16 << 20
+
+
+def _complete_object(data: bytes) -> bool:
+    """True when ``data`` already holds a whole JSON object, so a still-open stdin need not be waited on."""
+    if not data.rstrip().endswith(b"}"):
+        return False
+    try:
+        json.loads(data.decode("utf-8", "replace").lstrip("\ufeff"), strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+def read_stdin(deadline: float, fd: int = 0) -> bytes:
+    """All bytes available on ``fd`` until EOF, a complete JSON object, or ``deadline``.
+
+    ``deadline`` is a ``time.monotonic()`` value (s). A closed or unreadable descriptor gives ``b""``.
+    Never blocks past the deadline: every read waits in ``select`` first.
+    """
+    chunks = bytearray()
+    try:
+        while len(chunks) < MAX_STDIN_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                break
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks += chunk
+            if _complete_object(chunks):
+                break
+    except (OSError, ValueError):
+        pass
+    return bytes(chunks)
+
+
+def decode_payload(raw: bytes) -> tuple[Any, str]:
+    """Decode stdin bytes into ``(value, problem)``.
+
+    ``value`` is the JSON value with every string cleaned (``memcue.hooks.text.clean_text``), or None
+    when the input is empty or not JSON. Invalid UTF-8 becomes U+FFFD, a leading BOM is dropped, raw
+    control characters inside strings are accepted. ``problem`` is "" or a short description for the log.
+    """
+    text = raw.decode("utf-8", "replace").lstrip("\ufeff")
+    if not text.strip():
+        return None, "empty stdin"
+    try:
+        value = json.loads(text, strict=False)
+    except ValueError as exc:
+        return None, f"stdin is not JSON ({exc}; {len(raw)} bytes)"
+    problem = "" if isinstance(value, dict) else f"stdin JSON is a {type(value).__name__}, not an object"
+    return clean_value(value), problem

@@ -1,0 +1,14 @@
+"""``python -m memcue.sidecar``: run the sidecar (hooks and clients start it detached this way)."""
+
+import os
+import sys
+
+# One thread for numpy's BLAS: with onnxruntime in the same process, more made embedding 3-4x slower
+# (DESIGN.md section 2). Must be set before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from memcue.sidecar.lifecycle import serve  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(serve(foreground="--foreground" in sys.argv))

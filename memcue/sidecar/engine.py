@@ -1,0 +1,146 @@
+"""The sidecar's state: store, embedding model, token counter, and the background embedding worker.
+
+One ``Engine`` per sidecar process. Writes go to the store at once (keyword-searchable on return);
+the worker thread embeds pending rows when the model is ready and ingests the spool.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from memcue import __version__
+from memcue.hooks.locations import Locations
+from memcue.sidecar.embedding import Embedder
+from memcue.sidecar.recall.pipeline import RecallRequest, recall
+from memcue.sidecar.spool import SpoolReader
+from memcue.sidecar.store.memories import NewMemory, Store, WriteResult
+from memcue.sidecar.tokens import TokenCounter
+
+log = logging.getLogger("memcue.engine")
+
+#: Rows embedded per batch by the background worker.
+EMBED_BATCH = 32
+#: How often the worker wakes without being told (s): picks up spool files and missed rows.
+WORKER_TICK_S = 1.0
+
+
+class Engine:
+    """Holds everything recall needs. ``load_model=False`` serves keyword-only (tests, C18/C19)."""
+
+    def __init__(self, locations: Locations, *, load_model: bool = True) -> None:
+        self.locations = locations
+        locations.root.mkdir(parents=True, exist_ok=True)
+        self.store = Store(locations.database)
+        if not self.store.vec.available:
+            log.warning("sqlite-vec could not load (%s): recall is keyword-only", self.store.vec.error)
+        self.embedder: Embedder | None = Embedder(locations.models_dir) if load_model else None
+        self.tokens = TokenCounter(locations.tiktoken_cache)
+        self.spool = SpoolReader(locations.spool_dir, self.store)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start model loading and the background worker (returns at once)."""
+        if self.embedder is not None:
+            self.embedder.start()
+        self._worker = threading.Thread(target=self._work, name="memcue-worker", daemon=True)
+        self._worker.start()
+
+    def stop(self) -> None:
+        """Stop the worker and checkpoint the database."""
+        self._stop.set()
+        self._wake.set()
+        if self._worker is not None:
+            self._worker.join(timeout=5)
+        self.store.close()
+
+    @property
+    def warming_up(self) -> bool:
+        return self.embedder is not None and self.embedder.state == "warming"
+
+    def health(self) -> dict[str, Any]:
+        """The ``/health`` payload."""
+        emb = self.embedder
+        return {
+            "status": "ok",
+            "version": __version__,
+            "pid": os.getpid(),
+            "warming_up": self.warming_up,
+            "model": {"id": emb.model_id if emb else "", "state": emb.state if emb else "disabled",
+                      "error": emb.error if emb else ""},
+            "vector_search": self.store.vector_dim is not None,
+            "vector_note": self.store.vector_note,
+            "sqlite_vec": {"available": self.store.vec.available, "version": self.store.vec.version,
+                           "error": self.store.vec.error},
+            "tokenizer": self.tokens.mode,
+            "schema_version": self.store.schema_version,
+            "counts": self.store.counts(),
+            "data_dir": str(self.locations.root),
+        }
+
+    # -- writes --------------------------------------------------------------------------------
+    def remember(self, memories: list[NewMemory]) -> list[WriteResult]:
+        """Store memories now; their vectors are computed by the worker."""
+        out = self.store.remember_many(memories)
+        self._wake.set()
+        return out
+
+    # -- reads ---------------------------------------------------------------------------------
+    def recall(self, request: RecallRequest) -> dict[str, Any]:
+        """Run the recall pipeline (blocking; call from a worker thread)."""
+        return recall(self.store, self.embedder, request)
+
+    # -- background ----------------------------------------------------------------------------
+    def _work(self) -> None:
+        bound = False
+        while not self._stop.is_set():
+            try:
+                self.spool.ingest()
+                emb = self.embedder
+                if emb is not None and emb.state == "ready":
+                    if not bound:
+                        bound = self.store.bind_model(emb.model_id, emb.dim)
+                        if not bound:
+                            log.warning("vector search off: %s", self.store.vector_note)
+                            emb = None
+                    if bound and self._embed_pending(emb):
+                        continue
+            except Exception:  # noqa: BLE001 - the worker must survive anything
+                log.exception("background worker step failed")
+            self._wake.wait(WORKER_TICK_S)
+            self._wake.clear()
+
+    def _embed_pending(self, emb: Embedder | None) -> bool:
+        """Embed one batch; True when a batch was done (there may be more)."""
+        if emb is None:
+            return False
+        rows = self.store.pending_embeddings(EMBED_BATCH)
+        if not rows:
+            return False
+        texts = [str(meta.get("embed_text") or content) for _, content, _, meta in rows]
+        vectors = emb.embed(texts)
+        self.store.set_embeddings(
+            [(mid, project, np.asarray(v, dtype=np.float32).tobytes()) for (mid, _, project, _), v in
+             zip(rows, vectors, strict=True)]
+        )
+        return True
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Block until the model has loaded (or failed) and no row waits for a vector. True if idle."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            emb = self.embedder
+            if emb is None or emb.state == "error":
+                return True
+            if emb.state == "ready" and self.store.vector_dim is not None and self.store.count_pending() == 0:
+                return True
+            time.sleep(0.05)
+        return False

@@ -1,0 +1,130 @@
+"""What the sidecar does for a hook: capture the prompt, race recall under the budget, render the block.
+
+Prompt hooks inject only memories judged supported (weak ones labelled), never a ``related`` answer,
+so a bad match is dropped rather than dressed up. Session start injects the project's pinned memories,
+its newest memories (no bookkeeping, no captured prompts) and a recall on the project's name.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from memcue import __version__
+from memcue.sidecar.engine import Engine
+from memcue.sidecar.models import HookIn, HookOut
+from memcue.sidecar.race import race
+from memcue.sidecar.recall.channels import BM25
+from memcue.sidecar.recall.pipeline import RecallRequest, age_label
+from memcue.sidecar.render import Block, render_block
+from memcue.sidecar.store.memories import NewMemory
+
+PROMPT_HEADER = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"
+SESSION_HEADER = "memcue: what this project's memory holds (pinned first, then the newest):"
+#: Newest memories offered at session start, before the budget cut.
+SESSION_RECENT = 8
+#: Results a prompt hook asks recall for, before the budget cut (env ``MEMCUE_HOOK_RECALL_LIMIT``).
+PROMPT_LIMIT = 10
+
+
+def prompt_limit() -> int:
+    """How many results a prompt hook asks for: ``MEMCUE_HOOK_RECALL_LIMIT`` or ``PROMPT_LIMIT``."""
+    try:
+        return max(1, min(100, int(os.environ.get("MEMCUE_HOOK_RECALL_LIMIT", PROMPT_LIMIT))))
+    except ValueError:
+        return PROMPT_LIMIT
+
+
+def _nothing(started: float, query_id: str = "") -> HookOut:
+    elapsed = round((time.perf_counter() - started) * 1000, 2)
+    return HookOut(version=__version__, context="", answered_by="none", tier="none", retrieval_time_ms=elapsed,
+                   query_id=query_id)
+
+
+def _injected(block: Block, answered_by: str, tier: str, started: float, query_id: str) -> HookOut:
+    return HookOut(version=__version__, context=block.text, answered_by=answered_by, tier=tier,
+                   retrieval_time_ms=round((time.perf_counter() - started) * 1000, 2), query_id=query_id,
+                   included=block.included, left_out=block.left_out, tokens=block.tokens)
+
+
+async def handle_hook(engine: Engine, harness: str, event_name: str, body: HookIn,
+                      limiter: anyio.CapacityLimiter) -> HookOut:
+    """Serve one hook call (see module docstring). Never raises for bad event content."""
+    ev = body.event
+    started = time.perf_counter()
+    if event_name == "user-prompt-submit":
+        return await _prompt(engine, harness, ev, body, limiter, started)
+    if event_name == "session-start":
+        return await _session_start(engine, ev, body, limiter, started)
+    return _nothing(started)
+
+
+async def _prompt(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn,
+                  limiter: anyio.CapacityLimiter, started: float) -> HookOut:
+    prompt = str(ev.get("prompt") or "")
+    project = str(ev.get("project") or "") or None
+    if prompt.strip():
+        # The hook spools the same prompt under the same id when it gets no answer: stored once either way.
+        request_id = str((ev.get("extra") or {}).get("request_id") or "") or None
+        memory = NewMemory(content=prompt, kind="request", project=project or "",
+                           session_id=str(ev.get("session_id") or ""), source=f"hook:{harness}",
+                           source_id=request_id)
+        await anyio.to_thread.run_sync(engine.remember, [memory], limiter=limiter)
+    if not prompt.strip():
+        return _nothing(started)
+    limit = prompt_limit()
+    request = RecallRequest(query=prompt, project=project, limit=limit, session_id=str(ev.get("session_id") or ""))
+    keyword_request = RecallRequest(query=prompt, project=project, limit=limit, channels=(BM25,))
+    remaining = body.budget_s - (time.perf_counter() - started)
+    answer, answered_by = await race(
+        lambda: engine.recall(request), lambda: engine.recall(keyword_request), budget_s=remaining, limiter=limiter
+    )
+    if answer is None:
+        return _nothing(started)
+    results = answer["results"] if answer["tier"] == "supported" else []
+    block = render_block(PROMPT_HEADER, results, count_tokens=engine.tokens.count,
+                         max_tokens=body.max_tokens, max_chars=body.max_chars)
+    return _injected(block, answered_by, answer["tier"], started, answer["query_id"])
+
+
+async def _session_start(engine: Engine, ev: dict[str, Any], body: HookIn,
+                         limiter: anyio.CapacityLimiter, started: float) -> HookOut:
+    project = str(ev.get("project") or "")
+    query_id = uuid.uuid4().hex[:16]
+
+    def build() -> list[dict[str, Any]]:
+        store, now = engine.store, time.time()
+        pinned = store.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
+        recent = store.list_memories(project=project, limit=SESSION_RECENT, include_bookkeeping=False,
+                                     kinds_excluded=("request",))
+        name = os.path.basename(project.rstrip("/")) if project else ""
+        named = []
+        if name:
+            answer = engine.recall(RecallRequest(query=name.replace("-", " ").replace("_", " "), project=project,
+                                                 limit=5))
+            named = [r for r in answer["results"] if r["tier"] == "supported"]
+        seen: set[int] = set()
+        out = []
+        for row in [*pinned, *recent, *named]:
+            mid = row.get("id", row.get("memory_id"))
+            if mid in seen:
+                continue
+            seen.add(mid)
+            out.append({"memory_id": mid, "content": row["content"], "memory_kind": row.get("kind",
+                        row.get("memory_kind")), "pinned": row.get("pinned", False),
+                        "age_label": age_label(row["created_at"], now), "tier": "supported"})
+        return out
+
+    if not project:
+        return _nothing(started, query_id)
+    with anyio.move_on_after(body.budget_s):
+        rows = await anyio.to_thread.run_sync(build, abandon_on_cancel=True, limiter=limiter)
+        block = render_block(SESSION_HEADER, rows, count_tokens=engine.tokens.count,
+                             max_tokens=body.max_tokens, max_chars=body.max_chars)
+        return _injected(block, "session", "supported" if rows else "none", started, query_id)
+    return _nothing(started, query_id)

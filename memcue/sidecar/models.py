@@ -1,0 +1,76 @@
+"""Request and response models of the sidecar's HTTP API (pydantic; they give the OpenAPI spec)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class RememberIn(BaseModel):
+    """``POST /remember``: one memory. ``created_at`` in Unix seconds (default now)."""
+
+    content: str = Field(min_length=1, max_length=200_000)
+    kind: str = "note"
+    project: str = ""
+    session_id: str = ""
+    pinned: bool = False
+    source: str = "api"
+    source_id: str | None = None
+    created_at: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RememberBatchIn(BaseModel):
+    """``POST /remember/batch``: many memories in one transaction (import)."""
+
+    memories: list[RememberIn] = Field(max_length=10_000)
+
+
+class RememberOut(BaseModel):
+    id: int
+    bookkeeping: bool
+    duplicate: bool = False
+
+
+class RecallIn(BaseModel):
+    """``POST /recall``. ``project`` None searches every project. ``mode`` "keyword" runs BM25 only.
+    ``budget_s`` (s): answer within this time, racing a keyword search as the hook does."""
+
+    query: str = Field(max_length=100_000)
+    project: str | None = None
+    limit: int = Field(default=10, ge=1, le=100)
+    session_id: str = ""
+    mode: Literal["full", "keyword"] = "full"
+    include_requests: bool = False
+    budget_s: float | None = Field(default=None, gt=0, le=60)
+    weights: dict[str, float] | None = None
+
+
+class HookIn(BaseModel):
+    """``POST /hooks/{harness}/{event}``: a normalised ``HookEvent`` and the block's budgets."""
+
+    event: dict[str, Any]
+    budget_s: float = Field(default=2.25, gt=0, le=60)
+    max_tokens: int = Field(default=600, ge=1, le=100_000)
+    max_chars: int = Field(default=9500, ge=1, le=1_000_000)
+
+
+class HookOut(BaseModel):
+    """What the hook injects: ``context`` ("" for nothing), how it was produced, and the sidecar's ``version``."""
+
+    context: str
+    version: str
+    answered_by: Literal["full", "keyword", "none", "session"]
+    tier: str
+    retrieval_time_ms: float
+    query_id: str
+    included: int = 0
+    left_out: int = 0
+    tokens: int = 0
+
+
+class ErrorOut(BaseModel):
+    code: str
+    message: str
+    retryable: bool = False

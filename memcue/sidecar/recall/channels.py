@@ -1,0 +1,86 @@
+"""Recall channels: each turns a query into ranked candidates and reports its ``channel_status``.
+
+Statuses (DESIGN.md section 4): ok | empty | no_candidates | disabled | not_configured | error |
+timeout | no_embedding | warming. A channel never raises; failures become a status and a note.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memcue.sidecar.embedding import Embedder
+from memcue.sidecar.recall.query import KeywordQuery
+from memcue.sidecar.store.memories import Store
+
+log = logging.getLogger("memcue.recall")
+
+SEMANTIC, BM25 = "semantic", "bm25"
+
+
+@dataclass
+class ChannelResult:
+    """One channel's answer: ``items`` as ``(memory_id, score)`` best first, plus status and note."""
+
+    name: str
+    status: str
+    items: list[tuple[int, float]] = field(default_factory=list)
+    note: str = ""
+    elapsed_ms: float = 0.0
+
+
+def bm25_channel(
+    store: Store, query: KeywordQuery, *, project: str | None, k: int, exclude_kinds: tuple[str, ...]
+) -> ChannelResult:
+    """FTS5 ``bm25()`` over memory text. Score: -bm25 (> 0 for any match)."""
+    if not query.match:
+        return ChannelResult(BM25, "empty", note=query.note)
+    try:
+        items = store.bm25(query.match, project=project, limit=k, exclude_kinds=exclude_kinds)
+    except Exception as exc:  # noqa: BLE001
+        log.exception("bm25 channel failed")
+        return ChannelResult(BM25, "error", note=f"{type(exc).__name__}: {exc}")
+    if not items:
+        return ChannelResult(BM25, "no_candidates", note="no memory contains any of: " + ", ".join(query.terms))
+    return ChannelResult(BM25, "ok", items)
+
+
+def semantic_channel(
+    store: Store,
+    embedder: Embedder | None,
+    text: str,
+    *,
+    project: str | None,
+    k: int,
+    exclude_kinds: tuple[str, ...],
+    vector: np.ndarray | None = None,
+) -> ChannelResult:
+    """sqlite-vec KNN by cosine similarity over the query's embedding. Score: cosine similarity."""
+    if store.vector_dim is None:
+        status = "disabled" if not store.vec.available else "warming"
+        if embedder is not None and embedder.state == "error":
+            status = "no_embedding"
+        note = store.vector_note or (embedder.error if embedder else "") or "the embedding model is loading"
+        return ChannelResult(SEMANTIC, status, note=note)
+    if embedder is None or embedder.state != "ready":
+        state = embedder.state if embedder else "not_configured"
+        status = {"warming": "warming", "error": "no_embedding"}.get(state, "not_configured")
+        return ChannelResult(SEMANTIC, status, note=(embedder.error if embedder else "") or "model loading")
+    if not text.strip():
+        return ChannelResult(SEMANTIC, "empty", note="the query is empty")
+    try:
+        if vector is None:
+            vector = embedder.embed_query(text)
+        fetch = k * 3 + 20
+        rows = store.knn(vector.astype(np.float32).tobytes(), project=project, k=fetch)
+        if rows and exclude_kinds:
+            kinds = {mid: r["kind"] for mid, r in store.fetch([m for m, _ in rows]).items()}
+            rows = [(m, s) for m, s in rows if kinds.get(m) not in exclude_kinds]
+    except Exception as exc:  # noqa: BLE001
+        log.exception("semantic channel failed")
+        return ChannelResult(SEMANTIC, "error", note=f"{type(exc).__name__}: {exc}")
+    if not rows:
+        return ChannelResult(SEMANTIC, "no_candidates", note="no embedded memories in scope")
+    return ChannelResult(SEMANTIC, "ok", rows[:k])

@@ -1,0 +1,90 @@
+"""Turning user text into safe keyword queries (cases C03, C04).
+
+User text never reaches FTS5 MATCH raw: it is split into words, each word is double-quoted (so
+``AND``, ``OR``, ``NOT``, ``*``, ``:``, ``-``, ``(`` and ``"`` are plain text), stop words are dropped,
+and the words are joined with OR so each matches on its own and ``bm25()`` ranks by how many and how
+rare. A prompt is never searched as one phrase.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|_+[^\W_][\w]*", re.UNICODE)
+#: Words too common to carry meaning in a question (a short English list, as in most IR stop lists).
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+    during each few for from further had hadn't has hasn't have haven't having he her here hers herself him
+    himself his how i i'm i've if in into is isn't it it's its itself just let's me more most my myself no
+    nor not now of off on once only or other ought our ours ourselves out over own same she should
+    shouldn't so some such than that that's the their theirs them themselves then there there's these they
+    this those through to too under until up very was wasn't we we're we've were weren't what what's when
+    where which while who whom why will with won't would wouldn't you you're your yours yourself
+    yourselves again also get got please thanks thank hey hi ok okay tell know think want like way
+    use used using make sure need needs thing things something anything us via per etc re one""".split()
+)
+#: At most this many words go into one MATCH expression (the rarest are kept by the caller's order).
+MAX_TERMS = 32
+
+
+@dataclass(frozen=True)
+class KeywordQuery:
+    """``terms``: the words searched (lowercase, in order, no duplicates); ``match``: the FTS5
+    expression, "" when there is nothing to search; ``note``: why it is empty, if it is."""
+
+    terms: tuple[str, ...]
+    match: str
+    note: str = ""
+
+
+def words(text: str) -> list[str]:
+    """Lowercase words of ``text`` (letters and digits; punctuation splits words)."""
+    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+
+
+def content_terms(text: str) -> list[str]:
+    """Words of ``text`` minus stop words, de-duplicated in order; all words if every one is a stop word."""
+    all_words = list(dict.fromkeys(words(text)))
+    kept = [w for w in all_words if w not in STOP_WORDS and len(w) > 1 or w.isdigit()]
+    return kept or all_words
+
+
+def keyword_query(text: str) -> KeywordQuery:
+    """Build the FTS5 MATCH expression for ``text`` (see module docstring)."""
+    terms = tuple(content_terms(text)[:MAX_TERMS])
+    if not terms:
+        return KeywordQuery((), "", note="the query has no searchable words")
+    parts = [" ".join(ws) for ws in compounds(text)] + list(terms)
+    match = " OR ".join('"' + p.replace('"', '""') + '"' for p in dict.fromkeys(parts))
+    return KeywordQuery(terms, match)
+
+
+def compounds(text: str) -> list[list[str]]:
+    """Words written together with punctuation ("build-cache", "OPS-4821", "2.1.3", "src/app.py"),
+    searched also as a phrase so an exact identifier outranks its parts found apart."""
+    out = []
+    for chunk in text.split():
+        parts = words(chunk)
+        if 1 < len(parts) <= 8:
+            out.append(parts)
+    return out[:8]
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A light suffix-stripping stem, enough to match "retries" with "retry" when naming cue terms."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            return base[:-1] if suffix in ("ies", "ied") else base
+    return word
+
+
+def cue_terms(query_terms: tuple[str, ...], content: str) -> list[str]:
+    """The query terms that ``content`` carries (compared by ``stem``), in query order."""
+    have = {stem(w) for w in words(content)}
+    return [t for t in query_terms if stem(t) in have]

@@ -1,0 +1,31 @@
+"""Support tiers: is a memory real support for the question, or only related to it?
+
+Each memory is judged on its own, from its ``Evidence``: closeness (cosine) and the share of the
+query's words it carries. A memory is ``supported`` when it is close by meaning (cosine at or above
+``SUPPORT_COSINE``), or carries at least half the query's words and is not far by meaning; it is
+labelled ``weak`` when it only just qualifies. Everything else that passed the floor is ``related``.
+"""
+
+from __future__ import annotations
+
+from memcue.sidecar.recall.floor import COSINE_FLOOR, SUPPORT_COSINE, Evidence
+
+SUPPORTED, WEAK, RELATED = "supported", "weak", "related"
+#: Share of query words that, with a cosine near the floor, counts as support.
+MIN_COVERAGE = 0.5
+#: How far below the cosine floor a memory carrying the query's words may be and still count.
+WORDED_COSINE_SLACK = 0.15
+NOTE_RELATED = "I don't have this exactly — here are the closest memories."
+NOTE_NONE = "That isn't in memcue."
+NOTE_NO_CANDIDATES = "Nothing in memory matched this question."
+NOTE_WARMING = "memcue is still warming up — results may be incomplete."
+
+
+def support_label(ev: Evidence) -> str:
+    """``supported``, ``weak`` or ``related`` for one memory."""
+    if ev.cosine is not None and ev.cosine >= SUPPORT_COSINE:
+        return SUPPORTED
+    worded = ev.coverage >= MIN_COVERAGE and len(ev.cue_terms) >= 1
+    if worded and (ev.cosine is None or ev.cosine >= COSINE_FLOOR - WORDED_COSINE_SLACK):
+        return WEAK
+    return RELATED

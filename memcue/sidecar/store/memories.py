@@ -1,0 +1,291 @@
+"""The memory store: one SQLite file holding rows, the FTS5 index and the vec0 index.
+
+One writer connection (guarded by a lock) and one reader connection per thread (WAL lets them run
+side by side). Every write bumps ``generation`` so caches can tell the store changed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memcue.sidecar.store.bookkeeping import is_bookkeeping
+from memcue.sidecar.store.db import connect
+from memcue.sidecar.store.migrations import ensure_vector_table, migrate, schema_version
+from memcue.sidecar.store.sanitize import sanitize_text
+
+#: ``embedded`` values: 0 waiting for a vector, 1 has one, 2 never embedded (bookkeeping rows).
+PENDING, EMBEDDED, SKIPPED = 0, 1, 2
+COLUMNS = (
+    "id, content, kind, project, session_id, created_at, updated_at, pinned, bookkeeping, "
+    "superseded_by, source, source_id, embedded, metadata"
+)
+
+
+@dataclass
+class NewMemory:
+    """A memory to write. Times are Unix seconds; ``source_id`` makes a write idempotent (spool, import)."""
+
+    content: str
+    kind: str = "note"
+    project: str = ""
+    session_id: str = ""
+    pinned: bool = False
+    source: str = ""
+    source_id: str | None = None
+    created_at: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Outcome of one write: the row ``id``, whether it was flagged ``bookkeeping``, and whether it was a
+    ``duplicate`` of an earlier write with the same ``source_id`` (then nothing new was stored)."""
+
+    id: int
+    bookkeeping: bool
+    duplicate: bool = False
+
+
+def _row_dict(row: Sequence[Any]) -> dict[str, Any]:
+    keys = [c.strip() for c in COLUMNS.split(",")]
+    out = dict(zip(keys, row, strict=True))
+    out["pinned"] = bool(out["pinned"])
+    out["bookkeeping"] = bool(out["bookkeeping"])
+    out["metadata"] = json.loads(out["metadata"] or "{}")
+    return out
+
+
+class Store:
+    """Rows, keyword index and vector index in one SQLite file at ``path``.
+
+    Raises ``apsw.Error`` when the file cannot be opened or migrated.
+    """
+
+    def __init__(self, path: Path | str, *, want_vec: bool = True) -> None:
+        self.path = str(path)
+        self._want_vec = want_vec
+        self._write_lock = threading.Lock()
+        self._local = threading.local()
+        self._writer, self.vec = connect(self.path, want_vec=want_vec)
+        migrate(self._writer)
+        self.generation = 0
+        self.vector_dim: int | None = None
+        self.vector_note = "" if self.vec.available else f"sqlite-vec unavailable: {self.vec.error}"
+
+    # -- connections -------------------------------------------------------------------------
+    def _reader(self) -> apsw.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn, _ = connect(self.path, want_vec=self.vec.available)
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Checkpoint the WAL and close the writer connection."""
+        with self._write_lock:
+            try:
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                self._writer.close()
+
+    # -- meta and model ----------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._reader().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write_lock, self._writer:
+            self._writer.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    @property
+    def schema_version(self) -> int:
+        return schema_version(self._reader())
+
+    def bind_model(self, model_id: str, dim: int) -> bool:
+        """Record the embedding model (id, dimension) or check it against the recorded one.
+
+        Returns True when vectors can be used: sqlite-vec loaded and the model matches what the stored
+        vectors were made with. On a mismatch nothing is dropped; ``vector_note`` says why.
+        """
+        if not self.vec.available:
+            return False
+        recorded_id, recorded_dim = self.get_meta("embedding_model"), self.get_meta("embedding_dim")
+        if recorded_id is None:
+            self.set_meta("embedding_model", model_id)
+            self.set_meta("embedding_dim", str(dim))
+        elif recorded_id != model_id or int(recorded_dim or 0) != dim:
+            self.vector_note = (
+                f"embedding model mismatch: store has {recorded_id} ({recorded_dim} dims), "
+                f"configured {model_id} ({dim} dims); keyword-only until re-indexed"
+            )
+            return False
+        with self._write_lock, self._writer:
+            ensure_vector_table(self._writer, dim)
+        self.vector_dim = dim
+        self.vector_note = ""
+        return True
+
+    # -- writes ------------------------------------------------------------------------------
+    def remember(self, memory: NewMemory) -> WriteResult:
+        """Store one memory at once (keyword-searchable on return); its vector comes later."""
+        return self.remember_many([memory])[0]
+
+    def remember_many(self, memories: Iterable[NewMemory]) -> list[WriteResult]:
+        """Store several memories in one transaction; bookkeeping flags are set in the same transaction."""
+        results: list[WriteResult] = []
+        now = time.time()
+        with self._write_lock, self._writer:
+            for m in memories:
+                if m.source_id:
+                    found = self._writer.execute(
+                        "SELECT id, bookkeeping FROM memories WHERE source_id = ?", (m.source_id,)
+                    ).fetchall()
+                    if found:
+                        results.append(WriteResult(int(found[0][0]), bool(found[0][1]), duplicate=True))
+                        continue
+                content = sanitize_text(m.content)
+                flagged = is_bookkeeping(content)
+                created = m.created_at if m.created_at is not None else now
+                self._writer.execute(
+                    "INSERT INTO memories(content, kind, project, session_id, created_at, updated_at, pinned,"
+                    " bookkeeping, source, source_id, embedded, metadata)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        content,
+                        sanitize_text(m.kind or "note"),
+                        sanitize_text(m.project or ""),
+                        sanitize_text(m.session_id or ""),
+                        created,
+                        created,
+                        int(m.pinned),
+                        int(flagged),
+                        sanitize_text(m.source or ""),
+                        m.source_id,
+                        SKIPPED if flagged else PENDING,
+                        json.dumps(m.metadata, ensure_ascii=False),
+                    ),
+                )
+                results.append(WriteResult(self._writer.last_insert_rowid(), flagged))
+            self.generation += 1
+        return results
+
+    def pending_embeddings(self, limit: int = 64) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """Rows still waiting for a vector: ``(id, content, project, metadata)``, oldest first."""
+        rows = self._reader().execute(
+            "SELECT id, content, project, metadata FROM memories WHERE embedded = 0 ORDER BY id LIMIT ?", (limit,)
+        ).fetchall()
+        return [(int(r[0]), r[1], r[2], json.loads(r[3] or "{}")) for r in rows]
+
+    def count_pending(self) -> int:
+        return int(self._reader().execute("SELECT count(*) FROM memories WHERE embedded = 0").fetchall()[0][0])
+
+    def set_embeddings(self, items: Sequence[tuple[int, str, bytes]]) -> None:
+        """Store vectors: ``(id, project, float32 bytes)`` each; marks the rows embedded."""
+        with self._write_lock, self._writer:
+            for mid, project, blob in items:
+                self._writer.execute("DELETE FROM memories_vec WHERE rowid = ?", (mid,))
+                self._writer.execute(
+                    "INSERT INTO memories_vec(rowid, embedding, project) VALUES (?, ?, ?)", (mid, blob, project)
+                )
+                self._writer.execute("UPDATE memories SET embedded = 1 WHERE id = ?", (mid,))
+
+    # -- reads -------------------------------------------------------------------------------
+    def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """Rows by id as dicts (columns of ``COLUMNS``); unknown ids are absent."""
+        ids = list(dict.fromkeys(int(i) for i in ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._reader().execute(f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})", ids).fetchall()
+        return {int(r[0]): _row_dict(r) for r in rows}
+
+    def list_memories(
+        self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
+        kinds_excluded: Sequence[str] = (), pinned_only: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Newest first. ``project`` None means every project; a project also gets global ("") rows."""
+        where, args = ["superseded_by IS NULL"], []
+        if project is not None:
+            where.append("project IN (?, '')")
+            args.append(project)
+        if not include_bookkeeping:
+            where.append("bookkeeping = 0")
+        if pinned_only:
+            where.append("pinned = 1")
+        for kind in kinds_excluded:
+            where.append("kind != ?")
+            args.append(kind)
+        sql = f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?"
+        return [_row_dict(r) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
+
+    def bm25(
+        self, match: str, *, project: str | None, limit: int, exclude_kinds: Sequence[str] = ()
+    ) -> list[tuple[int, float]]:
+        """FTS5 search: ``(id, score)`` best first, score = -bm25() (higher is better, > 0 for a match).
+
+        ``match`` must already be a safe FTS5 expression (see ``recall.query``).
+        """
+        where, args = ["memories_fts MATCH ?", "m.superseded_by IS NULL", "m.bookkeeping = 0"], [match]
+        if project is not None:
+            where.append("m.project IN (?, '')")
+            args.append(project)
+        for kind in exclude_kinds:
+            where.append("m.kind != ?")
+            args.append(kind)
+        sql = (
+            "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
+            f" WHERE {' AND '.join(where)} ORDER BY bm25(memories_fts), m.id LIMIT ?"
+        )
+        return [(int(r[0]), float(r[1])) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
+
+    def knn(self, vector: bytes, *, project: str | None, k: int) -> list[tuple[int, float]]:
+        """Nearest vectors by cosine distance: ``(id, cosine similarity)`` best first.
+
+        With a ``project``, searches that project and global rows. Raises ``RuntimeError`` when no
+        vector table is bound.
+        """
+        if self.vector_dim is None:
+            raise RuntimeError(self.vector_note or "no vector table")
+        conn = self._reader()
+        base = "SELECT rowid, distance FROM memories_vec WHERE embedding MATCH ? AND k = ?"
+        if project is None:
+            rows = conn.execute(base, (vector, k)).fetchall()
+        else:
+            rows = conn.execute(base + " AND project = ?", (vector, k, project)).fetchall()
+            if project != "":
+                rows += conn.execute(base + " AND project = ''", (vector, k)).fetchall()
+        best = sorted(((int(r[0]), 1.0 - float(r[1])) for r in rows), key=lambda x: (-x[1], x[0]))
+        return best[:k]
+
+    def vectors(self, ids: Iterable[int]) -> dict[int, bytes]:
+        """Stored float32 vectors by memory id (ids without a vector are absent)."""
+        ids = list(dict.fromkeys(int(i) for i in ids))
+        if not ids or self.vector_dim is None:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._reader().execute(
+            f"SELECT rowid, embedding FROM memories_vec WHERE rowid IN ({marks})", ids
+        ).fetchall()
+        return {int(r[0]): bytes(r[1]) for r in rows}
+
+    def vocabulary_size(self) -> int:
+        return int(self._reader().execute("SELECT count(*) FROM memories WHERE bookkeeping = 0").fetchall()[0][0])
+
+    def counts(self) -> dict[str, int]:
+        """Row counts: total, bookkeeping, pending embeddings, embedded."""
+        row = self._reader().execute(
+            "SELECT count(*), coalesce(sum(bookkeeping), 0), coalesce(sum(embedded = 0), 0),"
+            " coalesce(sum(embedded = 1), 0) FROM memories"
+        ).fetchall()[0]
+        return {"memories": row[0], "bookkeeping": row[1], "pending_embeddings": row[2], "embedded": row[3]}

@@ -1,0 +1,104 @@
+"""Schema migrations: small numbered functions applied in order and recorded (after llm's migrations.py).
+
+``migrate(conn)`` applies every function not yet recorded in ``_migrations``. The vector table depends
+on the embedding model's dimension, so it is created by ``ensure_vector_table`` rather than here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import apsw
+
+Migration = Callable[[apsw.Connection], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register ``fn`` as the next migration (named by its function name, ``mNNN_…``)."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+def m001_create_tables(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE memories (
+            id INTEGER PRIMARY KEY,
+            content TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'note',
+            project TEXT NOT NULL DEFAULT '',
+            session_id TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            bookkeeping INTEGER NOT NULL DEFAULT 0,
+            superseded_by INTEGER REFERENCES memories(id),
+            source TEXT NOT NULL DEFAULT '',
+            source_id TEXT UNIQUE,
+            embedded INTEGER NOT NULL DEFAULT 0,
+            metadata TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX memories_project_created ON memories(project, created_at);
+        CREATE INDEX memories_unembedded ON memories(embedded) WHERE embedded = 0;
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        """
+    )
+
+
+@migration
+def m002_create_fts(conn: apsw.Connection) -> None:
+    # Bookkeeping rows are never indexed: they stay listable but cannot be a keyword candidate.
+    conn.execute(
+        """
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, content='memories', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories WHEN new.bookkeeping = 0 BEGIN
+            INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories WHEN old.bookkeeping = 0 BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, bookkeeping ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content)
+                SELECT 'delete', old.id, old.content WHERE old.bookkeeping = 0;
+            INSERT INTO memories_fts(rowid, content)
+                SELECT new.id, new.content WHERE new.bookkeeping = 0;
+        END;
+        """
+    )
+
+
+def migrate(conn: apsw.Connection) -> list[str]:
+    """Apply pending migrations in one transaction each; return the names applied."""
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    applied = []
+    for fn in MIGRATIONS:
+        if fn.__name__ in done:
+            continue
+        with conn:
+            fn(conn)
+            conn.execute("INSERT INTO _migrations(name, applied_at) VALUES (?, ?)", (fn.__name__, time.time()))
+        applied.append(fn.__name__)
+    return applied
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    """Number of migrations applied (the schema version)."""
+    return int(conn.execute("SELECT count(*) FROM _migrations").fetchall()[0][0])
+
+
+def ensure_vector_table(conn: apsw.Connection, dim: int) -> None:
+    """Create the ``memories_vec`` vec0 table for ``dim``-dimension vectors (cosine distance) if absent.
+
+    ``project`` is a metadata column so a KNN query can be scoped to one project.
+    """
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS memories_vec USING vec0("
+        f"embedding float[{int(dim)}] distance_metric=cosine, project text)"
+    )

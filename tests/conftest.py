@@ -1,0 +1,150 @@
+"""Shared fixtures: a short temp MEMCUE_HOME, a real sidecar process, the real hook as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memcue.client import Client
+from memcue.hooks.locations import Locations
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _short_tmp() -> Path:
+    # AF_UNIX paths must stay short: pytest's tmp_path can be too deep.
+    return Path(tempfile.mkdtemp(prefix="mc-", dir="/tmp"))
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh data dir, exported as MEMCUE_HOME for this test and its subprocesses."""
+    root = _short_tmp()
+    monkeypatch.setenv("MEMCUE_HOME", str(root))
+    yield root
+    _stop_sidecar(Locations(root))
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _stop_sidecar(loc: Locations) -> None:
+    try:
+        pid = int(loc.pid_file.read_text())
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+
+
+class Sidecar:
+    """A real sidecar process (``python -m memcue.sidecar``) in its own data dir."""
+
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.root = root
+        self.env = env
+        self.loc = Locations(root)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memcue.sidecar"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.client = Client(self.loc, timeout_s=60)
+        deadline = time.monotonic() + 60
+        while not self.client.is_up():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"sidecar did not start: {self.proc.stderr.read().decode() if self.proc.stderr else ''}"
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def log(self) -> str:
+        try:
+            return self.loc.sidecar_log.read_text()
+        except OSError:
+            return ""
+
+
+def start_sidecar(root: Path, **extra_env: str) -> Sidecar:
+    env = {**os.environ, "MEMCUE_HOME": str(root), "OPENBLAS_NUM_THREADS": "1", **extra_env}
+    return Sidecar(root, env)
+
+
+@pytest.fixture
+def sidecar(home: Path) -> Iterator[Sidecar]:
+    """A real sidecar with the real embedding model, in a fresh data dir."""
+    sc = start_sidecar(home)
+    yield sc
+    sc.stop()
+
+
+def run_hook(
+    payload: object,
+    event: str = "user-prompt-submit",
+    *,
+    env: dict[str, str] | None = None,
+    raw: bytes | None = None,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the real hook as a subprocess with ``payload`` (JSON-encoded) or ``raw`` bytes on stdin."""
+    data = raw if raw is not None else json.dumps(payload).encode()
+    return subprocess.run(
+        [sys.executable, "-m", "memcue.hooks", "claude-code", event],
+        input=data,
+        capture_output=True,
+        env=env or dict(os.environ),
+        timeout=timeout,
+    )
+
+
+def prompt_payload(prompt: str, cwd: str, session_id: str = "3f1c8a2e-5b7d-4e21-9c0a-1d2e3f4a5b6c") -> dict:
+    """A Claude Code UserPromptSubmit payload (the exact shape the harness sends)."""
+    return {
+        "session_id": session_id,
+        "transcript_path": f"/home/dev/.claude/projects/x/{session_id}.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+
+
+def context_of(proc: subprocess.CompletedProcess[bytes]) -> str:
+    """The additionalContext the hook printed ("" for empty stdout); asserts the output shape."""
+    out = proc.stdout.decode("utf-8")
+    if not out.strip():
+        return ""
+    data = json.loads(out)
+    assert set(data) == {"hookSpecificOutput"}
+    return data["hookSpecificOutput"]["additionalContext"]

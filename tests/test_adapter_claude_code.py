@@ -1,0 +1,184 @@
+"""The Claude Code adapter: real payload shapes in, the exact hookSpecificOutput shape out (C07, C14, C16)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memcue import adapters
+from memcue.adapters import claude_code
+from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent
+
+UPS_PAYLOAD = {
+    "session_id": "abc123",
+    "transcript_path": "/home/u/.claude/projects/p/abc123.jsonl",
+    "cwd": "/tmp",
+    "permission_mode": "default",
+    "hook_event_name": "UserPromptSubmit",
+    "prompt": "Write a function to calculate the factorial of a number",
+}
+SESSION_PAYLOAD = {
+    "session_id": "abc123",
+    "transcript_path": "/home/u/.claude/projects/p/abc123.jsonl",
+    "cwd": "/tmp",
+    "hook_event_name": "SessionStart",
+    "source": "startup",
+    "model": "claude-sonnet-4-5",
+}
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "CLAUDE_CODE_SESSION_ID",
+        "CLAUDE_PROJECT_DIR",
+        "MEMCUE_PROMPT_TOKENS",
+        "MEMCUE_SESSION_START_TOKENS",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_parse_user_prompt_submit() -> None:
+    event = claude_code.parse(USER_PROMPT_SUBMIT, UPS_PAYLOAD)
+    assert event == HookEvent(
+        harness="claude-code",
+        event="user-prompt-submit",
+        session_id="abc123",
+        cwd="/tmp",
+        project=os.path.realpath("/tmp"),
+        prompt="Write a function to calculate the factorial of a number",
+        source="",
+        transcript_path="/home/u/.claude/projects/p/abc123.jsonl",
+        extra={"hook_event_name": "UserPromptSubmit", "permission_mode": "default"},
+    )
+
+
+def test_parse_session_start() -> None:
+    event = claude_code.parse(SESSION_START, SESSION_PAYLOAD)
+    assert (event.event, event.source, event.prompt, event.session_id) == (
+        "session-start",
+        "startup",
+        "",
+        "abc123",
+    )
+    assert event.extra == {"hook_event_name": "SessionStart", "model": "claude-sonnet-4-5"}
+    assert event.to_dict()["transcript_path"] == SESSION_PAYLOAD["transcript_path"]
+
+
+@pytest.mark.parametrize("source", ["startup", "resume", "clear", "compact", "fork", "something-new"])
+def test_C15_session_start_sources_pass_through(source: str) -> None:
+    assert claude_code.parse(SESSION_START, {**SESSION_PAYLOAD, "source": source}).source == source
+
+
+@pytest.mark.parametrize("payload", [None, [], ["prompt"], "prompt", 42, {"prompt": 7, "session_id": ["x"]}])
+def test_C02_parse_non_object_or_wrong_types(payload: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "env-session")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", "/tmp")
+    event = claude_code.parse(USER_PROMPT_SUBMIT, payload)
+    assert event.prompt == ""
+    assert event.session_id == "env-session"
+    assert event.cwd == "/tmp"
+    assert event.project == os.path.realpath("/tmp")
+
+
+def test_parse_falls_back_to_process_cwd(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    event = claude_code.parse(USER_PROMPT_SUBMIT, {"prompt": "x"})
+    assert event.cwd == str(tmp_path)
+    assert event.session_id == ""
+
+
+def test_C16_project_is_git_top_level(tmp_path: Path) -> None:
+    repo = tmp_path / "billing-api"
+    sub = repo / "src" / "deep"
+    sub.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    link = tmp_path / "link"
+    link.symlink_to(sub)
+    for cwd in (repo, sub, link):
+        event = claude_code.parse(USER_PROMPT_SUBMIT, {**UPS_PAYLOAD, "cwd": str(cwd)})
+        assert event.project == str(repo.resolve())
+        assert event.cwd == str(cwd), "cwd is kept as given; only project is resolved"
+
+
+def test_budget_defaults_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert claude_code.budget(USER_PROMPT_SUBMIT) == Budget(max_tokens=600, max_chars=9500)
+    assert claude_code.budget(SESSION_START) == Budget(max_tokens=1500, max_chars=9500)
+    monkeypatch.setenv("MEMCUE_PROMPT_TOKENS", "900")
+    monkeypatch.setenv("MEMCUE_SESSION_START_TOKENS", "3000")
+    assert claude_code.budget(USER_PROMPT_SUBMIT).max_tokens == 900
+    assert claude_code.budget(SESSION_START).max_tokens == 3000
+    for bad in ("zero", "0", "-5", "1.5"):
+        monkeypatch.setenv("MEMCUE_PROMPT_TOKENS", bad)
+        assert claude_code.budget(USER_PROMPT_SUBMIT).max_tokens == 600
+
+
+@pytest.mark.parametrize(
+    ("event", "name"), [(USER_PROMPT_SUBMIT, "UserPromptSubmit"), (SESSION_START, "SessionStart")]
+)
+def test_C14_render_shape(event: str, name: str) -> None:
+    context = 'memcue recalled:\n- "quoted" C:\\new\\table 构建 🔑\n- tab\there'
+    out = claude_code.render(HookEvent(harness="claude-code", event=event), context)
+    assert "\n" not in out
+    assert json.loads(out.encode("utf-8").decode("utf-8")) == {
+        "hookSpecificOutput": {"hookEventName": name, "additionalContext": context}
+    }
+    assert "构建 🔑" in out, "non-ASCII is written as is, not as \\u escapes"
+
+
+@pytest.mark.parametrize("context", ["", "   ", "\n\n\t"])
+def test_C14_render_nothing_to_inject(context: str) -> None:
+    assert claude_code.render(HookEvent(harness="claude-code", event=USER_PROMPT_SUBMIT), context) == ""
+    assert claude_code.render(HookEvent(harness="claude-code", event=SESSION_START), context) == ""
+
+
+def test_C07_render_caps_at_9500_characters_on_a_line() -> None:
+    lines = [f"- memory {i}: " + "长期记忆😀" * 55 for i in range(200)]
+    context = "\n".join(lines)
+    out = json.loads(claude_code.render(HookEvent(harness="claude-code", event=SESSION_START), context))
+    injected = out["hookSpecificOutput"]["additionalContext"]
+    assert len(injected) <= 9500
+    kept, marker = injected.rsplit("\n", 1)
+    assert marker == "[memcue: cut to fit the context limit]"
+    assert kept.split("\n") == lines[: len(kept.split("\n"))], "whole lines only"
+    fits = "x" * 9500
+    assert (
+        json.loads(claude_code.render(HookEvent("claude-code", USER_PROMPT_SUBMIT), fits))[
+            "hookSpecificOutput"
+        ]["additionalContext"]
+        == fits
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("user-prompt-submit", USER_PROMPT_SUBMIT),
+        ("UserPromptSubmit", USER_PROMPT_SUBMIT),
+        ("userpromptsubmit", USER_PROMPT_SUBMIT),
+        ("USER_PROMPT_SUBMIT", USER_PROMPT_SUBMIT),
+        ("session-start", SESSION_START),
+        ("SessionStart", SESSION_START),
+        ("PreToolUse", None),
+        ("", None),
+    ],
+)
+def test_registry_event_names(name: str, expected: str | None) -> None:
+    assert adapters.event_name(claude_code, name) == expected
+
+
+def test_registry_harness_names() -> None:
+    assert adapters.get("claude-code") is claude_code
+    assert adapters.get("Claude_Code") is claude_code
+    assert adapters.get("no-such-harness") is None
+    assert set(adapters.HARNESSES) == {"claude-code", "codex", "hermes"}
+
+
+def test_adapter_module_matches_the_protocol() -> None:
+    for name in ("NAME", "EVENTS", "parse", "budget", "render"):
+        assert hasattr(claude_code, name)
+    assert claude_code.NAME == "claude-code"

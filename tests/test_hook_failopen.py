@@ -1,0 +1,227 @@
+"""The hook fails open: a dead, hung or stopped sidecar and broken stdin never block a prompt (C01, C02)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from hookutil import (
+    HOOK,
+    FakeSidecar,
+    cleanup_home,
+    hook_env,
+    hook_log,
+    make_home,
+    run_hook,
+    socket_path,
+    spool_records,
+    start_fake_process,
+)
+
+PROMPT = {
+    "session_id": "sess-c01",
+    "transcript_path": "/tmp/t.jsonl",
+    "cwd": "/tmp",
+    "permission_mode": "default",
+    "hook_event_name": "UserPromptSubmit",
+    "prompt": "how do we rotate the build-cache key?",
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path):
+    home = make_home(tmp_path)
+    yield home
+    cleanup_home(home)
+
+
+def assert_failed_open(run, limit_s: float) -> None:
+    assert run.returncode == 0
+    assert run.stdout == b""
+    assert run.stderr == b""
+    assert run.elapsed_s < limit_s, f"hook took {run.elapsed_s:.2f} s"
+
+
+def test_C01_socket_accepts_and_never_answers(home: Path) -> None:
+    path = socket_path(home)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(64)  # never accept(): connections queue in the backlog, nothing ever answers
+    try:
+        for i in range(10):
+            run = run_hook({**PROMPT, "prompt": f"prompt {i}"}, home, MEMCUE_HOOK_DEADLINE_S="0.5")
+            assert_failed_open(run, 1.5)
+            assert run.elapsed_s >= 0.4, "the hook gave up before its deadline"
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
+    log = hook_log(home)
+    assert "started pid=" not in log, "a connected-but-silent sidecar must not trigger a spawn"
+    assert log.count("timed out waiting for the answer") == 10
+    # No answer proves the prompt was stored, so each one is spooled (no loss).
+    assert [r["content"] for r in spool_records(home)] == [f"prompt {i}" for i in range(10)]
+
+
+def test_C01_stale_socket_file_spawns_once_and_returns(home: Path) -> None:
+    path = socket_path(home)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()  # the file stays, nothing listens: connect() is refused
+    assert path.exists()
+
+    run = run_hook(PROMPT, home, MEMCUE_HOOK_DEADLINE_S="1.0")
+    assert run.returncode == 0
+    assert run.stderr == b""
+    assert run.elapsed_s < 3.0
+    if run.stdout:  # a real sidecar may come up in time and answer
+        assert set(run.output()) == {"hookSpecificOutput"}
+    log = hook_log(home)
+    assert log.count("started pid=") == 1, log
+    assert "Connection refused" in log
+
+
+def test_C01_ten_prompts_with_nothing_listening(home: Path) -> None:
+    path = socket_path(home)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()
+    for i in range(10):
+        run = run_hook({**PROMPT, "prompt": f"p{i}"}, home, MEMCUE_HOOK_DEADLINE_S="0.4")
+        assert run.returncode == 0
+        assert run.stderr == b""
+        assert run.elapsed_s < 3.0
+        if run.stdout:
+            assert set(run.output()) == {"hookSpecificOutput"}
+    # One spawn per run at most, never an escalating number of them.
+    assert hook_log(home).count("started pid=") <= 10
+
+
+def test_C01_sigstopped_sidecar(home: Path) -> None:
+    path = socket_path(home)
+    fake = start_fake_process(path, "memory: the build-cache key rotates every release")
+    try:
+        warm = run_hook(PROMPT, home, MEMCUE_HOOK_DEADLINE_S="2.0")
+        assert warm.returncode == 0
+        assert warm.output()["hookSpecificOutput"]["additionalContext"].startswith("memory: ")
+        os.kill(fake.pid, signal.SIGSTOP)
+        for _ in range(3):
+            run = run_hook(PROMPT, home, MEMCUE_HOOK_DEADLINE_S="0.5")
+            assert_failed_open(run, 1.5)
+    finally:
+        os.kill(fake.pid, signal.SIGCONT)
+        fake.kill()
+        fake.wait()
+        path.unlink(missing_ok=True)
+    assert "started pid=" not in hook_log(home)
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b'{"prompt": "hel', id="truncated"),
+        pytest.param(
+            b'{"session_id": "s", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}', id="no-prompt"
+        ),
+        pytest.param(b'[{"prompt": "in an array"}]', id="array"),
+        pytest.param(b'"a bare string"', id="string"),
+        pytest.param(b"\xff\xfe\x00garbage", id="binary"),
+    ],
+)
+def test_C02_broken_stdin(home: Path, stdin: bytes) -> None:
+    with FakeSidecar(socket_path(home), "should never be injected") as fake:
+        run = run_hook(stdin, home, MEMCUE_HOOK_DEADLINE_S="1.0")
+    assert_failed_open(run, 3.0)
+    assert fake.requests == [], "no prompt, so nothing to recall"
+    assert spool_records(home) == []
+    log = hook_log(home)
+    assert "no prompt in the payload" in log
+
+
+def test_C02_stdin_held_open_with_no_bytes(home: Path) -> None:
+    with FakeSidecar(socket_path(home), "never") as fake:
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            [*HOOK, "claude-code", "user-prompt-submit"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=hook_env(home, MEMCUE_HOOK_DEADLINE_S="1.0"),
+        )
+        try:
+            proc.wait(timeout=10)  # stdin stays open the whole time
+            elapsed = time.monotonic() - start
+        finally:
+            proc.kill()
+            proc.stdin.close()
+        assert proc.returncode == 0
+        assert proc.stdout.read() == b""
+        assert proc.stderr.read() == b""
+        assert elapsed < 2.0, f"hook waited {elapsed:.2f} s on an open, silent stdin"
+        assert fake.requests == []
+    assert "empty stdin" in hook_log(home)
+
+
+def test_C02_complete_payload_on_stdin_held_open(home: Path) -> None:
+    """A harness that writes the payload but never closes stdin still gets an answer at once."""
+    with FakeSidecar(socket_path(home), "remembered context") as fake:
+        proc = subprocess.Popen(
+            [*HOOK, "claude-code", "UserPromptSubmit"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=hook_env(home, MEMCUE_HOOK_DEADLINE_S="2.5"),
+        )
+        start = time.monotonic()
+        proc.stdin.write(json.dumps(PROMPT).encode())
+        proc.stdin.flush()
+        try:
+            proc.wait(timeout=10)
+            elapsed = time.monotonic() - start
+        finally:
+            proc.kill()
+            proc.stdin.close()
+        out = json.loads(proc.stdout.read())
+    assert proc.returncode == 0
+    assert out["hookSpecificOutput"]["additionalContext"] == "remembered context"
+    assert fake.requests[0][1]["event"]["prompt"] == PROMPT["prompt"]
+    assert elapsed < 0.9, f"hook waited {elapsed:.2f} s for EOF after a complete object"
+
+
+@pytest.mark.parametrize(
+    "argv", [["nosuch", "user-prompt-submit"], ["claude-code", "nosuch"], ["claude-code"], []]
+)
+def test_C02_unknown_harness_or_event(home: Path, argv: list[str]) -> None:
+    proc = subprocess.run(
+        [*HOOK, *argv],
+        input=json.dumps(PROMPT).encode(),
+        capture_output=True,
+        env=hook_env(home),
+        timeout=10,
+    )
+    assert proc.returncode == 0
+    assert proc.stdout == b""
+    assert proc.stderr == b""
+    assert hook_log(home).strip(), "the reason goes to the log"
+
+
+def test_C01_sidecar_http_error_fails_open(home: Path) -> None:
+    with FakeSidecar(socket_path(home), "x", status=500):
+        run = run_hook(PROMPT, home, MEMCUE_HOOK_DEADLINE_S="1.0")
+    assert_failed_open(run, 3.0)
+    assert "HTTP 500" in hook_log(home)
+    assert [r["content"] for r in spool_records(home)] == [PROMPT["prompt"]]
+
+
+def test_C01_sidecar_garbage_answer_fails_open(home: Path) -> None:
+    with FakeSidecar(socket_path(home), raw_answer=b"<html>not json") as fake:
+        run = run_hook(PROMPT, home, MEMCUE_HOOK_DEADLINE_S="1.0")
+    assert_failed_open(run, 3.0)
+    assert len(fake.requests) == 1
+    assert spool_records(home) == [], "a 200 means the sidecar has the prompt"

@@ -1,0 +1,83 @@
+"""The hook path imports the standard library only (it runs on every prompt and must start fast)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hookutil import cleanup_home, hook_env, make_home
+
+#: Runs the hook in-process via runpy and records every top-level module it imported that is not stdlib.
+#: The hook ends with os._exit, so the record is written from a wrapper around it.
+WRAPPER = r"""
+import json, os, runpy, sys
+out = sys.argv[1]
+event = sys.argv[2]
+real_exit = os._exit
+baseline = set(sys.modules)  # the interpreter's own start-up (site, editable-install finders)
+
+def record(code):
+    new = set(sys.modules) - baseline
+    names = sorted({n.split(".")[0] for n in new} - set(sys.stdlib_module_names))
+    with open(out, "w") as fh:
+        ours = sorted(n for n in sys.modules if n.startswith("memcue"))
+        json.dump({"third_party": names, "memcue": ours}, fh)
+    real_exit(code)
+
+os._exit = record
+sys.argv = ["memcue.hooks", "claude-code", event]
+runpy.run_module("memcue.hooks", run_name="__main__", alter_sys=True)
+record(0)
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path):
+    home = make_home(tmp_path)
+    yield home
+    cleanup_home(home)
+
+
+@pytest.mark.parametrize("event", ["user-prompt-submit", "session-start"])
+def test_hook_imports_stdlib_only(home: Path, tmp_path: Path, event: str) -> None:
+    out = tmp_path / "modules.json"
+    payload = {"session_id": "s", "cwd": "/tmp", "prompt": "hello", "source": "startup"}
+    proc = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(out), event],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=hook_env(home, MEMCUE_HOOK_SPAWN="0", MEMCUE_HOOK_DEADLINE_S="1.0"),
+        timeout=20,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
+    modules = json.loads(out.read_text())
+    assert modules["third_party"] == ["memcue"]
+    assert "memcue.hooks.run" in modules["memcue"], "the hook really ran"
+    assert not [m for m in modules["memcue"] if m.startswith("memcue.sidecar")]
+    assert not [
+        m
+        for m in modules["memcue"]
+        if m.startswith("memcue.adapters.") and "claude" not in m and not m.endswith(".base")
+    ], "only the adapter in use is loaded"
+
+
+def test_hook_avoids_heavy_stdlib_modules(home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "all.json"
+    code = WRAPPER.replace(
+        'names = sorted({n.split(".")[0] for n in sys.modules} - set(sys.stdlib_module_names))',
+        "names = sorted(set(sys.modules) - baseline)",
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(out), "user-prompt-submit"],
+        input=b'{"prompt": "hi", "cwd": "/tmp"}',
+        capture_output=True,
+        env=hook_env(home, MEMCUE_HOOK_SPAWN="0", MEMCUE_HOOK_DEADLINE_S="1.0"),
+        timeout=20,
+    )
+    loaded = set(json.loads(out.read_text())["third_party"])
+    for heavy in ("asyncio", "email", "http.client", "uuid", "logging", "argparse", "urllib.request", "ssl"):
+        assert heavy not in loaded, f"{heavy} is imported on the hook path"

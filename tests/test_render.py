@@ -1,0 +1,63 @@
+"""Injected blocks stay under their token budget and 9,500 characters, cut at a memory (C07)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from memcue.sidecar.render import render_block
+from memcue.sidecar.tokens import TokenCounter, estimate_tokens
+
+PIECES = ["部署の前にキャッシュを必ず削除すること。", "🚀🔥✅", "rotate the build cache key", "数据库迁移需要先备份。",
+          "naïve café résumé", "the plugin cache keeps an orphaned version directory", "🧪 тест кэша"]
+
+
+def _memories(n: int = 200, size: int = 300) -> list[dict]:
+    rng = random.Random(3)
+    out = []
+    for i in range(n):
+        text = f"memory {i}: "
+        while len(text) < size:
+            text += rng.choice(PIECES) + " "
+        out.append({"memory_id": i, "content": text[:size], "memory_kind": "note", "age_label": "today",
+                    "tier": "supported"})
+    return out
+
+
+@pytest.fixture(scope="module")
+def counter(tmp_path_factory: pytest.TempPathFactory) -> TokenCounter:
+    c = TokenCounter(tmp_path_factory.mktemp("tk"))
+    assert c.mode == "tiktoken", c.error
+    return c
+
+
+@pytest.mark.parametrize("max_tokens", [600, 1500, 50_000])
+def test_C07_block_fits_tokens_and_characters(counter: TokenCounter, max_tokens: int) -> None:
+    mems = _memories()
+    block = render_block("header", mems, count_tokens=counter.count, max_tokens=max_tokens, max_chars=9500)
+    assert 0 < block.included < len(mems)
+    assert len(block.text) <= 9500 and counter.count(block.text) <= max_tokens
+    lines = block.text.split("\n")
+    assert lines[-1] == f"[memcue: {block.left_out} more memories left out to fit the budget]"
+    assert block.included + block.left_out == len(mems)
+    body = [line for line in lines[1:-1]]
+    # Cut at a memory boundary: every included memory appears whole, in order.
+    assert body == [f"- (note · today) {m['content'].strip()}" for m in mems[: block.included]]
+
+
+def test_C07_nothing_left_out_means_no_left_out_line(counter: TokenCounter) -> None:
+    block = render_block("header", _memories(3, 100), count_tokens=counter.count, max_tokens=5000, max_chars=9500)
+    assert block.left_out == 0 and "left out" not in block.text
+
+
+def test_C07_a_single_huge_memory_is_shortened_not_dropped(counter: TokenCounter) -> None:
+    huge = [{"memory_id": 1, "content": "word " * 5000, "memory_kind": "note", "age_label": "today"}]
+    block = render_block("header", huge, count_tokens=counter.count, max_tokens=300, max_chars=9500)
+    assert block.included == 1 and block.text.endswith("…") and counter.count(block.text) <= 300
+
+
+def test_C19_estimate_is_conservative(counter: TokenCounter, tmp_path: Path) -> None:
+    for text in ["plain English text about caches and builds. " * 20, "".join(PIECES) * 10, "🎉" * 300]:
+        assert estimate_tokens(text) >= counter.count(text)

@@ -1,0 +1,110 @@
+"""The store on a real SQLite file: schema, sanitising (C06), bookkeeping flags (C20), idempotent writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memcue.sidecar.store.bookkeeping import is_bookkeeping
+from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store.sanitize import sanitize_text
+
+BOOKKEEPING = [
+    "session ended",
+    "Session started in billing-api",
+    "[codex] session ended (exit) at 17:42 in billing",
+    "[claude-code] session closed (exit) at 17:42 in billing-api",
+    "File changed: src/app.py",
+    "File changed",
+    "file created:",
+    "File edited: web/src/App.tsx",
+    "files: a.py, b.md",
+    "Tool: Bash completed (exit 0)",
+    "Read 3 files",
+    "billing-api: session started",
+    "- session ended",
+    "2026-11-02T10:00:01Z session ended",
+    "Session abc123 resumed",
+    "PostToolUse: Edit billing/money.py ✔",
+    "[claude-code] SessionEnd reason=clear 2024-07-08T16:05:11Z",
+    "web-ui: 4 files edited (a.tsx, b.ts)",
+    "Subagent finished: Explore (3 tool uses, 9.8s)",
+    "Stop hook fired; turn finished in 41.2s",
+]
+REAL = [
+    "We decided the session ended event should flush the cache because of leaks",
+    "Session started failing after the upgrade because the token expired",
+    "File changed detection is broken in watchfiles, use polling",
+    "app.py changed because the retry loop double-charged customers",
+    "files are stored in S3 under the tenant prefix",
+    "Read the docs before deploying: make deploy ENV=staging",
+]
+
+
+@pytest.mark.parametrize("text", BOOKKEEPING)
+def test_C20_bookkeeping_rows_are_flagged(text: str) -> None:
+    assert is_bookkeeping(text)
+
+
+@pytest.mark.parametrize("text", REAL)
+def test_C20_real_memories_are_not_flagged(text: str) -> None:
+    assert not is_bookkeeping(text)
+
+
+def test_C06_sanitize_keeps_text_and_drops_poison() -> None:
+    raw = 'tab\there\nline\x00nul \x1b[31mred\x1b[0m \ud800 C:\\new\\table\\x "q" 日本 🎉\r\nend\\'
+    clean = sanitize_text(raw)
+    assert clean == 'tab\there\nlinenul red \ufffd C:\\new\\table\\x "q" 日本 🎉\nend\\'
+    clean.encode("utf-8")  # no lone surrogate survives
+
+
+def test_store_schema_flags_and_idempotent_writes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db")
+    assert store.schema_version == 2
+    assert store.vec.available and store.vec.version.startswith("v")
+    first = store.remember(NewMemory("File changed: src/app.py", project="p", source_id="spool:1"))
+    again = store.remember(NewMemory("File changed: src/app.py", project="p", source_id="spool:1"))
+    real = store.remember(NewMemory("we cache builds \x00per branch", project="p"))
+    assert first.bookkeeping and again.duplicate and again.id == first.id and not real.bookkeeping
+    # Stored at once and keyword-searchable before any vector exists; bookkeeping never indexed.
+    assert [mid for mid, _ in store.bm25('"cache"', project="p", limit=5)] == [real.id]
+    assert store.bm25('"changed"', project="p", limit=5) == []
+    assert store.fetch([real.id])[real.id]["content"] == "we cache builds per branch"
+    listed = store.list_memories(project="p")
+    assert {m["id"] for m in listed} == {first.id, real.id}  # bookkeeping stays listable
+    assert [r[0] for r in store.pending_embeddings()] == [real.id]  # bookkeeping never embedded
+    store.close()
+
+
+def test_store_reopen_keeps_rows_and_model_mismatch_keeps_everything(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db")
+    assert store.bind_model("model-a", 4)
+    mid = store.remember(NewMemory("alpha", project="p")).id
+    store.set_embeddings([(mid, "p", np.array([1, 0, 0, 0], dtype=np.float32).tobytes())])
+    store.close()
+    reopened = Store(tmp_path / "m.db")
+    assert reopened.schema_version == 2  # migrations ran once
+    assert not reopened.bind_model("model-b", 8)
+    assert "mismatch" in reopened.vector_note
+    assert reopened.fetch([mid])[mid]["content"] == "alpha"
+    assert reopened.bind_model("model-a", 4)
+    assert reopened.knn(np.array([1, 0, 0, 0], dtype=np.float32).tobytes(), project="p", k=3)[0][0] == mid
+
+
+def test_C18_store_without_sqlite_vec_is_keyword_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMCUE_DISABLE_VEC", "1")
+    store = Store(tmp_path / "m.db")
+    assert not store.vec.available
+    assert not store.bind_model("model-a", 4)
+    mid = store.remember(NewMemory("rotate the build-cache key", project="p")).id
+    assert store.bm25('"rotate"', project="p", limit=3)[0][0] == mid
+    with pytest.raises(RuntimeError):
+        store.knn(b"\x00" * 16, project="p", k=1)
+    # No vec0 table was ever created.
+    assert (
+        not store._reader().execute("SELECT name FROM sqlite_master WHERE name = 'memories_vec'").fetchall()
+    )
