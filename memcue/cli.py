@@ -47,7 +47,10 @@ def _print(data: Any, as_json: bool, text: str) -> None:
 def cmd_remember(args: argparse.Namespace) -> int:
     from memcue.client import Client
 
-    text = args.text if args.text != "-" else sys.stdin.read()
+    text = args.text if args.text != "-" else sys.stdin.read().rstrip("\n")
+    if not text.strip():
+        print("memcue: nothing to remember: the text is empty", file=sys.stderr)
+        return EXIT_USAGE
     with Client() as client:
         client.ensure_running()
         out = client.remember(text, kind=args.kind, project=_project(args), pinned=args.pinned, source="cli")
@@ -58,15 +61,18 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 def _format_recall(answer: dict[str, Any]) -> str:
     lines = []
-    for r in answer["results"]:
+    for rank, r in enumerate(answer["results"], 1):
         label = "" if r["tier"] == "supported" else f" [{r['tier']}]"
         cos = r["channel_scores"].get("semantic")
-        score = f"{cos:.2f}" if cos is not None else "kw"
-        lines.append(f"#{r['memory_id']} {score}{label} ({r['memory_kind']}, {r['age_label']}) {r['content']}")
+        evidence = [f"sim {cos:.2f}" if cos is not None else "", "keywords" if r["cue_terms"] else ""]
+        why = ", ".join(e for e in evidence if e)
+        lines.append(f"{rank}. #{r['memory_id']} ({r['memory_kind']}, {r['age_label']}; {why}){label}\n"
+                     f"   {r['content']}")
     if answer.get("note"):
         lines.append(answer["note"])
     statuses = ", ".join(f"{k}={v}" for k, v in answer.get("channel_status", {}).items())
-    lines.append(f"[{answer['tier']} · {answer.get('retrieval_time_ms', 0):.0f} ms · {statuses}]")
+    lines.append(f"[{answer['tier']} · {answer.get('retrieval_time_ms', 0):.0f} ms · {statuses}]"
+                 " (ranked by fused rank; sim = cosine similarity, keywords = BM25 matched)")
     return "\n".join(lines)
 
 
@@ -74,6 +80,9 @@ def cmd_recall(args: argparse.Namespace) -> int:
     from memcue.client import Client
 
     project = None if args.all_projects else _project(args)
+    if not args.query.strip():
+        print("memcue: the question is empty", file=sys.stderr)
+        return EXIT_USAGE
     with Client() as client:
         client.ensure_running()
         answer = client.recall(args.query, project=project, limit=args.limit,
@@ -94,26 +103,37 @@ def _progress(done: int, total: int, label: str) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from memcue.client import Client
+    from memcue.sidecar.models import RememberIn
 
     path = Path(args.file)
     rows, errors = [], []
+    default_project = _project(args)
     with open(path, encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-                if not isinstance(rec, dict) or not str(rec.get("content", "")).strip():
-                    raise ValueError("needs an object with non-empty 'content'")
+                if not isinstance(rec, dict):
+                    raise ValueError("needs a JSON object with a 'content' string")
+                rec.setdefault("project", default_project)
+                rec.setdefault("source", f"import:{path.name}")
+                rec.setdefault("source_id", f"import:{path.name}:{n}")
+                row = RememberIn.model_validate(rec).model_dump(exclude_none=True)
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+                errors.append(f"line {n}: {problems}")
+                continue
+            except json.JSONDecodeError as exc:
+                errors.append(f"line {n}: not JSON ({exc})")
+                continue
             except ValueError as exc:
                 errors.append(f"line {n}: {exc}")
                 continue
-            rec.setdefault("project", _project(args))
-            rec.setdefault("source", f"import:{path.name}")
-            rec.setdefault("source_id", f"import:{path.name}:{n}")
-            rows.append({k: rec[k] for k in ("content", "kind", "project", "session_id", "pinned", "source",
-                                             "source_id", "created_at", "metadata") if k in rec})
+            rows.append(row)
     stored = duplicates = 0
     with Client() as client:
         client.ensure_running()
@@ -123,8 +143,11 @@ def cmd_import(args: argparse.Namespace) -> int:
                 stored += not out["duplicate"]
             _progress(min(i + 500, len(rows)), len(rows), "importing")
     data = {"stored": stored, "duplicates": duplicates, "errors": errors}
-    text = f"imported {stored} memories ({duplicates} already stored, {len(errors)} bad lines)"
-    _print(data, args.json, "\n".join([text, *errors[:20]]))
+    text = f"imported {stored} memories ({duplicates} already stored, {len(errors)} bad lines skipped)"
+    if args.json:
+        print(json.dumps({"success": not errors, "data": data}, ensure_ascii=False, indent=2))
+    else:
+        print("\n".join([text, *errors[:20]] + ([f"... and {len(errors) - 20} more"] if len(errors) > 20 else [])))
     return EXIT_OK if not errors else EXIT_ERROR
 
 
@@ -161,12 +184,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     with Client(timeout_s=5) as client:
         if not client.is_up():
-            _print({"running": False}, args.json, f"memcue sidecar is not running (socket {client.loc.socket})")
+            data = {"running": False, "data_dir": str(client.loc.root), "socket": str(client.loc.socket),
+                    "log": str(client.loc.sidecar_log)}
+            _print(data, args.json, f"memcue sidecar is not running (socket {client.loc.socket}); it starts on the "
+                                    f"next hook or command. Log: {client.loc.sidecar_log}")
             return EXIT_OK
         health = client.health()
     text = (f"memcue {health['version']} running (pid {health['pid']}), data in {health['data_dir']}\n"
             f"model: {health['model']['id'] or '-'} ({health['model']['state']}); vector search: "
-            f"{'on' if health['vector_search'] else 'off ' + health['vector_note']}; tokenizer: {health['tokenizer']}\n"
+            f"{'on' if health['vector_search'] else 'off (' + (health['vector_note'] or 'warming up') + ')'}; "
+            f"tokenizer: {health['tokenizer']}\n"
             f"memories: {health['counts']['memories']} ({health['counts']['bookkeeping']} bookkeeping, "
             f"{health['counts']['pending_embeddings']} waiting for vectors)")
     _print({"running": True, **health}, args.json, text)
@@ -203,11 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_remember)
 
     p = add("recall", "Find the memories that are evidence for QUERY.")
-    p.add_argument("query")
-    p.add_argument("--limit", type=int, default=10, help="results at most (default 10)")
+    p.add_argument("query", help="the question, in your own words")
+    p.add_argument("--limit", type=_limit, default=10, help="results at most, 1-100 (default 10)")
     p.add_argument("--keyword", action="store_true", help="BM25 keyword search only")
     p.add_argument("--all-projects", action="store_true", help="search every project")
-    scope(p)
+    p.add_argument("--project", help="project path (default: git top-level of the current directory)")
     p.set_defaults(fn=cmd_recall)
 
     p = add("import", "Import memories from a JSONL file (one {\"content\": ...} object per line).")
@@ -225,6 +252,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="leave the demo sidecar running and print its MEMCUE_HOME")
     p.set_defaults(fn=cmd_demo)
     return parser
+
+
+def _limit(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError("must be between 1 and 100")
+    return value
 
 
 def _version() -> str:

@@ -6,6 +6,7 @@ Errors form a small hierarchy: ``ClientError`` (base), ``SidecarDown`` (could no
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -34,6 +35,25 @@ class SidecarBusy(ClientError):
         self.retry_after_s = retry_after_s
 
 
+def _exit_code(pid: int) -> int | None:
+    """Exit code of our child ``pid`` if it has exited, else None (also when it is not our child)."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    return os.waitstatus_to_exitcode(status) if done else None
+
+
+def _log_tail(loc: Locations) -> str:
+    """The sidecar log's last ERROR line (what went wrong), or "(no sidecar log)"."""
+    try:
+        lines = loc.sidecar_log.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no sidecar log)"
+    errors = [line for line in lines if " ERROR " in line]
+    return (errors or lines or ["(empty sidecar log)"])[-1]
+
+
 class Client:
     """A connection to the sidecar of ``loc`` (default: the current environment's data dir)."""
 
@@ -54,13 +74,17 @@ class Client:
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)
-        except (httpx.ConnectError, FileNotFoundError) as exc:
-            raise SidecarDown(f"the memcue sidecar is not running ({self.loc.socket}): {exc}") from None
         except httpx.TimeoutException:
             raise ClientError(f"the memcue sidecar did not answer {path} in time") from None
+        except (httpx.TransportError, FileNotFoundError) as exc:
+            raise SidecarDown(f"the memcue sidecar is not running ({self.loc.socket}): {exc}") from None
         if response.status_code == 503:
             retry = response.headers.get("retry-after")
             raise SidecarBusy(response.json().get("message", "memcue is busy"), float(retry) if retry else None)
+        if response.status_code == 422:
+            problems = [f"{'.'.join(str(p) for p in e.get('loc', [])[1:])}: {e.get('msg')}"
+                        for e in response.json().get("detail", [])]
+            raise ClientError("invalid request: " + "; ".join(problems))
         if response.status_code >= 400:
             raise ClientError(f"{method} {path}: HTTP {response.status_code}: {response.text[:500]}")
         return response.json()
@@ -81,12 +105,16 @@ class Client:
             return self.health()
         except SidecarDown:
             pass
-        spawn_sidecar()
+        pid = spawn_sidecar()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
                 return self.health()
             except SidecarDown:
+                code = _exit_code(pid)
+                if code not in (None, 0):  # 0: another instance holds the lock and is starting
+                    raise SidecarDown(f"the memcue sidecar could not start (exit {code}):\n"
+                                      f"{_log_tail(self.loc)}\nfull log: {self.loc.sidecar_log}") from None
                 time.sleep(0.1)
         raise SidecarDown(f"the memcue sidecar did not start within {timeout_s:.0f} s; see {self.loc.sidecar_log}")
 

@@ -10,7 +10,8 @@ import time
 
 import anyio
 import anyio.to_thread
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
 
 from memcue import __version__
 from memcue.sidecar.engine import Engine
@@ -36,6 +37,10 @@ def create_app(engine: Engine) -> FastAPI:
     """Build the FastAPI app serving ``engine``."""
     app = FastAPI(title="memcue sidecar", version=__version__)
     limiter = anyio.CapacityLimiter(WORKER_THREADS)
+
+    @app.exception_handler(ValueError)
+    async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": [{"loc": ["body"], "msg": str(exc)}]})
 
     @app.get("/health")
     async def health() -> dict:

@@ -8,8 +8,10 @@ is ready, then "ready", or "error" with ``error`` set; recall never waits for it
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,7 @@ class Embedder:
         self.state = "warming"
         self.error = ""
         self.ready = threading.Event()
+        self.on_ready: Callable[[], None] | None = None
 
     @property
     def model_id(self) -> str:
@@ -45,6 +48,9 @@ class Embedder:
     def load(self) -> None:
         """Assemble the model folder and load it (blocking; call from a thread). Never raises."""
         try:
+            delay = float(os.environ.get("MEMCUE_MODEL_LOAD_DELAY_S", "0") or 0)
+            if delay > 0:  # lets tests observe the warming state deterministically
+                time.sleep(delay)
             self.folder = assemble_default_model(self._models_dir)
             from fastembed import TextEmbedding
 
@@ -64,6 +70,8 @@ class Embedder:
             log.error("embedding model failed to load, recall is keyword-only: %s", self.error)
         finally:
             self.ready.set()
+            if self.on_ready is not None:
+                self.on_ready()
 
     def start(self) -> threading.Thread:
         """Start ``load`` on a daemon thread and return it."""

@@ -17,7 +17,7 @@ import numpy as np
 from memcue import __version__
 from memcue.hooks.locations import Locations
 from memcue.sidecar.embedding import Embedder
-from memcue.sidecar.recall.pipeline import RecallRequest, recall
+from memcue.sidecar.recall.pipeline import RecallRequest, is_warming, recall
 from memcue.sidecar.spool import SpoolReader
 from memcue.sidecar.store.memories import NewMemory, Store, WriteResult
 from memcue.sidecar.tokens import TokenCounter
@@ -50,6 +50,7 @@ class Engine:
     def start(self) -> None:
         """Start model loading and the background worker (returns at once)."""
         if self.embedder is not None:
+            self.embedder.on_ready = self._wake.set  # bind vectors as soon as the model is there
             self.embedder.start()
         self._worker = threading.Thread(target=self._work, name="memcue-worker", daemon=True)
         self._worker.start()
@@ -64,7 +65,7 @@ class Engine:
 
     @property
     def warming_up(self) -> bool:
-        return self.embedder is not None and self.embedder.state == "warming"
+        return is_warming(self.store, self.embedder)
 
     def health(self) -> dict[str, Any]:
         """The ``/health`` payload."""
@@ -100,19 +101,17 @@ class Engine:
 
     # -- background ----------------------------------------------------------------------------
     def _work(self) -> None:
-        bound = False
+        bind_tried = False
         while not self._stop.is_set():
             try:
                 self.spool.ingest()
                 emb = self.embedder
-                if emb is not None and emb.state == "ready":
-                    if not bound:
-                        bound = self.store.bind_model(emb.model_id, emb.dim)
-                        if not bound:
-                            log.warning("vector search off: %s", self.store.vector_note)
-                            emb = None
-                    if bound and self._embed_pending(emb):
-                        continue
+                if emb is not None and emb.state == "ready" and not bind_tried:
+                    bind_tried = True
+                    if not self.store.bind_model(emb.model_id, emb.dim) and self.store.vec.available:
+                        log.warning("vector search off: %s", self.store.vector_note)  # no sqlite-vec: said at start
+                if emb is not None and self.store.vector_dim is not None and self._embed_pending(emb):
+                    continue
             except Exception:  # noqa: BLE001 - the worker must survive anything
                 log.exception("background worker step failed")
             self._wake.wait(WORKER_TICK_S)

@@ -12,6 +12,7 @@ import fcntl
 import logging
 import logging.handlers
 import os
+import signal
 import socket
 import stat
 import sys
@@ -113,11 +114,21 @@ def serve(*, foreground: bool = False, load_model: bool = True) -> int:
         from memcue.sidecar.app import create_app
         from memcue.sidecar.engine import Engine
 
-        engine = Engine(loc, load_model=load_model and os.environ.get("MEMCUE_NO_MODEL") != "1")
+        try:
+            engine = Engine(loc, load_model=load_model and os.environ.get("MEMCUE_NO_MODEL") != "1")
+        except Exception as exc:  # noqa: BLE001 - report the store problem in one clear line
+            message = (f"cannot open the memory store {loc.database}: {type(exc).__name__}: {exc}. "
+                       "Nothing was changed; move the file away to start a new store, or restore a backup.")
+            log.error(message)
+            print(f"memcue: {message}", file=sys.stderr)
+            return 1
         engine.start()
         log.info("memcue sidecar %s serving on %s (pid %d)", _version(), loc.socket, os.getpid())
         config = uvicorn.Config(create_app(engine), log_level="warning", lifespan="off", access_log=False,
                                 timeout_graceful_shutdown=5)
+        # uvicorn handles SIGTERM itself, then re-raises it once it has shut down; a Python handler turns
+        # that re-raise into SystemExit so the cleanup below (WAL checkpoint, socket, pid file) still runs.
+        signal.signal(signal.SIGTERM, _exit_on_signal)
         uvicorn.Server(config).run(sockets=[sock])
         return 0
     except Exception as exc:
@@ -136,6 +147,10 @@ def serve(*, foreground: bool = False, load_model: bool = True) -> int:
                 pass
         log.info("memcue sidecar stopped")
         os.close(lock_fd)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _version() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 class RememberIn(BaseModel):
@@ -19,6 +19,13 @@ class RememberIn(BaseModel):
     source_id: str | None = None
     created_at: float | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("content")
+    @classmethod
+    def _has_text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the memory text is empty")
+        return value
 
 
 class RememberBatchIn(BaseModel):

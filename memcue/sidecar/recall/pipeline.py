@@ -60,6 +60,16 @@ def age_label(created_at: float, now: float) -> str:
     return f"{int(days // 365)} years ago"
 
 
+def is_warming(store: Store, embedder: Embedder | None) -> bool:
+    """True while vector search is still coming: the model loads, or it loaded and vectors are not bound yet.
+
+    False when vectors will not come at all (no sqlite-vec, a model error, a model mismatch).
+    """
+    if embedder is None or embedder.state == "error" or not store.vec.available or store.vector_note:
+        return False
+    return embedder.state == "warming" or store.vector_dim is None
+
+
 def _query_type(terms: tuple[str, ...], text: str) -> str:
     if any(ch.isdigit() for ch in text) or any(c in text for c in "_/.-:") and len(terms) <= 6:
         return "exact_term"
@@ -140,7 +150,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest) -> dict[
         })
 
     supported = [r for r in judged if r["tier"] in (tiers.SUPPORTED, tiers.WEAK)]
-    warming = embedder is not None and embedder.state == "warming" and SEMANTIC in req.channels
+    warming = SEMANTIC in req.channels and is_warming(store, embedder)
     if supported:
         tier, out, note, reason = tiers.SUPPORTED, supported[:limit], "", None
     elif judged:
@@ -149,6 +159,8 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest) -> dict[
             r["tier"] = tiers.RELATED
     elif candidates:
         tier, out, note, reason = "none", [], tiers.NOTE_NONE, "evidence_floor"
+    elif not req.query.strip():
+        tier, out, note, reason = "none", [], tiers.NOTE_EMPTY_QUERY, "no_candidates"
     else:
         tier, out, note, reason = "none", [], tiers.NOTE_NO_CANDIDATES, "no_candidates"
     if warming and tier != tiers.SUPPORTED:

@@ -18,6 +18,7 @@ WORDED_COSINE_SLACK = 0.15
 NOTE_RELATED = "I don't have this exactly — here are the closest memories."
 NOTE_NONE = "That isn't in memcue."
 NOTE_NO_CANDIDATES = "Nothing in memory matched this question."
+NOTE_EMPTY_QUERY = "The question is empty: there is nothing to recall."
 NOTE_WARMING = "memcue is still warming up — results may be incomplete."
 
 

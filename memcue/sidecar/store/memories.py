@@ -6,6 +6,7 @@ side by side). Every write bumps ``generation`` so caches can tell the store cha
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -25,7 +26,7 @@ from memcue.sidecar.store.sanitize import sanitize_text
 PENDING, EMBEDDED, SKIPPED = 0, 1, 2
 COLUMNS = (
     "id, content, kind, project, session_id, created_at, updated_at, pinned, bookkeeping, "
-    "superseded_by, source, source_id, embedded, metadata"
+    "superseded_by, source, source_id, embedded, metadata, seen_count"
 )
 
 
@@ -47,7 +48,8 @@ class NewMemory:
 @dataclass(frozen=True)
 class WriteResult:
     """Outcome of one write: the row ``id``, whether it was flagged ``bookkeeping``, and whether it was a
-    ``duplicate`` of an earlier write with the same ``source_id`` (then nothing new was stored)."""
+    ``duplicate`` of an earlier write (same ``source_id``, or same text in the same project): then nothing
+    new was stored."""
 
     id: int
     bookkeeping: bool
@@ -142,7 +144,12 @@ class Store:
         return self.remember_many([memory])[0]
 
     def remember_many(self, memories: Iterable[NewMemory]) -> list[WriteResult]:
-        """Store several memories in one transaction; bookkeeping flags are set in the same transaction."""
+        """Store several memories in one transaction; bookkeeping flags are set in the same transaction.
+
+        The same text (and kind) written again in the same project is not stored twice: the existing row's
+        ``seen_count`` goes up and the result says ``duplicate``. Raises ``ValueError`` for empty text
+        (nothing of the batch is written then).
+        """
         results: list[WriteResult] = []
         now = time.time()
         with self._write_lock, self._writer:
@@ -155,16 +162,29 @@ class Store:
                         results.append(WriteResult(int(found[0][0]), bool(found[0][1]), duplicate=True))
                         continue
                 content = sanitize_text(m.content)
+                if not content.strip():
+                    raise ValueError("a memory needs some text: the content is empty after cleaning")
+                project = sanitize_text(m.project or "")
+                digest = hashlib.sha1(f"{m.kind}\x00{content}".encode()).hexdigest()
+                same = self._writer.execute(
+                    "SELECT id, bookkeeping FROM memories WHERE project = ? AND content_sha1 = ?"
+                    " AND superseded_by IS NULL LIMIT 1", (project, digest)).fetchall()
+                if same:
+                    self._writer.execute(
+                        "UPDATE memories SET seen_count = seen_count + 1, updated_at = ? WHERE id = ?",
+                        (now, same[0][0]))
+                    results.append(WriteResult(int(same[0][0]), bool(same[0][1]), duplicate=True))
+                    continue
                 flagged = is_bookkeeping(content)
                 created = m.created_at if m.created_at is not None else now
                 self._writer.execute(
                     "INSERT INTO memories(content, kind, project, session_id, created_at, updated_at, pinned,"
-                    " bookkeeping, source, source_id, embedded, metadata)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " bookkeeping, source, source_id, embedded, metadata, content_sha1)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         content,
                         sanitize_text(m.kind or "note"),
-                        sanitize_text(m.project or ""),
+                        project,
                         sanitize_text(m.session_id or ""),
                         created,
                         created,
@@ -174,6 +194,7 @@ class Store:
                         m.source_id,
                         SKIPPED if flagged else PENDING,
                         json.dumps(m.metadata, ensure_ascii=False),
+                        digest,
                     ),
                 )
                 results.append(WriteResult(self._writer.last_insert_rowid(), flagged))

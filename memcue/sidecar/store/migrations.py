@@ -73,6 +73,18 @@ def m002_create_fts(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m003_exact_duplicates(conn: apsw.Connection) -> None:
+    # Writing the same text again in the same project reinforces the row instead of adding one.
+    conn.execute(
+        """
+        ALTER TABLE memories ADD COLUMN content_sha1 TEXT;
+        ALTER TABLE memories ADD COLUMN seen_count INTEGER NOT NULL DEFAULT 1;
+        CREATE INDEX memories_project_sha1 ON memories(project, content_sha1);
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
