@@ -350,6 +350,26 @@ def ungated(
     return out
 
 
+def pipeline_constants() -> dict[str, Any]:
+    """The recall settings the numbers depend on (read from memcue; empty where a name has moved)."""
+    names = {
+        "memcue.sidecar.recall.floor": ("COSINE_FLOOR", "SUPPORT_COSINE"),
+        "memcue.sidecar.recall.tiers": ("MIN_COVERAGE", "WORDED_COSINE_SLACK"),
+        "memcue.sidecar.recall.fusion": ("RRF_K",),
+        "memcue.sidecar.recall.pipeline": ("DEFAULT_WEIGHTS", "CHANNEL_DEPTH", "RELATED_LIMIT"),
+    }
+    out: dict[str, Any] = {}
+    for module_name, attrs in names.items():
+        try:
+            module = __import__(module_name, fromlist=["_"])
+        except ImportError:
+            continue
+        for attr in attrs:
+            if hasattr(module, attr):
+                out[attr] = getattr(module, attr)
+    return out
+
+
 def stop_sidecar(env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "-m", "memcue", "stop"], env=env, capture_output=True, check=False,
                    timeout=60)
@@ -404,6 +424,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"{meta['questions']['adversarial']} adversarial; skipped {sum(meta['skipped'].values())} "
         f"(no resolvable evidence); {meta['evidence_ids_repaired']} evidence ids repaired, "
         f"{meta['evidence_ids_dropped']} unresolvable ids dropped from otherwise usable items",
+        f"- recall settings: {json.dumps(meta.get('pipeline_constants', {}))}",
         f"- recall through `POST /recall`, project-scoped, limit {LIMIT}; recall@k = share of gold turns in "
         "the top k, averaged per question; MRR = 1/rank of the first gold turn (0 if none in the top 10)",
         "",
@@ -485,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     say(f"{len(ds.memories)} turns, {len(answerable)} answerable and {len(adversarial)} adversarial "
         f"questions; skipped {sum(ds.skipped.values())}")
 
+    constants = pipeline_constants()
     home = Path(tempfile.mkdtemp(prefix="memcue-locomo-"))
     env = {**os.environ, "MEMCUE_HOME": str(home / "data"), "OPENBLAS_NUM_THREADS": "1"}
     os.environ["MEMCUE_HOME"] = env["MEMCUE_HOME"]
@@ -526,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         "skipped": dict(ds.skipped),
         "evidence_ids_repaired": ds.repaired_ids, "evidence_ids_dropped": ds.dropped_ids,
         "unparsed_session_dates": ds.unparsed_dates,
-        "limit": LIMIT, "runs": RUNS,
+        "limit": LIMIT, "runs": RUNS, "pipeline_constants": constants,
         "options": {"limit_conversations": args.limit_conversations, "max_questions": args.max_questions},
     }}
     report["gated"] = {}

@@ -138,7 +138,7 @@ class Client:
                 on_progress(health)
             if model_state in ("error", "disabled") or health["vector_note"]:
                 return health
-            if model_state == "ready" and pending == 0:
+            if model_state == "ready" and pending == 0 and health["vector_search"]:
                 return health
             if time.monotonic() > deadline:
                 raise ClientError(f"still {pending} memories waiting for vectors after {timeout_s:.0f} s")

@@ -168,7 +168,7 @@ def start_fake_process(path: Path, context: str) -> subprocess.Popen:
     raise RuntimeError("fake sidecar did not start")
 
 
-def _spawned_sidecars(home: Path) -> list[int]:
+def sidecar_pids(home: Path) -> list[int]:
     """Pids of ``memcue.sidecar`` processes whose environment has ``MEMCUE_HOME=home``."""
     pids = []
     marker = f"MEMCUE_HOME={home.absolute()}".encode()
@@ -192,7 +192,7 @@ def kill_spawned_sidecars(home: Path) -> list[int]:
     Sidecars are found in /proc by command line and environment rather than by ``sidecar.pid`` alone,
     so a stale pid file can never make the test kill an unrelated process.
     """
-    pids = set(_spawned_sidecars(home))
+    pids = set(sidecar_pids(home))
     for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)

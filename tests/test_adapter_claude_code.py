@@ -136,22 +136,62 @@ def test_C14_render_nothing_to_inject(context: str) -> None:
     assert claude_code.render(HookEvent(harness="claude-code", event=SESSION_START), context) == ""
 
 
+def _injected(context: str, event: str = SESSION_START) -> str:
+    out = json.loads(claude_code.render(HookEvent(harness="claude-code", event=event), context))
+    return out["hookSpecificOutput"]["additionalContext"]
+
+
 def test_C07_render_caps_at_9500_characters_on_a_line() -> None:
     lines = [f"- memory {i}: " + "长期记忆😀" * 55 for i in range(200)]
-    context = "\n".join(lines)
-    out = json.loads(claude_code.render(HookEvent(harness="claude-code", event=SESSION_START), context))
-    injected = out["hookSpecificOutput"]["additionalContext"]
+    injected = _injected("\n".join(lines))
     assert len(injected) <= 9500
     kept, marker = injected.rsplit("\n", 1)
-    assert marker == "[memcue: cut to fit the context limit]"
-    assert kept.split("\n") == lines[: len(kept.split("\n"))], "whole lines only"
+    kept_lines = kept.split("\n")
+    assert kept_lines == lines[: len(kept_lines)], "whole lines only"
+    assert marker == f"[memcue: {200 - len(kept_lines)} more memories left out to fit the budget]"
     fits = "x" * 9500
-    assert (
-        json.loads(claude_code.render(HookEvent("claude-code", USER_PROMPT_SUBMIT), fits))[
-            "hookSpecificOutput"
-        ]["additionalContext"]
-        == fits
-    )
+    assert _injected(fits, USER_PROMPT_SUBMIT) == fits
+
+
+def test_C07_render_cap_counts_the_sidecars_own_left_out_line() -> None:
+    """A sidecar block that already left 7 out and still overflows: the count covers both."""
+    header = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"
+    lines = [f"- (note · today) memory {i}: " + "部署キャッシュ🚀 " * 40 for i in range(60)]
+    context = "\n".join([header, *lines, "[memcue: 7 more memories left out to fit the budget]"])
+    assert len(context) > 9500
+    injected = _injected(context, USER_PROMPT_SUBMIT)
+    assert len(injected) <= 9500
+    body = injected.split("\n")
+    assert body[0] == header
+    kept = body[1:-1]
+    assert kept == lines[: len(kept)]
+    assert body[-1] == f"[memcue: {60 - len(kept) + 7} more memories left out to fit the budget]"
+
+
+def test_C07_render_cap_never_keeps_half_a_memory() -> None:
+    """Multi-line memories (continuation lines indented by two spaces) are kept or dropped whole."""
+    header = "memcue: what this project's memory holds (pinned first, then the newest):"
+    steps = [f"  {j}. " + "run the migration and check the logs " * 3 for j in range(8)]
+    memories = [[f"- (howto · today) step list {i}:", *steps] for i in range(40)]
+    context = "\n".join([header, *(line for memory in memories for line in memory)])
+    assert len(context) > 9500
+    injected = _injected(context)
+    assert len(injected) <= 9500
+    body = injected.split("\n")
+    assert body[0] == header
+    kept = body[1:-1]
+    whole = len(kept) // 9
+    assert kept == [line for memory in memories[:whole] for line in memory], "only whole memories"
+    assert body[-1] == f"[memcue: {40 - whole} more memories left out to fit the budget]"
+
+
+def test_C07_render_cap_singular_and_plain_text() -> None:
+    two = "- first " + "a" * 6000 + "\n- second " + "b" * 6000
+    assert _injected(two).endswith("\n[memcue: 1 more memory left out to fit the budget]")
+    # Text without memory lines (not a sidecar block) still gets a marker, without a count.
+    plain = "\n".join(["x" * 100] * 200)
+    injected = _injected(plain)
+    assert len(injected) <= 9500 and injected.endswith("\n[memcue: cut to fit the context limit]")
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -225,3 +226,149 @@ def test_C01_sidecar_garbage_answer_fails_open(home: Path) -> None:
     assert_failed_open(run, 3.0)
     assert len(fake.requests) == 1
     assert spool_records(home) == [], "a 200 means the sidecar has the prompt"
+
+
+def test_C01_stale_socket_file_no_spawn_ten_prompts_spooled(home: Path) -> None:
+    """A stale socket file, nothing listening, MEMCUE_HOOK_SPAWN=0: each prompt returns at once and is spooled."""
+    path = socket_path(home)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()
+    prompts = [f"prompt {i}: rotate the build-cache key\n\tC:\\new\\table 构建 🔑" for i in range(10)]
+    try:
+        for prompt in prompts:
+            run = run_hook({**PROMPT, "prompt": prompt}, home, MEMCUE_HOOK_SPAWN="0")
+            assert_failed_open(run, 1.0)  # connection refused at once: nothing to wait for
+        assert path.exists(), "the hook never deletes the socket file"
+    finally:
+        path.unlink(missing_ok=True)
+    records = spool_records(home)
+    assert [r["content"] for r in records] == prompts
+    assert len({r["spool_id"] for r in records}) == 10
+    log = hook_log(home)
+    assert log.count("Connection refused") == 10
+    assert "started pid=" not in log
+
+
+class _AcceptReadNeverAnswer:
+    """A unix-socket server that accept()s, reads each whole HTTP request, and never writes a byte."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.requests: list[bytes] = []
+        self._conns: list[socket.socket] = []
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(path))
+        self._listener.listen(16)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            self._conns.append(conn)  # kept open, never answered
+            conn.settimeout(5)
+            data = b""
+            try:
+                while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < self._length(data):
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            except OSError:
+                pass
+            self.requests.append(data)
+
+    @staticmethod
+    def _length(data: bytes) -> int:
+        for line in data.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                return int(value)
+        return 0
+
+    def close(self) -> None:
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
+        except OSError:
+            pass
+        self._listener.close()
+        self._thread.join(timeout=2)
+        for conn in self._conns:
+            conn.close()
+        self.path.unlink(missing_ok=True)
+
+
+def test_C01_socket_accepts_reads_and_never_answers(home: Path) -> None:
+    server = _AcceptReadNeverAnswer(socket_path(home))
+    prompts = [f"prompt {i} about the build-cache key" for i in range(10)]
+    try:
+        for prompt in prompts:
+            run = run_hook({**PROMPT, "prompt": prompt}, home, MEMCUE_HOOK_DEADLINE_S="0.5")
+            assert_failed_open(run, 1.5)
+            assert run.elapsed_s >= 0.4, "the hook gave up before its deadline"
+        deadline = time.monotonic() + 2
+        while len(server.requests) < 10 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        server.close()
+    # The server really had each whole request (headers and JSON body) and still said nothing.
+    assert len(server.requests) == 10
+    bodies = [json.loads(r.partition(b"\r\n\r\n")[2]) for r in server.requests]
+    assert [b["event"]["prompt"] for b in bodies] == prompts
+    log = hook_log(home)
+    assert log.count("timed out waiting for the answer") == 10
+    assert "started pid=" not in log, "a connected-but-silent sidecar must not trigger a spawn"
+    records = spool_records(home)
+    assert [r["content"] for r in records] == prompts
+    # Spooled under the id the sidecar would have stored it under, so a late answer cannot duplicate it.
+    assert [r["spool_id"] for r in records] == [b["event"]["extra"]["request_id"] for b in bodies]
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b'{"prompt": "hel', id="truncated"),
+        pytest.param(
+            b'{"session_id": "s", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}', id="no-prompt"
+        ),
+        pytest.param(b'[{"prompt": "in an array"}]', id="array"),
+        pytest.param(None, id="held-open"),
+    ],
+)
+def test_C02_broken_stdin_with_no_sidecar(home: Path, stdin: bytes | None) -> None:
+    """The five broken-stdin variants with no sidecar at all and spawning off, at the default deadline."""
+    assert not socket_path(home).exists()
+    if stdin is None:  # stdin held open with no bytes (the harness would hold it for 10 s)
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            [*HOOK, "claude-code", "user-prompt-submit"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=hook_env(home, MEMCUE_HOOK_SPAWN="0"),
+        )
+        try:
+            proc.wait(timeout=10)
+            elapsed = time.monotonic() - start
+        finally:
+            proc.kill()
+            proc.stdin.close()
+        out, err = proc.stdout.read(), proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+        returncode = proc.returncode
+    else:
+        run = run_hook(stdin, home, MEMCUE_HOOK_SPAWN="0")
+        returncode, out, err, elapsed = run.returncode, run.stdout, run.stderr, run.elapsed_s
+    assert (returncode, out, err) == (0, b"", b"")
+    assert elapsed < 2.5, f"hook took {elapsed:.2f} s, over the default deadline"
+    log = hook_log(home)
+    assert "no prompt in the payload" in log, "diagnostics go to the log file"
+    assert "started pid=" not in log
+    assert spool_records(home) == []
+    assert not socket_path(home).exists()

@@ -1,15 +1,14 @@
-"""The contract every harness adapter implements, and the event it produces.
+"""The event every harness adapter produces, its budget, and the project resolver.
 
-Standard library only: adapters run inside the hook process. Modelled on pre-commit's
-``lang_base.py``: a small ``Protocol`` names the functions each harness module provides.
+Standard library only, and light: this runs in the hook process on every prompt, so it avoids
+``dataclasses``, ``typing`` and ``subprocess`` (together about 10 ms of imports). The ``Adapter``
+protocol that each harness module follows lives in ``memcue.adapters.protocol``, off the hook path.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from collections import namedtuple
 
 #: Event names memcue uses internally, whatever the harness calls them.
 USER_PROMPT_SUBMIT = "user-prompt-submit"
@@ -18,76 +17,68 @@ STOP = "stop"
 SESSION_END = "session-end"
 EVENTS = (USER_PROMPT_SUBMIT, SESSION_START, STOP, SESSION_END)
 
+_FIELDS = ("harness", "event", "session_id", "cwd", "project", "prompt", "source", "transcript_path", "extra")
 
-@dataclass
+
 class HookEvent:
     """One hook firing, normalised from a harness payload.
 
     ``prompt`` is the user's text exactly as sent (after lenient decoding); ``project`` is the
-    resolved project identity (git top-level of ``cwd``, realpath; else realpath of ``cwd``);
-    ``source`` is the SessionStart source (startup|resume|clear|compact|fork) or "".
+    resolved project identity (see ``resolve_project``); ``source`` is the SessionStart source
+    (startup|resume|clear|compact|fork) or ""; ``extra`` holds harness-specific scalars and the hook's
+    ``request_id``. Compares equal field by field.
     """
 
-    harness: str
-    event: str
-    session_id: str = ""
-    cwd: str = ""
-    project: str = ""
-    prompt: str = ""
-    source: str = ""
-    transcript_path: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    __slots__ = _FIELDS
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def __init__(self, harness: str, event: str, session_id: str = "", cwd: str = "", project: str = "",
+                 prompt: str = "", source: str = "", transcript_path: str = "",
+                 extra: dict[str, object] | None = None) -> None:
+        self.harness = harness
+        self.event = event
+        self.session_id = session_id
+        self.cwd = cwd
+        self.project = project
+        self.prompt = prompt
+        self.source = source
+        self.transcript_path = transcript_path
+        self.extra: dict[str, object] = {} if extra is None else extra
+
+    def to_dict(self) -> dict[str, object]:
+        """The fields as a JSON-ready dict (``extra`` copied)."""
+        out: dict[str, object] = {name: getattr(self, name) for name in _FIELDS}
+        out["extra"] = dict(self.extra)
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HookEvent) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass without frozen
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS)
+        return f"HookEvent({fields})"
 
 
-@dataclass(frozen=True)
-class Budget:
-    """Limits for one injected block: ``max_tokens`` (o200k_base tokens) and ``max_chars`` (characters)."""
-
-    max_tokens: int
-    max_chars: int
-
-
-class Adapter(Protocol):
-    """What every harness module provides (``memcue/adapters/<harness>.py``)."""
-
-    NAME: str
-
-    def parse(self, event: str, payload: Any) -> HookEvent:
-        """Turn a decoded stdin payload (any JSON value, or None) into a ``HookEvent``. Never raises."""
-        ...
-
-    def budget(self, event: str) -> Budget:
-        """The token and character budget of the block injected for ``event``."""
-        ...
-
-    def render(self, event: HookEvent, context: str) -> str:
-        """The exact stdout for the harness: "" when there is nothing to inject."""
-        ...
+Budget = namedtuple("Budget", ["max_tokens", "max_chars"])
+Budget.__doc__ = "Limits for one injected block: ``max_tokens`` (o200k_base tokens) and ``max_chars`` (characters)."
 
 
 def resolve_project(cwd: str) -> str:
     """Project identity for a working directory: the git top-level (realpath), else realpath(cwd).
 
-    Returns "" for an empty ``cwd``. One resolver for writes and reads (case C16). Runs ``git`` with a
-    1 s timeout; any failure falls back to the realpath.
+    The top-level is the nearest directory, from ``cwd`` upwards, holding a ``.git`` entry (a folder, or
+    the file a worktree or submodule has), which is what ``git rev-parse --show-toplevel`` answers,
+    without starting git. Returns "" for an empty ``cwd``. One resolver for writes and reads (case C16).
     """
     if not cwd:
         return ""
     real = os.path.realpath(cwd)
-    try:
-        out = subprocess.run(
-            ["git", "-C", real, "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            text=True,
-            timeout=1.0,
-            check=False,
-        )
-        top = out.stdout.strip()
-        if out.returncode == 0 and top:
-            return os.path.realpath(top)
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return real
+    path = real
+    while True:
+        if os.path.lexists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return real
+        path = parent

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+import re
 
 from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent, resolve_project
 
@@ -38,12 +38,12 @@ DEFAULT_TOKENS: dict[str, tuple[int, str]] = {
 _EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type")
 
 
-def _text(payload: dict[str, Any], key: str) -> str:
+def _text(payload: dict[str, object], key: str) -> str:
     value = payload.get(key)
     return value if isinstance(value, str) else ""
 
 
-def _cwd(payload: dict[str, Any]) -> str:
+def _cwd(payload: dict[str, object]) -> str:
     cwd = _text(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR", "")
     if cwd:
         return cwd
@@ -53,14 +53,14 @@ def _cwd(payload: dict[str, Any]) -> str:
         return ""
 
 
-def parse(event: str, payload: Any) -> HookEvent:
+def parse(event: str, payload: object) -> HookEvent:
     """A ``HookEvent`` from a decoded Claude Code payload; a non-object payload counts as empty.
 
     ``session_id`` falls back to ``$CLAUDE_CODE_SESSION_ID``; ``cwd`` to ``$CLAUDE_PROJECT_DIR`` and
     then the process's working directory. ``project`` is ``resolve_project(cwd)``. Never raises on
     payload content.
     """
-    data: dict[str, Any] = payload if isinstance(payload, dict) else {}
+    data: dict[str, object] = payload if isinstance(payload, dict) else {}
     cwd = _cwd(data)
     extra = {key: data[key] for key in _EXTRA_KEYS if isinstance(data.get(key), str | int | float | bool)}
     return HookEvent(
@@ -93,14 +93,57 @@ def budget(event: str) -> Budget:
     return Budget(max_tokens=tokens, max_chars=MAX_CHARS)
 
 
+#: The sidecar's own last line when it left memories out (``memcue/sidecar/render.py`` ``left_out_line``).
+_LEFT_OUT = re.compile(r"\[memcue: (\d+) more memor(?:y|ies) left out to fit the budget\]")
+#: Said instead of a count when the text that was cut held no memory lines at all.
+_CUT_MARKER = "[memcue: cut to fit the context limit]"
+
+
+def left_out_line(n: int) -> str:
+    """The last line of a capped block: how many memories were left out (same wording as the sidecar)."""
+    return f"[memcue: {n} more {'memory' if n == 1 else 'memories'} left out to fit the budget]"
+
+
+def _dropped_memories(lines: list[str]) -> int:
+    """How many memories ``lines`` hold: memory lines (``- ...``) plus the counts of left-out lines."""
+    n = 0
+    for line in lines:
+        if line.startswith("- "):
+            n += 1
+        else:
+            found = _LEFT_OUT.fullmatch(line)
+            n += int(found.group(1)) if found else 0
+    return n
+
+
 def _cap(context: str, max_chars: int) -> str:
-    """``context`` cut at the last line that fits ``max_chars`` characters, marked as cut."""
+    """``context`` cut to ``max_chars`` characters at a memory boundary, ending with a left-out line.
+
+    Keeps whole lines; when the first line dropped continues a memory (continuation lines are indented
+    by two spaces), that whole memory goes too. The last line says how many memories were dropped, counting memory
+    lines (``- ...``) and any left-out line of the sidecar's that was cut with them.
+    """
     if len(context) <= max_chars:
         return context
-    marker = "\n[memcue: cut to fit the context limit]"
-    room = max_chars - len(marker)
-    cut = context.rfind("\n", 0, room)
-    return context[: cut if cut > 0 else room] + marker
+    lines = context.split("\n")
+    # Room for the longest marker this context can need (the count has at most that many digits).
+    worst = max(len(_CUT_MARKER), len(left_out_line(_dropped_memories(lines))))
+    room = max_chars - 1 - worst
+    end, used = 0, -1
+    for line in lines:
+        if used + 1 + len(line) > room:
+            break
+        used += 1 + len(line)
+        end += 1
+    if end == 0:  # not even the first line fits: a hard cut is all that is left
+        dropped = _dropped_memories(lines[1:])
+        return context[: max(0, room)] + "\n" + (left_out_line(dropped) if dropped else _CUT_MARKER)
+    if lines[end].startswith("  "):  # continues a memory (the sidecar indents continuation lines)
+        starts = [i for i in range(end) if lines[i].startswith("- ")]
+        if starts and starts[-1] > 0:  # drop that memory whole rather than keep half of it
+            end = starts[-1]
+    dropped = _dropped_memories(lines[end:])
+    return "\n".join(lines[:end]) + "\n" + (left_out_line(dropped) if dropped else _CUT_MARKER)
 
 
 def render(event: HookEvent, context: str) -> str:
@@ -108,7 +151,8 @@ def render(event: HookEvent, context: str) -> str:
 
     The shape is exactly ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``
     with non-ASCII kept as is (the caller writes it as UTF-8). A context over the event's character
-    budget is cut at a line boundary as a last guard (the sidecar already fits it).
+    budget is cut at a memory boundary as a last guard (the sidecar already fits it), ending with
+    a line that says how many memories were left out.
     """
     if not context or not context.strip():
         return ""

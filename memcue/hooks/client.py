@@ -11,11 +11,9 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from memcue.hooks.locations import locations
 
@@ -172,7 +170,7 @@ def request(
         raise SidecarError(f"bad HTTP response: {exc}", reached=True) from None
 
 
-def post_json(path: str, data: dict[str, Any], deadline: float, *, socket_path: Path | None = None) -> Any:
+def post_json(path: str, data: dict[str, object], deadline: float, *, socket_path: Path | None = None) -> object:
     """POST ``data`` as JSON and return the decoded JSON answer; non-2xx raises ``SidecarError``."""
     body = json.dumps(data, ensure_ascii=False).encode("utf-8", "replace")
     status, answer = request("POST", path, body, deadline, socket_path=socket_path)
@@ -191,6 +189,8 @@ def spawn_sidecar() -> int:
     directory the data dir (``-P`` keeps that directory off ``sys.path``). The sidecar's own
     single-instance lock makes a spare start exit at once.
     """
+    import subprocess  # only when the sidecar must be started: kept off the common path
+
     loc = locations()
     env = dict(os.environ)
     if env.get("MEMCUE_HOME"):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 #: AF_UNIX paths longer than this do not fit ``sockaddr_un.sun_path`` (108 bytes on Linux, 104 on macOS).
@@ -29,15 +28,27 @@ def data_dir() -> Path:
     return base / "memcue"
 
 
-@dataclass(frozen=True)
 class Locations:
-    """Every path memcue uses, derived from one data directory.
+    """Every path memcue uses, derived from one data directory ``root``.
 
     Attributes are absolute paths. ``socket`` falls back to a short path in the temp dir when the data
-    dir is too deep for an AF_UNIX address (see ``MAX_SOCKET_PATH_BYTES``).
+    dir is too deep for an AF_UNIX address (see ``MAX_SOCKET_PATH_BYTES``). A plain class rather than a
+    dataclass: the hook imports this module on every prompt.
     """
 
-    root: Path
+    __slots__ = ("root",)
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Locations) and self.root == other.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"Locations({str(self.root)!r})"
 
     @property
     def database(self) -> Path:

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
 
 from memcue import adapters
 from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent
@@ -55,14 +53,16 @@ WATCHDOG_GRACE_S = 0.25
 DRAIN_S = 0.2
 
 
-@dataclass
 class Outcome:
     """What a sidecar call produced: the context to inject, whether to spool the prompt, and why."""
 
-    context: str = ""
-    spool: bool = False
-    error: str = ""
-    answered_by: str = ""
+    __slots__ = ("context", "spool", "error", "answered_by")
+
+    def __init__(self, context: str = "", spool: bool = False, error: str = "", answered_by: str = "") -> None:
+        self.context = context
+        self.spool = spool
+        self.error = error
+        self.answered_by = answered_by
 
 
 def deadline_seconds(event: str) -> float:
@@ -88,7 +88,7 @@ def _arm_watchdog(at: float) -> None:
     """Exit 0 silently if the process is still running at monotonic time ``at`` (s)."""
     import signal
 
-    def fire(signum: int, frame: Any) -> None:
+    def fire(signum: int, frame: object) -> None:
         log("watchdog: still running after the deadline; exiting silently")
         os._exit(0)
 
@@ -102,7 +102,7 @@ def _disarm_watchdog() -> None:
     signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def _request_body(event: HookEvent, budget: Budget, deadline: float) -> dict[str, Any]:
+def _request_body(event: HookEvent, budget: Budget, deadline: float) -> dict[str, object]:
     budget_s = min(MAX_BUDGET_S, max(MIN_BUDGET_S, deadline - time.monotonic() - BUDGET_MARGIN_S))
     return {
         "event": event.to_dict(),
@@ -112,7 +112,7 @@ def _request_body(event: HookEvent, budget: Budget, deadline: float) -> dict[str
     }
 
 
-def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn: bool) -> dict[str, Any]:
+def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn: bool) -> dict[str, object]:
     """POST the event to ``/hooks/{harness}/{event}`` and return the sidecar's JSON answer.
 
     ``deadline`` is a ``time.monotonic()`` value (s). When nothing listens on the socket and

@@ -11,7 +11,6 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from memcue.hooks.locations import locations
 
@@ -31,7 +30,7 @@ def spool_path() -> Path:
     return locations().spool_dir / SPOOL_FILE
 
 
-def append(record: dict[str, Any]) -> Path:
+def append(record: dict[str, object]) -> Path:
     """Append ``record`` as one JSON line to the spool, fsynced; returns the file's path.
 
     Creates the spool directory (mode 0700) and file (mode 0600) when missing. Raises ``OSError`` on
@@ -54,7 +53,7 @@ def append(record: dict[str, Any]) -> Path:
 
 def remember_prompt(
     content: str, *, project: str, session_id: str, harness: str, spool_id: str | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The spool record for a captured prompt (``op: remember``, ``kind: request``).
 
     ``spool_id`` defaults to a new id; the hook passes the id it also sent to the sidecar as

@@ -11,7 +11,6 @@ import json
 import os
 import select
 import time
-from typing import Any
 
 from memcue.hooks.text import clean_value
 
@@ -56,7 +55,7 @@ def read_stdin(deadline: float, fd: int = 0) -> bytes:
     return bytes(chunks)
 
 
-def decode_payload(raw: bytes) -> tuple[Any, str]:
+def decode_payload(raw: bytes) -> tuple[object, str]:
     """Decode stdin bytes into ``(value, problem)``.
 
     ``value`` is the JSON value with every string cleaned (``memcue.hooks.text.clean_text``), or None

@@ -8,7 +8,6 @@ characters other than newline and tab are removed, together with whole ANSI esca
 from __future__ import annotations
 
 import re
-from typing import Any
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -40,7 +39,7 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
-def clean_value(value: Any) -> Any:
+def clean_value(value: object) -> object:
     """A decoded JSON value with ``clean_text`` applied to every string in it, keys included."""
     if isinstance(value, str):
         return clean_text(value)

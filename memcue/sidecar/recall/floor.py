@@ -22,18 +22,22 @@ SUPPORT_COSINE = 0.45
 @dataclass
 class Evidence:
     """What one candidate has going for it: ``cosine`` (None without a vector), ``bm25`` (0 when the
-    keyword channel did not match it), ``pinned``, and the query's ``cue_terms`` it carries."""
+    keyword channel did not match it), ``pinned``, the query's ``cue_terms`` it carries, the query's
+    ``key_terms`` (see ``recall.query.key_terms``) and whether the query looks like ``gibberish``."""
 
     cosine: float | None
     bm25: float
     pinned: bool
     cue_terms: list[str]
-    n_query_terms: int
+    key_terms: list[str]
+    gibberish: bool
 
     @property
-    def coverage(self) -> float:
-        """Share of the query's content words the memory carries (0..1)."""
-        return len(self.cue_terms) / self.n_query_terms if self.n_query_terms else 0.0
+    def key_coverage(self) -> float:
+        """Share of the query's key terms (its rarest words found in memory) the memory carries (0..1)."""
+        if not self.key_terms:
+            return 0.0
+        return sum(1 for t in self.key_terms if t in self.cue_terms) / len(self.key_terms)
 
 
 def passes_floor(ev: Evidence, cosine_floor: float = COSINE_FLOOR) -> bool:

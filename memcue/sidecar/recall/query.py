@@ -76,12 +76,32 @@ _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ers", "er"
 
 
 def stem(word: str) -> str:
-    """A light suffix-stripping stem, enough to match "retries" with "retry" when naming cue terms."""
+    """A light suffix-stripping stem, enough to match "retries" with "retry" and "formatting" with
+    "format" when naming cue terms (FTS5's porter stemmer does the matching itself)."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             base = word[: -len(suffix)]
-            return base[:-1] if suffix in ("ies", "ied") else base
+            if suffix in ("ies", "ied"):
+                return base[:-1]
+            if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+                return base[:-1]  # formatt -> format, runn -> run
+            return base
     return word
+
+
+#: How many of a query's rarest words count as its key terms.
+KEY_TERMS = 4
+
+
+def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...]) -> tuple[list[str], bool]:
+    """The query's key terms and whether it looks like gibberish, from each term's document frequency.
+
+    Key terms: up to ``KEY_TERMS`` words found in at least one memory, rarest first (ties keep query
+    order). Gibberish: fewer than half of the query's words are found in any memory.
+    """
+    known = [t for t in terms if doc_freq.get(t, 0) > 0]
+    ranked = sorted(known, key=lambda t: (doc_freq[t], terms.index(t)))
+    return ranked[:KEY_TERMS], len(known) * 2 < len(terms)
 
 
 def cue_terms(query_terms: tuple[str, ...], content: str) -> list[str]:

@@ -38,7 +38,8 @@ def _load_vec(conn: apsw.Connection) -> VecStatus:
         version = conn.execute("SELECT vec_version()").fetchall()[0][0]
         return VecStatus(True, version=str(version))
     except Exception as exc:  # noqa: BLE001 - any failure means keyword-only
-        return VecStatus(False, error=f"{type(exc).__name__}: {exc}")
+        text = str(exc)
+        return VecStatus(False, error=text if text.startswith(type(exc).__name__) else f"{type(exc).__name__}: {text}")
 
 
 def connect(path: Path | str, *, want_vec: bool = True) -> tuple[apsw.Connection, VecStatus]:

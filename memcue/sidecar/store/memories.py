@@ -24,6 +24,8 @@ from memcue.sidecar.store.sanitize import sanitize_text
 
 #: ``embedded`` values: 0 waiting for a vector, 1 has one, 2 never embedded (bookkeeping rows).
 PENDING, EMBEDDED, SKIPPED = 0, 1, 2
+#: ``doc_frequencies`` stops counting here: a word in this many memories is common.
+DF_CAP = 1000
 COLUMNS = (
     "id, content, kind, project, session_id, created_at, updated_at, pinned, bookkeeping, "
     "superseded_by, source, source_id, embedded, metadata, seen_count"
@@ -300,8 +302,19 @@ class Store:
         ).fetchall()
         return {int(r[0]): bytes(r[1]) for r in rows}
 
-    def vocabulary_size(self) -> int:
-        return int(self._reader().execute("SELECT count(*) FROM memories WHERE bookkeeping = 0").fetchall()[0][0])
+    def doc_frequencies(self, terms: Sequence[str], cap: int = DF_CAP) -> dict[str, int]:
+        """How many indexed memories (all projects) contain each term, through FTS5's own tokenizer.
+
+        Counts stop at ``cap``: past that a word is simply common. ``terms`` must be plain words.
+        """
+        conn = self._reader()
+        out = {}
+        for term in terms:
+            phrase = '"' + term.replace('"', '""') + '"'
+            out[term] = int(conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)", (phrase, cap)
+            ).fetchall()[0][0])
+        return out
 
     def counts(self) -> dict[str, int]:
         """Row counts: total, bookkeeping, pending embeddings, embedded."""
