@@ -29,7 +29,7 @@ SESSION_HEADER = "memcue: what this project's memory holds (pinned first, then t
 #: Newest memories offered at session start, before the budget cut.
 SESSION_RECENT = 8
 #: Results a prompt hook asks recall for, before the budget cut (env ``MEMCUE_HOOK_RECALL_LIMIT``).
-PROMPT_LIMIT = 10
+PROMPT_LIMIT = 8
 
 
 def prompt_limit() -> int:
