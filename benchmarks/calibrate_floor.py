@@ -24,46 +24,34 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from _common import RESULTS_DIR, say  # noqa: E402
+from locomo_data import DEFAULT_DATA, turn_texts  # noqa: E402
 
 from memcue.sidecar.embedding import Embedder  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def turns_of(conv: dict) -> dict[str, str]:
-    """dia_id -> "[date] speaker: text" for one LoCoMo conversation."""
-    c, out = conv["conversation"], {}
-    for key, value in c.items():
-        if key.startswith("session_") and isinstance(value, list):
-            date = c.get(f"{key}_date_time", "")
-            for turn in value:
-                text = f"[{date}] {turn['speaker']}: {turn['text']}"
-                if turn.get("blip_caption"):
-                    text += f" [image: {turn['blip_caption']}]"
-                out[turn["dia_id"]] = text
-    return out
-
 
 def main() -> int:
+    """Embed every LoCoMo turn, compare questions with gold and unrelated turns, write ``--out`` (JSON,
+    cosines; ``seconds`` in s) and print it. Returns the exit code (1 when the model does not load)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"))
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "calibrate_floor.json"))
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--out", default=str(RESULTS_DIR / "calibrate_floor.json"))
     args = parser.parse_args()
     data = json.loads(Path(args.data).read_text())
     emb = Embedder(Path(tempfile.mkdtemp(prefix="memcue-cal-")) / "models")
     emb.load()
     if emb.state != "ready":
-        print(f"model failed: {emb.error}", file=sys.stderr)
+        say(f"model failed: {emb.error}")
         return 1
     rng = random.Random(7)
-    convs = [turns_of(c) for c in data]
+    convs = [turn_texts(c["conversation"]) for c in data]
     t0 = time.time()
     vecs = []
     for turns in convs:
         ids = list(turns)
         mat = np.stack(emb.embed([turns[i] for i in ids]))
         vecs.append((ids, mat))
-        print(f"embedded {sum(len(v[0]) for v in vecs)} turns", file=sys.stderr)
+        say(f"embedded {sum(len(v[0]) for v in vecs)} turns")
     related, unrelated = [], []
     for ci, conv in enumerate(data):
         ids, mat = vecs[ci]

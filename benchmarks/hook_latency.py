@@ -33,193 +33,47 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from importlib import resources
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from _common import RESULTS_DIR, git_commit, percentiles, say, stop_sidecar, write_results
+from hook_corpus import payload, prompts, seed_rows
 
 from memcue.client import Client
 from memcue.hooks.locations import Locations
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS_DIR = REPO / "benchmarks" / "results"
 TARGET_P50_MS = 60.0
-SEED_TOTAL = 1000
 WARMUP_RUNS = 5
 HOOK_ARGS = ["-m", "memcue.hooks", "claude-code", "user-prompt-submit"]
 #: The body fields the hook itself sends with every prompt (see memcue/hooks/run.py).
 HOOK_BUDGET = {"budget_s": 2.25, "max_tokens": 600, "max_chars": 9500}
 
-# -- generated memories ----------------------------------------------------------------------------
 
-_SERVICES = ["billing-api", "web-ui", "ledger-worker", "tax-service", "notifications", "auth-gateway",
-             "reporting", "fx-rates", "webhooks-relay", "partner-api"]
-_MODULES = ["billing/invoices/service.py", "billing/payments/stripe_handler.py", "billing/tax/taxly.py",
-            "billing/dunning/scheduler.py", "billing/money.py", "web/src/pages/Invoices.tsx",
-            "web/src/api/queries.ts", "ledger/postings.py", "reporting/exports/csv.py", "auth/tokens.py",
-            "notifications/email/templates.py", "fx/snapshot.py"]
-_TECH = [("Postgres advisory locks", "Redis locks"), ("httpx", "requests"), ("pytest fixtures", "unittest setUp"),
-         ("TanStack Query", "useEffect fetching"), ("Alembic migrations", "hand-written SQL"),
-         ("structlog", "the stdlib logging config"), ("pydantic v2 models", "dataclasses"),
-         ("k6", "Locust"), ("Playwright", "Cypress"), ("uv", "pip-tools"), ("ruff", "flake8 and black"),
-         ("SQS", "RabbitMQ"), ("Vault", ".env files"), ("OpenTelemetry", "custom timing logs")]
-_REASONS = ["it kept the p95 under 200 ms in the load test", "the on-call team already knows it",
-            "it removed a whole class of flaky tests", "partners asked for it in the Q3 review",
-            "it avoids a second network hop per request", "the old way leaked connections under load",
-            "it is what the platform team supports", "audit needs a record of every change"]
-_SYMPTOMS = ["timeouts after a deploy", "duplicate rows in the exports", "a 500 on empty carts",
-             "wrong totals for multi-currency invoices", "a memory leak in the worker",
-             "emails sent twice", "a deadlock between two migrations", "stale data after a refund",
-             "a race when two webhooks arrive together", "slow page loads for large accounts"]
-_CAUSES = ["a missing index on account_id", "a retry without an idempotency key",
-           "float arithmetic on money", "an N+1 query in the serializer", "a connection pool of size 1",
-           "a cache key without the currency", "the job running in two pods at once",
-           "a timezone-naive datetime", "an unbounded SELECT"]
-_FIXES = ["added the index concurrently", "wrapped the handler in an idempotency check",
-          "switched to integer minor units", "prefetched the related rows", "raised the pool to 10",
-          "added the currency to the cache key", "took an advisory lock per job",
-          "stored timestamps as timestamptz", "paginated the query by id"]
-_TASKS = [("reset the local database", "make db-reset"), ("regenerate the OpenAPI client", "pnpm gen:api"),
-          ("replay a Stripe webhook", "stripe events resend {evt}"), ("run the slow tests", "pytest -m slow"),
-          ("rotate the Taxly key", "vault kv put secret/taxly key=..."),
-          ("tail the worker logs on staging", "kubectl -n billing-staging logs -f deploy/{svc}"),
-          ("profile a slow endpoint", "py-spy record -o profile.svg -- python -m billing.api"),
-          ("rebuild the search index", "python -m billing.search.reindex --batch 5000")]
-_PEOPLE = ["Yuki", "Sam", "Priya", "Marek", "Ana", "Tomás", "Lena", "Kwame", "Noor", "Jonas"]
-_AREAS = ["the tax engine", "Stripe integration", "the dunning flow", "the partner API", "CI pipelines",
-          "the design system", "ledger reconciliation", "the FX snapshot job", "on-call runbooks"]
+@dataclass
+class HookRuns:
+    """The measured hook runs: wall times (ms) and pids in run order, exit codes, how many injected
+    context, and one record per run for the report."""
+
+    wall: list[float] = field(default_factory=list)
+    pids: list[int] = field(default_factory=list)
+    codes: Counter[int] = field(default_factory=Counter)
+    injected: int = 0
+    per_run: list[dict[str, Any]] = field(default_factory=list)
 
 
-def generated_memories(n: int, rng: random.Random) -> list[dict[str, Any]]:
-    """``n`` realistic project memories (decisions, bugs, how-tos, notes, preferences, events)."""
-    out: list[dict[str, Any]] = []
-    for i in range(n):
-        kind = ["decision", "bug", "howto", "note", "preference", "event"][i % 6]
-        svc, mod = rng.choice(_SERVICES), rng.choice(_MODULES)
-        ticket = f"BILL-{2000 + i}"
-        if kind == "decision":
-            use, alt = rng.choice(_TECH)
-            text = f"{svc}: we use {use} rather than {alt} in {mod}, because {rng.choice(_REASONS)} ({ticket})."
-        elif kind == "bug":
-            text = (f"{ticket}: {rng.choice(_SYMPTOMS)} in {svc} ({mod}); root cause was "
-                    f"{rng.choice(_CAUSES)}. Fix: {rng.choice(_FIXES)}.")
-        elif kind == "howto":
-            task, cmd = rng.choice(_TASKS)
-            cmd = cmd.format(evt=f"evt_{rng.randrange(10**6):06d}", svc=svc)
-            text = f"To {task} for {svc}: `{cmd}` (see {ticket} for the background)."
-        elif kind == "note":
-            text = (f"{rng.choice(_PEOPLE)} owns {rng.choice(_AREAS)} since sprint {rng.randint(10, 60)}; "
-                    f"ask them before changing {mod}.")
-        elif kind == "preference":
-            use, alt = rng.choice(_TECH)
-            text = f"In {svc}, prefer {use} over {alt}; reviewers flag {alt} in new code ({mod})."
-        else:
-            text = (f"Deployed {svc} v{rng.randint(1, 4)}.{rng.randint(0, 30)}.{rng.randint(0, 9)} to "
-                    f"{rng.choice(['staging', 'prod'])}; {rng.choice(_SYMPTOMS)} checked, none seen.")
-        out.append({"content": text, "kind": kind, "age_days": round(rng.uniform(0, 120), 1)})
-    return out
+@dataclass
+class SidecarRuns:
+    """The direct sidecar posts: ``retrieval_time_ms`` and client round trips (ms), answered_by and tiers."""
 
-
-def load_seed() -> list[dict[str, Any]]:
-    """The demo's packaged seed memories (``memcue/demo/seed.jsonl``)."""
-    text = resources.files("memcue.demo").joinpath("seed.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-# -- prompts ---------------------------------------------------------------------------------------
-
-_PROMPTS = [
-    "why did we pick advisory locks for the scheduler again?",
-    "customers are getting charged twice after stripe webhooks, have we seen this before?",
-    "how do I run the db migrations on staging?",
-    "the test suite hangs when I run it in parallel with xdist, any idea why?",
-    "are we storing prices as decimals or as cents these days?",
-    "which port is the local postgres exposed on? psql to 5432 isn't working",
-    "what does pre-commit run on the python code these days, still black and flake8?",
-    "the invoices page is super laggy for big customers, is that a known thing?",
-    "write a haiku about autumn",
-    "add a retry with backoff to the Taxly client",
-    "where do secrets for local dev come from?",
-    "refactor InvoiceTable.tsx to use the virtualized list",
-    "what's our convention for commit messages?",
-    "can you explain what the dunning scheduler does?",
-    "fix the failing test in tests/test_proration.py",
-    "how do I get the web ui talking to my local api?",
-    "who should I ask about the tax engine?",
-    "why is the CI job for the partner api so slow?",
-    "bump fastapi to the latest version and fix whatever breaks",
-    "what was the root cause of the duplicate emails last month?",
-    "rename amount to amount_minor everywhere in the ledger module",
-    "do we soft-delete invoices?",
-    "is there a fake for Taxly I can use in tests?",
-    "summarise the open bugs in the billing api",
-    "write a SQL query listing customers with overdue invoices",
-    "what's the bundle size budget for the web ui?",
-    "how should status fields be modelled in the database?",
-    "the staging dump restore fails with an owner error",
-    "set up playwright for the refund flow",
-    "what timezone do we store timestamps in?",
-    "ok thanks",
-    "explain this stack trace: psycopg.errors.LockNotAvailable",
-    "should I use useEffect to fetch the customer here?",
-    "make the export endpoint stream CSV instead of building it in memory",
-    "what happened with the NUMERIC(12,2) money columns?",
-    "how do I replay a stripe webhook locally?",
-    "the FX snapshot job ran twice last night",
-    "add an index on invoices(account_id, status)",
-    "why does the dashboard tooltip look broken in dark mode?",
-    "what's the API versioning scheme for partners?",
-]
-_TEMPLATES = [
-    "what did we decide about {tech} in {svc}?",
-    "have we seen {symptom} in {svc} before?",
-    "how do I {task}?",
-    "who owns {area} now?",
-    "is {tech} still preferred over {alt}?",
-    "look at {mod} and tell me why it's slow",
-    "what was the fix for {ticket}?",
-    "{symptom} again in {svc}, any ideas?",
-]
-
-
-def prompts(n: int, rng: random.Random) -> list[str]:
-    """``n`` varied prompts: hand-written ones first, then templated ones about the seeded topics."""
-    out = list(_PROMPTS[:n])
-    while len(out) < n:
-        use, alt = rng.choice(_TECH)
-        out.append(rng.choice(_TEMPLATES).format(
-            tech=use, alt=alt, svc=rng.choice(_SERVICES), symptom=rng.choice(_SYMPTOMS),
-            task=rng.choice(_TASKS)[0], area=rng.choice(_AREAS), mod=rng.choice(_MODULES),
-            ticket=f"BILL-{2000 + rng.randrange(700)}"))
-    return out
-
-
-def payload(prompt: str, cwd: str, session_id: str) -> dict[str, Any]:
-    """A Claude Code UserPromptSubmit payload as the harness writes it on stdin."""
-    slug = re.sub(r"[^A-Za-z0-9]", "-", cwd)
-    return {"session_id": session_id,
-            "transcript_path": f"{Path.home()}/.claude/projects/{slug}/{session_id}.jsonl",
-            "cwd": cwd, "permission_mode": "default", "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+    retrieval: list[float] = field(default_factory=list)
+    round_trip: list[float] = field(default_factory=list)
+    answered_by: Counter[str] = field(default_factory=Counter)
+    tiers: Counter[str] = field(default_factory=Counter)
 
 
 # -- measuring -------------------------------------------------------------------------------------
-
-
-def percentiles(values: list[float]) -> dict[str, float | int | None]:
-    """n, p50, p90, p99, max and mean (ms, linear interpolation)."""
-    if not values:
-        return {"n": 0, "p50": None, "p90": None, "p99": None, "max": None, "mean": None}
-    ordered = sorted(values)
-
-    def q(p: float) -> float:
-        pos = (len(ordered) - 1) * p
-        lo = int(pos)
-        hi = min(lo + 1, len(ordered) - 1)
-        return round(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo), 2)
-
-    return {"n": len(ordered), "p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": round(ordered[-1], 2),
-            "mean": round(sum(ordered) / len(ordered), 2)}
 
 
 def run_process(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes, int, int]:
@@ -253,24 +107,62 @@ def hook_log_times(loc: Locations) -> dict[int, float]:
     return out
 
 
-def git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+
+def hook_stdin(prompt: str, project: str, session_id: str) -> bytes:
+    """The hook's stdin for ``prompt``: the UserPromptSubmit payload as JSON bytes."""
+    return json.dumps(payload(prompt, project, session_id)).encode()
 
 
-def seed_rows(project: str, rng: random.Random) -> list[dict[str, Any]]:
-    """``SEED_TOTAL`` memories in ``project``: the demo seed first, then generated variants."""
-    now = time.time()
-    base = load_seed()
-    rows = base + generated_memories(max(0, SEED_TOTAL - len(base)), rng)
-    return [{"content": m["content"], "kind": m["kind"], "pinned": bool(m.get("pinned")), "project": project,
-             "created_at": now - float(m.get("age_days", 0)) * 86400, "source": "bench",
-             "source_id": f"bench:{i}", "metadata": {"tags": m.get("tags", [])}}
-            for i, m in enumerate(rows[:SEED_TOTAL])]
+def time_hook(texts: list[str], project: str, session_id: str, env: dict[str, str], gap_ms: float) -> HookRuns:
+    """Run the hook once per prompt, pausing ``gap_ms`` (ms) before each, and time every run."""
+    runs = HookRuns()
+    for i, prompt in enumerate(texts, start=1):
+        time.sleep(gap_ms / 1000)
+        ms, out, code, pid = run_process([sys.executable, *HOOK_ARGS], hook_stdin(prompt, project, session_id), env)
+        runs.wall.append(ms)
+        runs.pids.append(pid)
+        runs.codes[code] += 1
+        context = injected_context(out)
+        runs.injected += bool(context)
+        runs.per_run.append({"prompt": prompt, "wall_ms": round(ms, 2), "exit_code": code,
+                             "injected_chars": len(context)})
+        if i % 25 == 0:
+            say(f"hook: {i}/{len(texts)} runs, p50 so far {percentiles(runs.wall)['p50']} ms")
+    return runs
+
+
+def time_empty_prompt(runs: int, project: str, session_id: str, env: dict[str, str], gap_ms: float) -> list[float]:
+    """Wall times (ms) of ``runs`` hook runs with an empty prompt, pausing ``gap_ms`` (ms) before each."""
+    out = []
+    for _ in range(runs):
+        time.sleep(gap_ms / 1000)
+        out.append(run_process([sys.executable, *HOOK_ARGS], hook_stdin("", project, session_id), env)[0])
+    return out
+
+
+def time_sidecar(loc: Locations, texts: list[str], project: str, session_id: str, gap_ms: float) -> SidecarRuns:
+    """Post each prompt straight to ``/hooks/claude-code/user-prompt-submit`` over the unix socket, pausing
+    ``gap_ms`` (ms) before each, with the hook's own budget fields."""
+    runs = SidecarRuns()
+    transport = httpx.HTTPTransport(uds=str(loc.socket))
+    with httpx.Client(transport=transport, base_url="http://memcue", timeout=30) as http:
+        for prompt in texts:
+            time.sleep(gap_ms / 1000)
+            event = {"harness": "claude-code", "event": "user-prompt-submit", "session_id": session_id,
+                     "cwd": project, "project": project, "prompt": prompt, "source": "",
+                     "transcript_path": "", "extra": {}}
+            t0 = time.perf_counter()
+            response = http.post("/hooks/claude-code/user-prompt-submit", json={"event": event, **HOOK_BUDGET})
+            runs.round_trip.append((time.perf_counter() - t0) * 1000)
+            response.raise_for_status()
+            body = response.json()
+            runs.retrieval.append(float(body["retrieval_time_ms"]))
+            runs.answered_by[body["answered_by"]] += 1
+            runs.tiers[body["tier"]] += 1
+    return runs
+
+
+# -- report ----------------------------------------------------------------------------------------
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -309,7 +201,12 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+
+# -- main ------------------------------------------------------------------------------------------
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; write ``hook_latency.json`` and ``.md`` to ``--out``. Returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100, help="measured hook runs (default 100)")
@@ -320,9 +217,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="results folder (default benchmarks/results)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (sidecar stopped)")
     args = parser.parse_args(argv)
-
-    def say(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
 
     rng = random.Random(20240607)
     root = Path(tempfile.mkdtemp(prefix="memcue-hookbench-"))
@@ -348,64 +242,23 @@ def main(argv: list[str] | None = None) -> int:
         health = client.wait_idle(timeout_s=900)
         say(f"seeded {len(rows)} memories, vectors ready in {time.monotonic() - t0:.1f} s "
             f"(model {health['model']['id']}: {health['model']['state']})")
-        exe = sys.executable
         for prompt in texts[:WARMUP_RUNS]:
-            run_process([exe, *HOOK_ARGS], json.dumps(payload(prompt, project, session_id)).encode(), env)
+            run_process([sys.executable, *HOOK_ARGS], hook_stdin(prompt, project, session_id), env)
         client.wait_idle(timeout_s=60)
 
-        wall: list[float] = []
-        pids: list[int] = []
-        codes: Counter[int] = Counter()
-        injected = 0
-        per_run: list[dict[str, Any]] = []
-        for i, prompt in enumerate(texts, start=1):
-            time.sleep(args.gap_ms / 1000)
-            ms, out, code, pid = run_process([exe, *HOOK_ARGS],
-                                             json.dumps(payload(prompt, project, session_id)).encode(), env)
-            wall.append(ms)
-            pids.append(pid)
-            codes[code] += 1
-            context = injected_context(out)
-            injected += bool(context)
-            per_run.append({"prompt": prompt, "wall_ms": round(ms, 2), "exit_code": code,
-                            "injected_chars": len(context)})
-            if i % 25 == 0:
-                say(f"hook: {i}/{len(texts)} runs, p50 so far {percentiles(wall)['p50']} ms")
+        hook = time_hook(texts, project, session_id, env, args.gap_ms)
         logged = hook_log_times(loc)
-        in_process = [logged[p] for p in pids if p in logged]
-        for record, pid in zip(per_run, pids, strict=True):
+        in_process = [logged[p] for p in hook.pids if p in logged]
+        for record, pid in zip(hook.per_run, hook.pids, strict=True):
             record["in_process_ms"] = logged.get(pid)
 
-        empty = []
-        for _ in range(args.startup_runs):
-            time.sleep(args.gap_ms / 1000)
-            empty.append(run_process([exe, *HOOK_ARGS], json.dumps(payload("", project, session_id)).encode(),
-                                     env)[0])
-        bare = [run_process([exe, "-c", "pass"], b"", env)[0] for _ in range(args.startup_runs)]
-
-        retrieval, round_trip = [], []
-        answered_by: Counter[str] = Counter()
-        tiers: Counter[str] = Counter()
-        transport = httpx.HTTPTransport(uds=str(loc.socket))
-        with httpx.Client(transport=transport, base_url="http://memcue", timeout=30) as http:
-            for prompt in texts:
-                time.sleep(args.gap_ms / 1000)
-                event = {"harness": "claude-code", "event": "user-prompt-submit", "session_id": session_id,
-                         "cwd": project, "project": project, "prompt": prompt, "source": "",
-                         "transcript_path": "", "extra": {}}
-                t0 = time.perf_counter()
-                response = http.post("/hooks/claude-code/user-prompt-submit", json={"event": event, **HOOK_BUDGET})
-                round_trip.append((time.perf_counter() - t0) * 1000)
-                response.raise_for_status()
-                body = response.json()
-                retrieval.append(float(body["retrieval_time_ms"]))
-                answered_by[body["answered_by"]] += 1
-                tiers[body["tier"]] += 1
+        empty = time_empty_prompt(args.startup_runs, project, session_id, env, args.gap_ms)
+        bare = [run_process([sys.executable, "-c", "pass"], b"", env)[0] for _ in range(args.startup_runs)]
+        sidecar = time_sidecar(loc, texts, project, session_id, args.gap_ms)
         final = client.health()
     finally:
         client.close()
-        subprocess.run([sys.executable, "-m", "memcue", "stop"], env=env, capture_output=True, check=False,
-                       timeout=60)
+        stop_sidecar(env)
 
     report: dict[str, Any] = {
         "meta": {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "git_commit": git_commit(),
@@ -413,12 +266,13 @@ def main(argv: list[str] | None = None) -> int:
                  "model_id": final["model"]["id"], "seeded": len(rows), "counts": final["counts"],
                  "warmup_runs": WARMUP_RUNS, "runs": len(texts), "gap_ms": args.gap_ms,
                  "target_p50_ms": TARGET_P50_MS, "wall_s": round(time.time() - started, 1)},
-        "hook": {"wall_ms": percentiles(wall), "in_process_ms": percentiles(in_process),
-                 "injected": injected, "exit_codes": dict(codes), "per_run": per_run},
+        "hook": {"wall_ms": percentiles(hook.wall), "in_process_ms": percentiles(in_process),
+                 "injected": hook.injected, "exit_codes": dict(hook.codes), "per_run": hook.per_run},
         "empty_prompt_ms": percentiles(empty),
         "python_startup_ms": percentiles(bare),
-        "sidecar": {"retrieval_time_ms": percentiles(retrieval), "round_trip_ms": percentiles(round_trip),
-                    "answered_by": dict(answered_by), "tiers": dict(tiers)},
+        "sidecar": {"retrieval_time_ms": percentiles(sidecar.retrieval),
+                    "round_trip_ms": percentiles(sidecar.round_trip),
+                    "answered_by": dict(sidecar.answered_by), "tiers": dict(sidecar.tiers)},
     }
     report["target_met"] = bool(report["hook"]["wall_ms"]["p50"] is not None
                                 and report["hook"]["wall_ms"]["p50"] <= TARGET_P50_MS)
@@ -426,13 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"kept {root}")
     else:
         shutil.rmtree(root, ignore_errors=True)
-    text = markdown(report)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "hook_latency.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
-                                                encoding="utf-8")
-    (args.out / "hook_latency.md").write_text(text, encoding="utf-8")
-    print(text)
-    say(f"wrote {args.out / 'hook_latency.json'} and {args.out / 'hook_latency.md'}")
+    write_results(args.out, "hook_latency", report, markdown(report), ensure_ascii=False)
     return 0
 
 

@@ -29,226 +29,31 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import hashlib
-import json
 import os
-import re
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from _common import RESULTS_DIR, git_commit, say, stop_sidecar, write_results
+from locomo_data import ANSWERABLE, CATEGORIES, DEFAULT_DATA, EXPECTED_SHA256, Question, load_dataset, sha256_of
+from locomo_report import LIMIT, abstention, by_category, gate_effects, markdown, run_stats, score
 
 from memcue.client import Client
 from memcue.hooks.locations import Locations
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
-RESULTS_DIR = REPO / "benchmarks" / "results"
-#: sha256 of ``locomo10.json`` as published in the shared data folder's README.
-EXPECTED_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-ANSWERABLE = (1, 2, 3, 4)
 #: Memories per ``/remember/batch`` call.
 BATCH = 500
-#: Results asked for per question; recall@k is computed for k in ``KS`` (each <= LIMIT).
-LIMIT = 10
-KS = (5, 10)
 #: The three runs: extra fields of the ``POST /recall`` body.
 RUNS: dict[str, dict[str, Any]] = {
     "hybrid": {},
     "bm25": {"mode": "keyword"},
     "semantic": {"weights": {"bm25": 0.0}},
 }
-DATE_FORMATS = (
-    "%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %d %B %Y", "%d %B, %Y", "%d %B %Y",
-)
-_DATE_FALLBACK = re.compile(r"(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})")
-_DIA_ID = re.compile(r"D\W*(\d+)\s*:\s*0*(\d+)$")
-
-
-def say(message: str) -> None:
-    """A progress line on stderr."""
-    print(message, file=sys.stderr, flush=True)
-
-
-# -- data ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Question:
-    """One LoCoMo QA item with its gold evidence resolved to dia_ids of its conversation."""
-
-    conv: int
-    project: str
-    text: str
-    category: int
-    gold: list[str]
-    raw_evidence: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Dataset:
-    """Turns to import, questions to ask, and what the evidence cleanup did."""
-
-    memories: list[dict[str, Any]]
-    questions: list[Question]
-    skipped: Counter[str]
-    dropped_ids: int
-    repaired_ids: int
-    unparsed_dates: int
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def parse_session_date(text: str) -> float | None:
-    """Unix seconds (UTC) of a LoCoMo session date like "1:56 pm on 8 May, 2023"; None if unparsable."""
-    text = " ".join(str(text).split())
-    for fmt in DATE_FORMATS:
-        try:
-            return dt.datetime.strptime(text, fmt).replace(tzinfo=dt.UTC).timestamp()
-        except ValueError:
-            continue
-    match = _DATE_FALLBACK.search(text)
-    if match:
-        for fmt in ("%d %B %Y", "%d %b %Y"):
-            try:
-                return dt.datetime.strptime(" ".join(match.groups()), fmt).replace(tzinfo=dt.UTC).timestamp()
-            except ValueError:
-                continue
-    return None
-
-
-def sessions(conversation: dict[str, Any]) -> list[tuple[int, str, list[dict[str, Any]]]]:
-    """``(session number, date_time text, turns)`` in order."""
-    out = []
-    for key, turns in conversation.items():
-        m = re.fullmatch(r"session_(\d+)", key)
-        if m and isinstance(turns, list):
-            out.append((int(m.group(1)), str(conversation.get(f"{key}_date_time", "")), turns))
-    return sorted(out, key=lambda s: s[0])
-
-
-def normalise_evidence(raw: list[str]) -> tuple[list[str], int]:
-    """Split and repair evidence ids ("D8:6; D9:17" -> two ids, "D30:05" -> "D30:5", "D:11:26" ->
-    "D11:26"). Returns the candidate ids and how many raw ids needed a repair."""
-    out, repaired = [], 0
-    for item in raw:
-        parts = [p for p in re.split(r"[;,\s]+", str(item)) if p]
-        fixed = []
-        for part in parts:
-            m = _DIA_ID.match(part)
-            fixed.append(f"D{int(m.group(1))}:{int(m.group(2))}" if m else part)
-        if fixed != [item]:
-            repaired += 1
-        out.extend(fixed)
-    return list(dict.fromkeys(out)), repaired
-
-
-def load_dataset(path: Path, limit_conversations: int | None) -> Dataset:
-    """Read LoCoMo and build the memories (one per turn) and the questions with resolvable evidence."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if limit_conversations:
-        data = data[:limit_conversations]
-    memories: list[dict[str, Any]] = []
-    questions: list[Question] = []
-    skipped: Counter[str] = Counter()
-    dropped = repaired = unparsed = 0
-    for conv_index, conv in enumerate(data):
-        sample = str(conv.get("sample_id") or conv_index)
-        project = f"locomo/{sample}"
-        turn_ids: set[str] = set()
-        for number, date_text, turns in sessions(conv["conversation"]):
-            base = parse_session_date(date_text)
-            if base is None:
-                unparsed += 1
-                base = 0.0
-            for position, turn in enumerate(turns):
-                dia_id = str(turn.get("dia_id", ""))
-                content = f"[{date_text}] {turn.get('speaker', '')}: {turn.get('text', '')}"
-                if turn.get("blip_caption"):
-                    content += f" [image: {turn['blip_caption']}]"
-                memories.append({
-                    "content": content,
-                    "kind": "note",
-                    "project": project,
-                    "session_id": f"{sample}:session_{number}",
-                    "created_at": base + position,
-                    "source": "locomo",
-                    "source_id": f"locomo:{sample}:{dia_id}",
-                    "metadata": {"dia_id": dia_id, "speaker": turn.get("speaker", ""), "session": number},
-                })
-                turn_ids.add(dia_id)
-        for qa in conv.get("qa", []):
-            category = int(qa.get("category", 0))
-            if category not in CATEGORIES:
-                skipped["unknown category"] += 1
-                continue
-            raw = [str(e) for e in qa.get("evidence") or []]
-            candidates, fixes = normalise_evidence(raw)
-            repaired += fixes
-            gold = [e for e in candidates if e in turn_ids]
-            dropped += len(candidates) - len(gold)
-            if not gold:
-                skipped[f"{CATEGORIES[category]}: no evidence resolves to a turn"] += 1
-                continue
-            questions.append(Question(conv_index, project, str(qa["question"]), category, gold, raw))
-    return Dataset(memories, questions, skipped, dropped, repaired, unparsed)
-
-
-# -- metrics ---------------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """The ``q`` quantile (0..1) by linear interpolation; None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return round(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo), 2)
-
-
-def score(ranked: list[str], gold: list[str]) -> dict[str, float]:
-    """recall@k for each k in ``KS`` (share of gold turns in the top k) and the reciprocal rank."""
-    gold_set = set(gold)
-    out = {f"recall@{k}": len(gold_set & set(ranked[:k])) / len(gold_set) for k in KS}
-    out["rr"] = next((1.0 / rank for rank, d in enumerate(ranked, start=1) if d in gold_set), 0.0)
-    return out
-
-
-def summarise(rows: list[dict[str, float]]) -> dict[str, Any]:
-    """Mean recall@k and MRR over per-question scores."""
-    if not rows:
-        return {"n": 0}
-    out: dict[str, Any] = {"n": len(rows)}
-    for k in KS:
-        out[f"recall@{k}"] = round(statistics.fmean(r[f"recall@{k}"] for r in rows), 4)
-    out["mrr"] = round(statistics.fmean(r["rr"] for r in rows), 4)
-    return out
-
-
-def by_category(questions: list[Question], scores: list[dict[str, float]]) -> dict[str, Any]:
-    """``summarise`` per category name and ``overall``."""
-    out = {}
-    for cat in ANSWERABLE:
-        rows = [s for q, s in zip(questions, scores, strict=True) if q.category == cat]
-        out[CATEGORIES[cat]] = summarise(rows)
-    out["overall"] = summarise(scores)
-    return out
 
 
 # -- runs ------------------------------------------------------------------------------------------
@@ -370,113 +175,11 @@ def pipeline_constants() -> dict[str, Any]:
     return out
 
 
-def stop_sidecar(env: dict[str, str]) -> None:
-    subprocess.run([sys.executable, "-m", "memcue", "stop"], env=env, capture_output=True, check=False,
-                   timeout=60)
-
-
-def git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-# -- report ----------------------------------------------------------------------------------------
-
-
-def abstention(answers: list[dict[str, Any]]) -> dict[str, Any]:
-    """Tier shares for adversarial questions: abstained = tier none or related."""
-    tiers = Counter(a["tier"] for a in answers)
-    n = len(answers)
-    return {"n": n, "tiers": dict(tiers),
-            "abstained": round((tiers["none"] + tiers["related"]) / n, 4) if n else None,
-            "supported": round(tiers["supported"] / n, 4) if n else None}
-
-
-def gate_effects(
-    gated: list[dict[str, Any]], ranked: list[list[str]], gold: list[list[str]]
-) -> dict[str, Any]:
-    """How often the floor/tier gate hid a gold turn that the ungated top 10 had."""
-    hid = hidden_turns = 0
-    for answer, ungated_top, g in zip(gated, ranked, gold, strict=True):
-        lost = (set(ungated_top[:LIMIT]) & set(g)) - set(answer["ranked"])
-        if lost:
-            hid += 1
-            hidden_turns += len(lost)
-    n = len(gated)
-    return {"questions_with_hidden_gold": hid, "share": round(hid / n, 4) if n else None,
-            "gold_turns_hidden": hidden_turns}
-
-
-def markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown tables."""
-    meta = report["meta"]
-    lines = [
-        "# LoCoMo recall (memcue)",
-        "",
-        f"- date: {meta['date']}; commit: {meta['git_commit'] or 'n/a'}; model: {meta['model_id']}",
-        f"- store: {meta['store']['memories']} memories from {meta['conversations']} conversations "
-        f"({meta['store']['db_bytes'] / 1e6:.1f} MB); embedding took {meta['embed_s']} s",
-        f"- questions: {meta['questions']['answerable']} answerable (categories 1-4), "
-        f"{meta['questions']['adversarial']} adversarial; skipped {sum(meta['skipped'].values())} "
-        f"(no resolvable evidence); {meta['evidence_ids_repaired']} evidence ids repaired, "
-        f"{meta['evidence_ids_dropped']} unresolvable ids dropped from otherwise usable items",
-        f"- recall settings: {json.dumps(meta.get('pipeline_constants', {}))}",
-        f"- recall through `POST /recall`, project-scoped, limit {LIMIT}; recall@k = share of gold turns in "
-        "the top k, averaged per question; MRR = 1/rank of the first gold turn (0 if none in the top 10)",
-        "",
-        "## As answered (after the evidence floor and support-tier gate)",
-        "",
-    ]
-    lines += _metric_table(report["gated"])
-    lines += ["", "Retrieval time (sidecar `retrieval_time_ms`) and answer shape:", "",
-              "| run | p50 ms | p90 ms | client round trip p50 ms | mean results | tier supported | "
-              "tier related | tier none |", "|---|---|---|---|---|---|---|---|"]
-    for run, info in report["runs"].items():
-        t = info["tiers"]
-        n = sum(t.values()) or 1
-        shares = " | ".join(f"{t.get(tier, 0) / n:.1%}" for tier in ("supported", "related", "none"))
-        lines.append(f"| {run} | {info['retrieval_ms_p50']} | {info['retrieval_ms_p90']} | "
-                     f"{info['round_trip_ms_p50']} | {info['mean_results']} | {shares} |")
-    if isinstance(report.get("ungated"), dict):
-        lines += ["", "## Ranking before the gate (same pipeline in-process, floor and tiers off)", ""]
-        lines += _metric_table(report["ungated"])
-        lines += ["", "| run | questions where the gate hid a gold turn of the ungated top 10 | "
-                  "gold turns hidden |", "|---|---|---|"]
-        for run, eff in report["gate_effects"].items():
-            lines.append(f"| {run} | {eff['questions_with_hidden_gold']} ({eff['share']:.1%}) | "
-                         f"{eff['gold_turns_hidden']} |")
-    elif report.get("ungated"):
-        lines += ["", f"Ungated ranking not measured: {report['ungated']}"]
-    lines += ["", "## Adversarial questions (category 5): abstention", "",
-              "| run | n | abstained (none or related) | supported | tiers |", "|---|---|---|---|---|"]
-    for run, ab in report["adversarial"].items():
-        if ab["n"]:
-            lines.append(f"| {run} | {ab['n']} | {ab['abstained']:.1%} | {ab['supported']:.1%} | "
-                         f"{json.dumps(ab['tiers'])} |")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def _metric_table(metrics: dict[str, dict[str, Any]]) -> list[str]:
-    cats = [*(CATEGORIES[c] for c in ANSWERABLE), "overall"]
-    first = next(iter(metrics.values()))
-    head = "| run | metric | " + " | ".join(f"{c} (n={first[c]['n']})" for c in cats) + " |"
-    lines = [head, "|---|---|" + "---|" * len(cats)]
-    for run, per_cat in metrics.items():
-        for metric in (*(f"recall@{k}" for k in KS), "mrr"):
-            cells = [f"{per_cat[c][metric]:.3f}" if per_cat[c]["n"] else "-" for c in cats]
-            lines.append(f"| {run} | {metric} | " + " | ".join(cells) + " |")
-    return lines
-
-
 # -- main ------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line options (``--help`` lists them)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
@@ -491,8 +194,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="results folder (default benchmarks/results)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the temporary MEMCUE_HOME (sidecar stopped)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; write ``locomo_recall.json`` and ``.md`` to ``--out``. Returns the exit code
+    (2 when the data file is missing)."""
+    args = parse_args(argv)
     if not args.data.is_file():
         say(f"error: {args.data} not found (pass --data PATH)")
         return 2
@@ -555,19 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     for run in RUNS:
         scores = [score(answers[run][i]["ranked"], g) for i, g in zip(ans_idx, gold, strict=True)]
         report["gated"][run] = by_category(answerable, scores)
-    report["runs"] = {}
-    for run in RUNS:
-        sub = [answers[run][i] for i in ans_idx]
-        report["runs"][run] = {
-            "retrieval_ms_p50": percentile([a["retrieval_ms"] for a in answers[run]], 0.5),
-            "retrieval_ms_p90": percentile([a["retrieval_ms"] for a in answers[run]], 0.9),
-            "round_trip_ms_p50": percentile([a["round_trip_ms"] for a in answers[run]], 0.5),
-            "round_trip_ms_p90": percentile([a["round_trip_ms"] for a in answers[run]], 0.9),
-            "mean_results": round(statistics.fmean(a["n"] for a in sub), 2) if sub else None,
-            "tiers": dict(Counter(a["tier"] for a in sub)),
-            "channel_status": {ch: dict(Counter(a["channel_status"].get(ch, "-") for a in sub))
-                               for ch in ("semantic", "bm25")},
-        }
+    report["runs"] = {run: run_stats(answers[run], [answers[run][i] for i in ans_idx]) for run in RUNS}
     report["adversarial"] = {run: abstention([answers[run][i] for i in adv_idx]) for run in RUNS}
 
     report["ungated"] = "skipped (--no-ungated)" if args.no_ungated else None
@@ -589,12 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         say(f"kept {home}")
 
-    text = markdown(report)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "locomo_recall.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (args.out / "locomo_recall.md").write_text(text, encoding="utf-8")
-    print(text)
-    say(f"wrote {args.out / 'locomo_recall.json'} and {args.out / 'locomo_recall.md'}")
+    write_results(args.out, "locomo_recall", report, markdown(report))
     return 0
 
 
