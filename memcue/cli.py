@@ -87,7 +87,10 @@ def cmd_recall(args: argparse.Namespace) -> int:
         client.ensure_running()
         answer = client.recall(args.query, project=project, limit=args.limit,
                                mode="keyword" if args.keyword else "full")
-    _print(answer, args.json, _format_recall(answer))
+    text = _format_recall(answer)
+    if not answer["results"] and project is not None:
+        text += f"\n(searched project {project or '(global)'}; --all-projects searches every project)"
+    _print(answer, args.json, text)
     return EXIT_OK
 
 
@@ -167,16 +170,45 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if pid is None:
         _print({"stopped": False}, args.json, "memcue sidecar is not running")
         return EXIT_OK
+    if not _is_sidecar(pid):
+        _print({"stopped": False}, args.json, f"memcue sidecar is not running (stale pid file names pid {pid}, "
+                                              "which is not a memcue sidecar; left alone)")
+        return EXIT_OK
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         _print({"stopped": False}, args.json, "memcue sidecar is not running (stale pid file)")
         return EXIT_OK
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and loc.pid_file.exists():
-        time.sleep(0.1)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _is_sidecar(pid):
+        time.sleep(0.05)
+    if _is_sidecar(pid):
+        print(f"memcue: the sidecar (pid {pid}) did not stop within 15 s", file=sys.stderr)
+        return EXIT_ERROR
     _print({"stopped": True, "pid": pid}, args.json, f"stopped memcue sidecar (pid {pid})")
     return EXIT_OK
+
+
+def _is_sidecar(pid: int) -> bool:
+    """True while ``pid`` is alive and (where /proc exists) runs memcue's sidecar, so a pid reused by
+    another program after a crash is never signalled."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if not cmdline.parent.exists():
+        return True
+    try:
+        args = cmdline.read_bytes().split(b"\0")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":  # exited, waiting to be reaped
+        return False
+    return b"memcue.sidecar" in args or (b"serve" in args and any(a.endswith(b"memcue") for a in args))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -195,7 +227,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"{'on' if health['vector_search'] else 'off (' + (health['vector_note'] or 'warming up') + ')'}; "
             f"tokenizer: {health['tokenizer']}\n"
             f"memories: {health['counts']['memories']} ({health['counts']['bookkeeping']} bookkeeping, "
-            f"{health['counts']['pending_embeddings']} waiting for vectors)")
+            f"{health['counts']['pending_embeddings']} "
+            f"{'waiting for vectors' if health['vector_search'] or health['warming_up'] else 'without vectors'})")
     _print({"running": True, **health}, args.json, text)
     return EXIT_OK
 

@@ -304,7 +304,7 @@ def test_C18_sqlite_vec_load_failure_serves_keyword_only_with_one_warning(home: 
     sc = start_sidecar(home, **_failing_sqlite_vec(tmp_path))
     try:
         health = _wait_model_ready(sc)
-        assert health["model"]["state"] == "ready"
+        assert health["model"]["state"] == "disabled"  # no vector search: the model is not even loaded
         assert health["sqlite_vec"]["available"] is False
         assert "/nonexistent/memcue-test/vec0" in health["sqlite_vec"]["error"]
         assert health["vector_search"] is False and not health["warming_up"]

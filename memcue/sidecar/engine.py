@@ -39,7 +39,9 @@ class Engine:
         self.store = Store(locations.database)
         if not self.store.vec.available:
             log.warning("sqlite-vec could not load (%s): recall is keyword-only", self.store.vec.error)
-        self.embedder: Embedder | None = Embedder(locations.models_dir) if load_model else None
+        # Without sqlite-vec there is nowhere to search vectors: skip the model (memory, start-up work).
+        self.embedder: Embedder | None = (
+            Embedder(locations.models_dir) if load_model and self.store.vec.available else None)
         self.tokens = TokenCounter(locations.tiktoken_cache)
         self.spool = SpoolReader(locations.spool_dir, self.store)
         self._wake = threading.Event()
