@@ -82,7 +82,7 @@ def test_store_reopen_keeps_rows_and_model_mismatch_keeps_everything(tmp_path: P
     store = Store(tmp_path / "m.db")
     assert store.bind_model("model-a", 4)
     mid = store.remember(NewMemory("alpha", project="p")).id
-    store.set_embeddings([(mid, "p", np.array([1, 0, 0, 0], dtype=np.float32).tobytes())])
+    store.set_embeddings([(mid, np.array([1, 0, 0, 0], dtype=np.float32).tobytes())])
     store.close()
     reopened = Store(tmp_path / "m.db")
     assert reopened.schema_version == 3  # migrations ran once
@@ -108,3 +108,20 @@ def test_C18_store_without_sqlite_vec_is_keyword_only(
     assert (
         not store._reader().execute("SELECT name FROM sqlite_master WHERE name = 'memories_vec'").fetchall()
     )
+
+
+def test_knn_is_scoped_and_filters_kinds_inside_the_search(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db")
+    assert store.bind_model("model-a", 2)
+    rows = store.remember_many(
+        [NewMemory(f"captured prompt {i}", kind="request", project="p") for i in range(30)]
+        + [NewMemory("the real memory", project="p"), NewMemory("global memory"), NewMemory("other", project="q")]
+    )
+    vec = {r.id: np.array([1.0, 0.01 * i], dtype=np.float32) for i, r in enumerate(rows)}
+    vec[rows[-3].id] = np.array([0.2, 1.0], dtype=np.float32)  # the real memory is the farthest in p
+    store.set_embeddings([(mid, v.tobytes()) for mid, v in vec.items()])
+    query = np.array([1.0, 0.0], dtype=np.float32).tobytes()
+    found = [mid for mid, _ in store.knn(query, project="p", k=5, exclude_kinds=("request",))]
+    assert sorted(found) == sorted([rows[-3].id, rows[-2].id])  # the real and the global memory only
+    assert rows[-1].id not in found  # another project never leaks in
+    assert len(store.knn(query, project="p", k=5)) == 5  # without the filter, prompts fill the top k

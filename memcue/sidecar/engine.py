@@ -129,8 +129,7 @@ class Engine:
         texts = [str(meta.get("embed_text") or content) for _, content, _, meta in rows]
         vectors = emb.embed(texts)
         self.store.set_embeddings(
-            [(mid, project, np.asarray(v, dtype=np.float32).tobytes()) for (mid, _, project, _), v in
-             zip(rows, vectors, strict=True)]
+            [(mid, np.asarray(v, dtype=np.float32).tobytes()) for (mid, _, _, _), v in zip(rows, vectors, strict=True)]
         )
         return True
 

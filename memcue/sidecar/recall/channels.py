@@ -73,11 +73,7 @@ def semantic_channel(
     try:
         if vector is None:
             vector = embedder.embed_query(text)
-        fetch = k * 3 + 20
-        rows = store.knn(vector.astype(np.float32).tobytes(), project=project, k=fetch)
-        if rows and exclude_kinds:
-            kinds = {mid: r["kind"] for mid, r in store.fetch([m for m, _ in rows]).items()}
-            rows = [(m, s) for m, s in rows if kinds.get(m) not in exclude_kinds]
+        rows = store.knn(vector.astype(np.float32).tobytes(), project=project, k=k, exclude_kinds=exclude_kinds)
     except Exception as exc:  # noqa: BLE001
         log.exception("semantic channel failed")
         return ChannelResult(SEMANTIC, "error", note=f"{type(exc).__name__}: {exc}")

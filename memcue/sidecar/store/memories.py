@@ -213,13 +213,17 @@ class Store:
     def count_pending(self) -> int:
         return int(self._reader().execute("SELECT count(*) FROM memories WHERE embedded = 0").fetchall()[0][0])
 
-    def set_embeddings(self, items: Sequence[tuple[int, str, bytes]]) -> None:
-        """Store vectors: ``(id, project, float32 bytes)`` each; marks the rows embedded."""
+    def set_embeddings(self, items: Sequence[tuple[int, bytes]]) -> None:
+        """Store vectors: ``(memory id, float32 bytes)`` each; marks the rows embedded.
+
+        The vector row copies the memory's project and kind, so KNN can scope and filter on them.
+        """
         with self._write_lock, self._writer:
-            for mid, project, blob in items:
+            for mid, blob in items:
                 self._writer.execute("DELETE FROM memories_vec WHERE rowid = ?", (mid,))
                 self._writer.execute(
-                    "INSERT INTO memories_vec(rowid, embedding, project) VALUES (?, ?, ?)", (mid, blob, project)
+                    "INSERT INTO memories_vec(rowid, embedding, project, kind)"
+                    " SELECT id, ?, project, kind FROM memories WHERE id = ?", (blob, mid)
                 )
                 self._writer.execute("UPDATE memories SET embedded = 1 WHERE id = ?", (mid,))
 
@@ -272,24 +276,26 @@ class Store:
         )
         return [(int(r[0]), float(r[1])) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
 
-    def knn(self, vector: bytes, *, project: str | None, k: int) -> list[tuple[int, float]]:
+    def knn(
+        self, vector: bytes, *, project: str | None, k: int, exclude_kinds: Sequence[str] = ()
+    ) -> list[tuple[int, float]]:
         """Nearest vectors by cosine distance: ``(id, cosine similarity)`` best first.
 
-        With a ``project``, searches that project and global rows. Raises ``RuntimeError`` when no
-        vector table is bound.
+        With a ``project``, searches that project and global rows; ``exclude_kinds`` are filtered inside
+        the KNN (so thousands of captured prompts cannot crowd real memories out of the top k).
+        Raises ``RuntimeError`` when no vector table is bound.
         """
         if self.vector_dim is None:
             raise RuntimeError(self.vector_note or "no vector table")
-        conn = self._reader()
-        base = "SELECT rowid, distance FROM memories_vec WHERE embedding MATCH ? AND k = ?"
-        if project is None:
-            rows = conn.execute(base, (vector, k)).fetchall()
-        else:
-            rows = conn.execute(base + " AND project = ?", (vector, k, project)).fetchall()
-            if project != "":
-                rows += conn.execute(base + " AND project = ''", (vector, k)).fetchall()
-        best = sorted(((int(r[0]), 1.0 - float(r[1])) for r in rows), key=lambda x: (-x[1], x[0]))
-        return best[:k]
+        sql, args = "SELECT rowid, distance FROM memories_vec WHERE embedding MATCH ? AND k = ?", [vector, k]
+        if project is not None:
+            sql += " AND project IN (?, '')"
+            args.append(project)
+        for kind in exclude_kinds:
+            sql += " AND kind != ?"
+            args.append(kind)
+        rows = self._reader().execute(sql, args).fetchall()
+        return sorted(((int(r[0]), 1.0 - float(r[1])) for r in rows), key=lambda x: (-x[1], x[0]))
 
     def vectors(self, ids: Iterable[int]) -> dict[int, bytes]:
         """Stored float32 vectors by memory id (ids without a vector are absent)."""

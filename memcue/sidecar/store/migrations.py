@@ -108,9 +108,9 @@ def schema_version(conn: apsw.Connection) -> int:
 def ensure_vector_table(conn: apsw.Connection, dim: int) -> None:
     """Create the ``memories_vec`` vec0 table for ``dim``-dimension vectors (cosine distance) if absent.
 
-    ``project`` is a metadata column so a KNN query can be scoped to one project.
+    ``project`` and ``kind`` are metadata columns so a KNN query can be scoped and filtered in place.
     """
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS memories_vec USING vec0("
-        f"embedding float[{int(dim)}] distance_metric=cosine, project text)"
+        f"embedding float[{int(dim)}] distance_metric=cosine, project text, kind text)"
     )
