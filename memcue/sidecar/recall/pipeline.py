@@ -19,7 +19,7 @@ from memcue.sidecar.recall import tiers
 from memcue.sidecar.recall.channels import BM25, SEMANTIC, ChannelResult, bm25_channel, semantic_channel
 from memcue.sidecar.recall.floor import Evidence, passes_floor
 from memcue.sidecar.recall.fusion import weighted_rrf
-from memcue.sidecar.recall.query import cue_terms, key_terms, keyword_query
+from memcue.sidecar.recall.query import compounds, cue_terms, key_terms, keyword_query
 from memcue.sidecar.store.memories import Store
 
 #: Channel weights for weighted RRF; one table, overridable per request.
@@ -73,9 +73,10 @@ def is_warming(store: Store, embedder: Embedder | None) -> bool:
 
 
 def _query_type(terms: tuple[str, ...], text: str) -> str:
-    if any(ch.isdigit() for ch in text) or any(c in text for c in "_/.-:") and len(terms) <= 6:
-        return "exact_term"
-    return "meaning"
+    """"exact_term" for a short query naming an identifier (digits, paths, snake_case, dotted names),
+    else "meaning". Informational for now: both types use the same channel weights."""
+    has_identifier = bool(compounds(text)) or any(ch.isdigit() for ch in text) or "_" in text
+    return "exact_term" if has_identifier and len(terms) <= 6 else "meaning"
 
 
 def recall(store: Store, embedder: Embedder | None, req: RecallRequest) -> dict[str, Any]:
