@@ -122,18 +122,18 @@ def test_C01_sigstopped_sidecar(home: Path) -> None:
     assert "started pid=" not in hook_log(home)
 
 
+#: The broken payloads of case C02 (plus two more shapes); "held open" is added where it applies.
+BROKEN_STDIN = [
+    pytest.param(b"", id="empty"),
+    pytest.param(b'{"prompt": "hel', id="truncated"),
+    pytest.param(b'{"session_id": "s", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}', id="no-prompt"),
+    pytest.param(b'[{"prompt": "in an array"}]', id="array"),
+]
+
+
 @pytest.mark.parametrize(
     "stdin",
-    [
-        pytest.param(b"", id="empty"),
-        pytest.param(b'{"prompt": "hel', id="truncated"),
-        pytest.param(
-            b'{"session_id": "s", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}', id="no-prompt"
-        ),
-        pytest.param(b'[{"prompt": "in an array"}]', id="array"),
-        pytest.param(b'"a bare string"', id="string"),
-        pytest.param(b"\xff\xfe\x00garbage", id="binary"),
-    ],
+    [*BROKEN_STDIN, pytest.param(b'"a bare string"', id="string"), pytest.param(b"\xff\xfe\x00garbage", id="binary")],
 )
 def test_C02_broken_stdin(home: Path, stdin: bytes) -> None:
     with FakeSidecar(socket_path(home), "should never be injected") as fake:
@@ -328,18 +328,7 @@ def test_C01_socket_accepts_reads_and_never_answers(home: Path) -> None:
     assert [r["spool_id"] for r in records] == [b["event"]["extra"]["request_id"] for b in bodies]
 
 
-@pytest.mark.parametrize(
-    "stdin",
-    [
-        pytest.param(b"", id="empty"),
-        pytest.param(b'{"prompt": "hel', id="truncated"),
-        pytest.param(
-            b'{"session_id": "s", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}', id="no-prompt"
-        ),
-        pytest.param(b'[{"prompt": "in an array"}]', id="array"),
-        pytest.param(None, id="held-open"),
-    ],
-)
+@pytest.mark.parametrize("stdin", [*BROKEN_STDIN, pytest.param(None, id="held-open")])
 def test_C02_broken_stdin_with_no_sidecar(home: Path, stdin: bytes | None) -> None:
     """The five broken-stdin variants with no sidecar at all and spawning off, at the default deadline."""
     assert not socket_path(home).exists()
