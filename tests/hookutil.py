@@ -81,6 +81,28 @@ def run_hook(
     return HookRun(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
 
 
+def run_hook_stdin_held_open(home: Path, *, event: str = "user-prompt-submit", **env: str) -> HookRun:
+    """Run the hook with stdin left open and empty, as a harness that never writes nor closes it (up to 10 s)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [*HOOK, "claude-code", event],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=hook_env(home, **env),
+    )
+    try:
+        proc.wait(timeout=10)  # stdin stays open the whole time
+        elapsed = time.monotonic() - start
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    return HookRun(proc.returncode, out, err, elapsed)
+
+
 def hook_log(home: Path) -> str:
     path = home / "logs" / "hook.log"
     return path.read_text("utf-8") if path.exists() else ""

@@ -20,6 +20,7 @@ from hookutil import (
     hook_log,
     make_home,
     run_hook,
+    run_hook_stdin_held_open,
     socket_path,
     spool_records,
     start_fake_process,
@@ -147,24 +148,11 @@ def test_C02_broken_stdin(home: Path, stdin: bytes) -> None:
 
 def test_C02_stdin_held_open_with_no_bytes(home: Path) -> None:
     with FakeSidecar(socket_path(home), "never") as fake:
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            [*HOOK, "claude-code", "user-prompt-submit"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=hook_env(home, MEMCUE_HOOK_DEADLINE_S="1.0"),
-        )
-        try:
-            proc.wait(timeout=10)  # stdin stays open the whole time
-            elapsed = time.monotonic() - start
-        finally:
-            proc.kill()
-            proc.stdin.close()
-        assert proc.returncode == 0
-        assert proc.stdout.read() == b""
-        assert proc.stderr.read() == b""
-        assert elapsed < 2.0, f"hook waited {elapsed:.2f} s on an open, silent stdin"
+        run = run_hook_stdin_held_open(home, MEMCUE_HOOK_DEADLINE_S="1.0")
+        assert run.returncode == 0
+        assert run.stdout == b""
+        assert run.stderr == b""
+        assert run.elapsed_s < 2.0, f"hook waited {run.elapsed_s:.2f} s on an open, silent stdin"
         assert fake.requests == []
     assert "empty stdin" in hook_log(home)
 
@@ -333,27 +321,10 @@ def test_C02_broken_stdin_with_no_sidecar(home: Path, stdin: bytes | None) -> No
     """The five broken-stdin variants with no sidecar at all and spawning off, at the default deadline."""
     assert not socket_path(home).exists()
     if stdin is None:  # stdin held open with no bytes (the harness would hold it for 10 s)
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            [*HOOK, "claude-code", "user-prompt-submit"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=hook_env(home, MEMCUE_HOOK_SPAWN="0"),
-        )
-        try:
-            proc.wait(timeout=10)
-            elapsed = time.monotonic() - start
-        finally:
-            proc.kill()
-            proc.stdin.close()
-        out, err = proc.stdout.read(), proc.stderr.read()
-        proc.stdout.close()
-        proc.stderr.close()
-        returncode = proc.returncode
+        run = run_hook_stdin_held_open(home, MEMCUE_HOOK_SPAWN="0")
     else:
         run = run_hook(stdin, home, MEMCUE_HOOK_SPAWN="0")
-        returncode, out, err, elapsed = run.returncode, run.stdout, run.stderr, run.elapsed_s
+    returncode, out, err, elapsed = run.returncode, run.stdout, run.stderr, run.elapsed_s
     assert (returncode, out, err) == (0, b"", b"")
     assert elapsed < 2.5, f"hook took {elapsed:.2f} s, over the default deadline"
     log = hook_log(home)

@@ -17,7 +17,6 @@ from memcue import __version__
 from memcue.sidecar.engine import Engine
 from memcue.sidecar.hook_service import handle_hook
 from memcue.sidecar.models import HookIn, HookOut, RecallIn, RememberBatchIn, RememberIn, RememberOut
-from memcue.sidecar.race import race
 from memcue.sidecar.recall.channels import BM25, SEMANTIC
 from memcue.sidecar.recall.pipeline import DEFAULT_WEIGHTS, RecallRequest
 from memcue.sidecar.store.memories import NewMemory
@@ -67,10 +66,7 @@ def create_app(engine: Engine) -> FastAPI:
         if body.budget_s is None:
             return await anyio.to_thread.run_sync(engine.recall, request, limiter=limiter)
         started = time.perf_counter()
-        keyword = RecallRequest(query=body.query, project=body.project, limit=body.limit, channels=(BM25,),
-                                include_requests=body.include_requests, weights=weights)
-        answer, by = await race(lambda: engine.recall(request), lambda: engine.recall(keyword),
-                                budget_s=body.budget_s, limiter=limiter)
+        answer, by = await engine.recall_within(request, body.budget_s, limiter)
         if answer is None:
             return {"query": body.query, "results": [], "tier": "none", "retrieval_mode": "none",
                     "note": "The search did not finish within the budget.", "abstained": True,

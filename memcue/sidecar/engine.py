@@ -6,17 +6,20 @@ the worker thread embeds pending rows when the model is ready and ingests the sp
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
-import time
 from typing import Any
 
+import anyio
 import numpy as np
 
 from memcue import __version__
 from memcue.hooks.locations import Locations
 from memcue.sidecar.embedding import Embedder
+from memcue.sidecar.race import race
+from memcue.sidecar.recall.channels import BM25
 from memcue.sidecar.recall.pipeline import RecallRequest, is_warming, recall
 from memcue.sidecar.spool import SpoolReader
 from memcue.sidecar.store.memories import NewMemory, Store, WriteResult
@@ -101,6 +104,14 @@ class Engine:
         """Run the recall pipeline (blocking; call from a worker thread)."""
         return recall(self.store, self.embedder, request)
 
+    async def recall_within(self, request: RecallRequest, budget_s: float,
+                            limiter: anyio.CapacityLimiter) -> tuple[dict[str, Any] | None, str]:
+        """The hook race for ``request``: full recall, the same request keyword-only after 1 s, nothing at
+        ``budget_s`` (s). Returns ``(answer or None, answered_by)`` ("full", "keyword" or "none")."""
+        keyword = dataclasses.replace(request, channels=(BM25,))
+        return await race(lambda: self.recall(request), lambda: self.recall(keyword),
+                          budget_s=budget_s, limiter=limiter)
+
     # -- background ----------------------------------------------------------------------------
     def _work(self) -> None:
         bind_tried = False
@@ -132,15 +143,3 @@ class Engine:
             [(mid, np.asarray(v, dtype=np.float32).tobytes()) for (mid, _, _, _), v in zip(rows, vectors, strict=True)]
         )
         return True
-
-    def wait_idle(self, timeout_s: float) -> bool:
-        """Block until the model has loaded (or failed) and no row waits for a vector. True if idle."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            emb = self.embedder
-            if emb is None or emb.state == "error":
-                return True
-            if emb.state == "ready" and self.store.vector_dim is not None and self.store.count_pending() == 0:
-                return True
-            time.sleep(0.05)
-        return False

@@ -18,8 +18,6 @@ import anyio.to_thread
 from memcue import __version__
 from memcue.sidecar.engine import Engine
 from memcue.sidecar.models import HookIn, HookOut
-from memcue.sidecar.race import race
-from memcue.sidecar.recall.channels import BM25
 from memcue.sidecar.recall.pipeline import RecallRequest, age_label
 from memcue.sidecar.render import Block, render_block
 from memcue.sidecar.store.memories import NewMemory
@@ -79,11 +77,8 @@ async def _prompt(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn
         return _nothing(started)
     limit = prompt_limit()
     request = RecallRequest(query=prompt, project=project, limit=limit, session_id=str(ev.get("session_id") or ""))
-    keyword_request = RecallRequest(query=prompt, project=project, limit=limit, channels=(BM25,))
     remaining = body.budget_s - (time.perf_counter() - started)
-    answer, answered_by = await race(
-        lambda: engine.recall(request), lambda: engine.recall(keyword_request), budget_s=remaining, limiter=limiter
-    )
+    answer, answered_by = await engine.recall_within(request, remaining, limiter)
     if answer is None:
         return _nothing(started)
     results = answer["results"] if answer["tier"] == "supported" else []
