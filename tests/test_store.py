@@ -9,6 +9,7 @@ import pytest
 
 from memcue.sidecar.store.bookkeeping import is_bookkeeping
 from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store.migrations import MIGRATIONS
 from memcue.sidecar.store.sanitize import sanitize_text
 
 BOOKKEEPING = [
@@ -62,7 +63,7 @@ def test_C06_sanitize_keeps_text_and_drops_poison() -> None:
 
 def test_store_schema_flags_and_idempotent_writes(tmp_path: Path) -> None:
     store = Store(tmp_path / "m.db")
-    assert store.schema_version == 3
+    assert store.schema_version == len(MIGRATIONS)
     assert store.vec.available and store.vec.version.startswith("v")
     first = store.remember(NewMemory("File changed: src/app.py", project="p", source_id="spool:1"))
     again = store.remember(NewMemory("File changed: src/app.py", project="p", source_id="spool:1"))
@@ -85,7 +86,7 @@ def test_store_reopen_keeps_rows_and_model_mismatch_keeps_everything(tmp_path: P
     store.set_embeddings([(mid, np.array([1, 0, 0, 0], dtype=np.float32).tobytes())])
     store.close()
     reopened = Store(tmp_path / "m.db")
-    assert reopened.schema_version == 3  # migrations ran once
+    assert reopened.schema_version == len(MIGRATIONS)  # migrations ran once
     assert not reopened.bind_model("model-b", 8)
     assert "mismatch" in reopened.vector_note
     assert reopened.fetch([mid])[mid]["content"] == "alpha"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -17,18 +18,46 @@ from memcue.sidecar.store.memories import Store
 
 log = logging.getLogger("memcue.recall")
 
-SEMANTIC, BM25 = "semantic", "bm25"
+SEMANTIC, BM25, TEMPORAL, GRAPH, HOPFIELD = "semantic", "bm25", "temporal", "graph", "hopfield"
+#: Every channel, in the order the response lists them.
+ALL_CHANNELS = (SEMANTIC, BM25, TEMPORAL, GRAPH, HOPFIELD)
 
 
 @dataclass
 class ChannelResult:
-    """One channel's answer: ``items`` as ``(memory_id, score)`` best first, plus status and note."""
+    """One channel's answer: ``items`` as ``(memory_id, score)`` best first, plus status and note.
+
+    ``evidence`` holds the ids whose score counts as evidence for the floor (channels whose every hit is
+    evidence leave it None; spreading activation lists only direct entity matches, Hopfield none).
+    ``detail`` carries what the channel understood (e.g. the time window it parsed) for the response.
+    """
 
     name: str
     status: str
     items: list[tuple[int, float]] = field(default_factory=list)
     note: str = ""
     elapsed_ms: float = 0.0
+    evidence: set[int] | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ChannelContext:
+    """What every channel gets: the ``store``; the ``query`` text and its ``keywords``; ``project`` scope
+    (None = every project); ``k`` candidates at most; ``exclude_kinds`` (captured prompts unless asked);
+    ``now`` the asking time (Unix s) for relative dates; ``vector`` the query embedding (unit length) or
+    None; ``include_superseded`` for an ``as_of`` recall."""
+
+    store: Store
+    query: str
+    keywords: KeywordQuery
+    project: str | None
+    k: int
+    exclude_kinds: tuple[str, ...]
+    now: float
+    vector: np.ndarray | None = None
+    embedder: Embedder | None = None
+    include_superseded: bool = False
 
 
 def bm25_channel(

@@ -19,6 +19,7 @@ import apsw
 
 from memcue.sidecar.store.bookkeeping import is_bookkeeping
 from memcue.sidecar.store.db import connect
+from memcue.sidecar.store.entities import extract_entities, link_entities
 from memcue.sidecar.store.migrations import ensure_vector_table, migrate, schema_version
 from memcue.sidecar.store.sanitize import sanitize_text
 
@@ -28,7 +29,7 @@ PENDING, EMBEDDED, SKIPPED = 0, 1, 2
 DF_CAP = 1000
 COLUMNS = (
     "id, content, kind, project, session_id, created_at, updated_at, pinned, bookkeeping, "
-    "superseded_by, source, source_id, embedded, metadata, seen_count"
+    "superseded_by, source, source_id, embedded, metadata, seen_count, valid_from, valid_to, superseded_at, baseline"
 )
 
 
@@ -45,6 +46,8 @@ class NewMemory:
     source_id: str | None = None
     created_at: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    valid_from: float | None = None
+    valid_to: float | None = None
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,8 @@ class Store:
                 created = m.created_at if m.created_at is not None else now
                 self._writer.execute(
                     "INSERT INTO memories(content, kind, project, session_id, created_at, updated_at, pinned,"
-                    " bookkeeping, source, source_id, embedded, metadata, content_sha1)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " bookkeeping, source, source_id, embedded, metadata, content_sha1, valid_from, valid_to)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         content,
                         sanitize_text(m.kind or "note"),
@@ -197,11 +200,46 @@ class Store:
                         SKIPPED if flagged else PENDING,
                         json.dumps(m.metadata, ensure_ascii=False),
                         digest,
+                        m.valid_from,
+                        m.valid_to,
                     ),
                 )
-                results.append(WriteResult(self._writer.last_insert_rowid(), flagged))
+                new_id = self._writer.last_insert_rowid()
+                if not flagged:
+                    link_entities(self._writer, new_id, extract_entities(content))
+                results.append(WriteResult(new_id, flagged))
             self.generation += 1
         return results
+
+    def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
+        """Write ``memory`` as a new version of ``memory_id``: the old row gets ``superseded_by`` (the new id),
+        ``superseded_at`` (now) and, if open, ``valid_to`` (now); the new row is valid from now unless
+        ``memory.valid_from`` says otherwise. Superseded rows are served only under an earlier ``as_of``.
+
+        Raises ``KeyError`` for an unknown id, ``ValueError`` for a row already superseded or empty text.
+        """
+        now = time.time()
+        old = self.fetch([memory_id]).get(int(memory_id))
+        if old is None:
+            raise KeyError(f"no memory with id {memory_id}")
+        if old["superseded_by"] is not None:
+            raise ValueError(f"memory {memory_id} was already replaced by {old['superseded_by']}; update that one")
+        if memory.valid_from is None:
+            memory.valid_from = now
+        if not memory.project:
+            memory.project = old["project"]
+        memory.source_id = None
+        with self._write_lock, self._writer:
+            # The new text may equal an older version's: skip the exact-duplicate reinforcement by hashing
+            # the old row out of the way first.
+            self._writer.execute("UPDATE memories SET content_sha1 = NULL WHERE id = ?", (memory_id,))
+        new = self.remember_many([memory])[0]
+        with self._write_lock, self._writer:
+            self._writer.execute(
+                "UPDATE memories SET superseded_by = ?, superseded_at = ?, valid_to = coalesce(valid_to, ?)"
+                " WHERE id = ?", (new.id, now, now, memory_id))
+            self.generation += 1
+        return new
 
     def pending_embeddings(self, limit: int = 64) -> list[tuple[int, str, str, dict[str, Any]]]:
         """Rows still waiting for a vector: ``(id, content, project, metadata)``, oldest first."""
@@ -257,13 +295,17 @@ class Store:
         return [_row_dict(r) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
 
     def bm25(
-        self, match: str, *, project: str | None, limit: int, exclude_kinds: Sequence[str] = ()
+        self, match: str, *, project: str | None, limit: int, exclude_kinds: Sequence[str] = (),
+        include_superseded: bool = False,
     ) -> list[tuple[int, float]]:
         """FTS5 search: ``(id, score)`` best first, score = -bm25() (higher is better, > 0 for a match).
 
-        ``match`` must already be a safe FTS5 expression (see ``recall.query``).
+        ``match`` must already be a safe FTS5 expression (see ``recall.query``). Superseded rows only with
+        ``include_superseded`` (an ``as_of`` recall).
         """
-        where, args = ["memories_fts MATCH ?", "m.superseded_by IS NULL", "m.bookkeeping = 0"], [match]
+        where, args = ["memories_fts MATCH ?", "m.bookkeeping = 0"], [match]
+        if not include_superseded:
+            where.append("m.superseded_by IS NULL")
         if project is not None:
             where.append("m.project IN (?, '')")
             args.append(project)
@@ -302,11 +344,119 @@ class Store:
         ids = list(dict.fromkeys(int(i) for i in ids))
         if not ids or self.vector_dim is None:
             return {}
+        out: dict[int, bytes] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._reader().execute(
+                f"SELECT rowid, embedding FROM memories_vec WHERE rowid IN ({marks})", chunk).fetchall()
+            out.update((int(r[0]), bytes(r[1])) for r in rows)
+        return out
+
+    def set_baselines(self, items: Sequence[tuple[int, float]]) -> None:
+        """Store each memory's ``baseline`` cosine ``(memory id, value)`` (see ``recall.baseline``)."""
+        with self._write_lock, self._writer:
+            self._writer.executemany("UPDATE memories SET baseline = ? WHERE id = ?", [(b, m) for m, b in items])
+
+    def missing_baselines(self, limit: int = 256) -> list[int]:
+        """Ids of embedded memories without a baseline yet, oldest first."""
+        rows = self._reader().execute(
+            "SELECT id FROM memories WHERE embedded = 1 AND baseline IS NULL ORDER BY id LIMIT ?", (limit,)).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def in_window(
+        self, start: float | None, end: float | None, *, project: str | None, limit: int,
+        exclude_kinds: Sequence[str] = (), include_superseded: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Non-bookkeeping memories created in ``[start, end)`` (Unix s; None = open), newest first."""
+        where, args = ["bookkeeping = 0"], []
+        if not include_superseded:
+            where.append("superseded_by IS NULL")
+        if start is not None:
+            where.append("created_at >= ?")
+            args.append(start)
+        if end is not None:
+            where.append("created_at < ?")
+            args.append(end)
+        if project is not None:
+            where.append("project IN (?, '')")
+            args.append(project)
+        for kind in exclude_kinds:
+            where.append("kind != ?")
+            args.append(kind)
+        sql = f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?"
+        return [_row_dict(r) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
+
+    # -- entity graph ----------------------------------------------------------------------------
+    def entity_ids(self, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Known entities among ``names`` (lowercase): ``name -> (entity id, df)``."""
+        names = list(dict.fromkeys(names))
+        if not names:
+            return {}
+        marks = ",".join("?" * len(names))
+        rows = self._reader().execute(f"SELECT name, id, df FROM entities WHERE name IN ({marks})", names).fetchall()
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    def entity_neighbours(self, entity_ids: Sequence[int], limit: int = 200) -> list[tuple[int, int, int]]:
+        """Co-occurrence edges leaving ``entity_ids``: ``(src, dst, weight)``, heaviest first, at most ``limit``."""
+        ids = list(dict.fromkeys(int(i) for i in entity_ids))
+        if not ids:
+            return []
         marks = ",".join("?" * len(ids))
         rows = self._reader().execute(
-            f"SELECT rowid, embedding FROM memories_vec WHERE rowid IN ({marks})", ids
-        ).fetchall()
-        return {int(r[0]): bytes(r[1]) for r in rows}
+            f"SELECT src, dst, weight FROM entity_edges WHERE src IN ({marks}) ORDER BY weight DESC, dst LIMIT ?",
+            [*ids, limit]).fetchall()
+        return [(int(a), int(b), int(w)) for a, b, w in rows]
+
+    def entity_dfs(self, entity_ids: Sequence[int]) -> dict[int, int]:
+        """``df`` (memories carrying it) per entity id."""
+        ids = list(dict.fromkeys(int(i) for i in entity_ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._reader().execute(f"SELECT id, df FROM entities WHERE id IN ({marks})", ids).fetchall()
+        return {int(a): int(b) for a, b in rows}
+
+    def memories_with_entities(
+        self, entity_ids: Sequence[int], *, project: str | None, limit: int, exclude_kinds: Sequence[str] = (),
+        include_superseded: bool = False,
+    ) -> list[tuple[int, int]]:
+        """``(memory id, entity id)`` links for memories carrying any of ``entity_ids`` (in scope, not
+        bookkeeping), newest memories first, at most ``limit`` links."""
+        ids = list(dict.fromkeys(int(i) for i in entity_ids))
+        if not ids:
+            return []
+        where, args = [f"me.entity_id IN ({','.join('?' * len(ids))})", "m.bookkeeping = 0"], list(ids)
+        if not include_superseded:
+            where.append("m.superseded_by IS NULL")
+        if project is not None:
+            where.append("m.project IN (?, '')")
+            args.append(project)
+        for kind in exclude_kinds:
+            where.append("m.kind != ?")
+            args.append(kind)
+        sql = (f"SELECT me.memory_id, me.entity_id FROM memory_entities me JOIN memories m ON m.id = me.memory_id"
+               f" WHERE {' AND '.join(where)} ORDER BY m.created_at DESC, m.id DESC LIMIT ?")
+        return [(int(a), int(b)) for a, b in self._reader().execute(sql, [*args, limit]).fetchall()]
+
+    def vector_matrix(
+        self, *, project: str | None, exclude_kinds: Sequence[str] = ()
+    ) -> tuple[list[int], bytes]:
+        """Every current vector in scope: ``(ids, concatenated float32 bytes)`` in id order (for Hopfield)."""
+        if self.vector_dim is None:
+            return [], b""
+        where, args = ["m.superseded_by IS NULL", "m.bookkeeping = 0", "m.embedded = 1"], []
+        if project is not None:
+            where.append("m.project IN (?, '')")
+            args.append(project)
+        for kind in exclude_kinds:
+            where.append("m.kind != ?")
+            args.append(kind)
+        ids = [int(r[0]) for r in self._reader().execute(
+            f"SELECT m.id FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id", args).fetchall()]
+        found = self.vectors(ids)
+        ids = [i for i in ids if i in found]
+        return ids, b"".join(found[i] for i in ids)
 
     def doc_frequencies(self, terms: Sequence[str], cap: int = DF_CAP) -> dict[str, int]:
         """How many indexed memories (all projects) contain each term, through FTS5's own tokenizer.

@@ -85,6 +85,45 @@ def m003_exact_duplicates(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m004_entity_graph(conn: apsw.Connection) -> None:
+    # Entities named in memories and their co-occurrence edges (recall's spreading-activation channel).
+    conn.execute(
+        """
+        CREATE TABLE entities (
+            id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, df INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE memory_entities (
+            memory_id INTEGER NOT NULL, entity_id INTEGER NOT NULL, PRIMARY KEY (memory_id, entity_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_entities_entity ON memory_entities(entity_id, memory_id);
+        CREATE TABLE entity_edges (
+            src INTEGER NOT NULL, dst INTEGER NOT NULL, weight INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (src, dst)
+        ) WITHOUT ROWID;
+        """
+    )
+    from memcue.sidecar.store.entities import extract_entities, link_entities
+
+    rows = conn.execute("SELECT id, content FROM memories WHERE bookkeeping = 0").fetchall()
+    for mid, content in rows:
+        link_entities(conn, int(mid), extract_entities(content))
+
+
+@migration
+def m005_versions_and_baseline(conn: apsw.Connection) -> None:
+    # valid_from/valid_to: when a fact holds (valid_at); superseded_at: when an update replaced it (as_of);
+    # baseline: the memory's mean cosine to generic probe questions (support tiers, per memory).
+    conn.execute(
+        """
+        ALTER TABLE memories ADD COLUMN valid_from REAL;
+        ALTER TABLE memories ADD COLUMN valid_to REAL;
+        ALTER TABLE memories ADD COLUMN superseded_at REAL;
+        ALTER TABLE memories ADD COLUMN baseline REAL;
+        CREATE INDEX memories_created ON memories(created_at);
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
