@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench bench-locomo bench-hook clean
+.PHONY: demo test lint bench bench-locomo bench-hook bench-coding clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ bench-hook: $(STAMP)
 
 bench-locomo: $(STAMP)
 	$(BIN)/python benchmarks/locomo_recall.py
+
+bench-coding: $(STAMP)
+	$(BIN)/python benchmarks/coding_recall.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -5,9 +5,9 @@ plus the image caption when there is one) in a fresh temporary store served by t
 Each answerable question (categories 1-4) is asked through ``POST /recall``, scoped to its
 conversation's project with ``limit`` 10, in three runs on the same store:
 
-- ``hybrid``: the default pipeline (semantic + BM25, weighted RRF);
+- ``hybrid``: the default pipeline (every channel, weighted RRF, boosts);
 - ``bm25``: ``mode="keyword"`` (BM25 only);
-- ``semantic``: ``weights={"bm25": 0}`` (BM25 still runs but adds nothing to the ranking).
+- ``semantic``: every other channel weighted 0 (they still run but add nothing to the ranking).
 
 The sidecar answers after its evidence floor and support-tier gate, which drop candidates (and cut a
 ``related`` answer to three). To measure the *ranking* itself, the script then stops the sidecar, opens
@@ -52,7 +52,7 @@ BATCH = 500
 RUNS: dict[str, dict[str, Any]] = {
     "hybrid": {},
     "bm25": {"mode": "keyword"},
-    "semantic": {"weights": {"bm25": 0.0}},
+    "semantic": {"weights": {"bm25": 0.0, "temporal": 0.0, "graph": 0.0, "hopfield": 0.0}},
 }
 
 
@@ -135,9 +135,9 @@ def ungated(
     if embedder.state != "ready" or not store.bind_model(embedder.model_id, embedder.dim):
         return f"model not usable in-process: {embedder.error or store.vector_note}"
     requests = {
-        "hybrid": {"channels": (SEMANTIC, BM25), "weights": dict(pipeline.DEFAULT_WEIGHTS)},
-        "bm25": {"channels": (BM25,), "weights": dict(pipeline.DEFAULT_WEIGHTS)},
-        "semantic": {"channels": (SEMANTIC, BM25), "weights": {**pipeline.DEFAULT_WEIGHTS, BM25: 0.0}},
+        "hybrid": {},
+        "bm25": {"channels": (BM25,)},
+        "semantic": {"channels": (SEMANTIC,)},
     }
     out: dict[str, list[list[str]]] = {}
     try:
@@ -159,9 +159,11 @@ def pipeline_constants() -> dict[str, Any]:
     """The recall settings the numbers depend on (read from memcue; empty where a name has moved)."""
     names = {
         "memcue.sidecar.recall.floor": ("COSINE_FLOOR", "SUPPORT_COSINE"),
-        "memcue.sidecar.recall.tiers": ("MIN_COVERAGE", "WORDED_COSINE_SLACK"),
+        "memcue.sidecar.recall.tiers": ("MIN_KEY_COVERAGE", "WORDED_COSINE_SLACK", "SUPPORT_MARGIN"),
         "memcue.sidecar.recall.fusion": ("RRF_K",),
-        "memcue.sidecar.recall.pipeline": ("DEFAULT_WEIGHTS", "CHANNEL_DEPTH", "RELATED_LIMIT"),
+        "memcue.sidecar.recall.classify": ("CHANNEL_WEIGHTS",),
+        "memcue.sidecar.recall.boosts": ("ENTITY_BOOST", "ENTITY_BOOST_MAX", "AGREEMENT_BOOST"),
+        "memcue.sidecar.recall.pipeline": ("CHANNEL_DEPTH", "RELATED_LIMIT"),
     }
     out: dict[str, Any] = {}
     for module_name, attrs in names.items():

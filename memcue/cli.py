@@ -83,14 +83,40 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if not args.query.strip():
         print("memcue: the question is empty", file=sys.stderr)
         return EXIT_USAGE
+    from memcue.sidecar.recall.session import resolve_session_id
+
+    fields: dict[str, Any] = {"project": project, "limit": args.limit, "mode": "keyword" if args.keyword else "full",
+                              "session_id": resolve_session_id(args.session_id, os.environ) or "cli:recall"}
+    if args.since or args.until:
+        fields["window"] = {"from": args.since, "to": args.until}
+    if args.as_of:
+        fields["as_of"] = args.as_of
+    if args.valid_at:
+        fields["valid_at"] = args.valid_at
     with Client() as client:
         client.ensure_running()
-        answer = client.recall(args.query, project=project, limit=args.limit,
-                               mode="keyword" if args.keyword else "full")
+        answer = client.recall(args.query, **fields)
     text = _format_recall(answer)
     if not answer["results"] and project is not None:
         text += f"\n(searched project {project or '(global)'}; --all-projects searches every project)"
     _print(answer, args.json, text)
+    return EXIT_OK
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    from memcue.client import Client
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    if not text.strip():
+        print("memcue: the memory text is empty", file=sys.stderr)
+        return EXIT_USAGE
+    body: dict[str, Any] = {"memory_id": args.id, "content": text}
+    if args.kind:
+        body["kind"] = args.kind
+    with Client() as client:
+        client.ensure_running()
+        out = client.update(body)
+    _print(out, args.json, f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
     return EXIT_OK
 
 
@@ -268,7 +294,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keyword", action="store_true", help="BM25 keyword search only")
     p.add_argument("--all-projects", action="store_true", help="search every project")
     p.add_argument("--project", help="project path (default: git top-level of the current directory)")
+    p.add_argument("--since", metavar="TIME", help="only memories written at or after TIME (ISO 8601 date/time)")
+    p.add_argument("--until", metavar="TIME", help="only memories written before TIME (ISO 8601)")
+    p.add_argument("--as-of", metavar="TIME", help="what memcue knew at TIME: versions current then (ISO 8601)")
+    p.add_argument("--valid-at", metavar="TIME", help="facts valid at TIME (ISO 8601)")
+    p.add_argument("--session-id", default="", help="session for the working set (default: MEMCUE_SESSION_ID, "
+                   "CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID; none: a synthetic cli: session)")
     p.set_defaults(fn=cmd_recall)
+
+    p = add("update", "Write a new version of memory ID; the old one is kept for --as-of and never served.")
+    p.add_argument("id", type=int, help="the memory id (from recall)")
+    p.add_argument("text", help="the new text, or - to read it from stdin")
+    p.add_argument("--kind", help="change the kind (default: keep it)")
+    p.set_defaults(fn=cmd_update)
 
     p = add("import", "Import memories from a JSONL file (one {\"content\": ...} object per line).")
     p.add_argument("file")

@@ -124,6 +124,10 @@ class Client:
     def remember_batch(self, memories: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self._call("POST", "/remember/batch", json={"memories": memories})
 
+    def update(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /update``: a new version of ``body["memory_id"]``. Raises ``SidecarError`` on 404/422."""
+        return self._call("POST", "/update", json=body)
+
     def recall(self, query: str, **fields: Any) -> dict[str, Any]:
         return self._call("POST", "/recall", json={"query": query, **fields})
 

@@ -16,9 +16,19 @@ from fastapi.responses import JSONResponse
 from memcue import __version__
 from memcue.sidecar.engine import Engine
 from memcue.sidecar.hook_service import handle_hook
-from memcue.sidecar.models import HookIn, HookOut, RecallIn, RememberBatchIn, RememberIn, RememberOut
-from memcue.sidecar.recall.channels import BM25, SEMANTIC
-from memcue.sidecar.recall.pipeline import DEFAULT_WEIGHTS, RecallRequest
+from memcue.sidecar.models import (
+    HookIn,
+    HookOut,
+    RecallIn,
+    RememberBatchIn,
+    RememberIn,
+    RememberOut,
+    UpdateIn,
+    unix_seconds,
+)
+from memcue.sidecar.recall.channels import ALL_CHANNELS
+from memcue.sidecar.recall.filters import Filters
+from memcue.sidecar.recall.pipeline import FULL_CHANNELS, KEYWORD_CHANNELS, RecallRequest
 from memcue.sidecar.store.memories import NewMemory
 
 #: Worker threads for recall and writes at once (2 cores; embedding uses one thread each).
@@ -56,13 +66,28 @@ def create_app(engine: Engine) -> FastAPI:
                                                  limiter=limiter)
         return [RememberOut(id=r.id, bookkeeping=r.bookkeeping, duplicate=r.duplicate) for r in results]
 
+    @app.post("/update", response_model=RememberOut)
+    async def update(body: UpdateIn) -> RememberOut:
+        old = engine.store.fetch([body.memory_id]).get(body.memory_id)
+        if old is None:
+            raise HTTPException(404, f"no memory with id {body.memory_id}")
+        memory = NewMemory(content=body.content, kind=body.kind or old["kind"], project=old["project"],
+                           session_id=old["session_id"], pinned=old["pinned"] if body.pinned is None else body.pinned,
+                           source="update", metadata=body.metadata, valid_from=unix_seconds(body.valid_from))
+        result = await anyio.to_thread.run_sync(engine.update, body.memory_id, memory, limiter=limiter)
+        return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate)
+
     @app.post("/recall")
     async def recall(body: RecallIn) -> dict:
-        weights = {**DEFAULT_WEIGHTS, **(body.weights or {})}
-        channels = (BM25,) if body.mode == "keyword" else (SEMANTIC, BM25)
+        window = body.window or None
+        filters = Filters(window_start=unix_seconds(window.from_) if window else None,
+                          window_end=unix_seconds(window.to) if window else None,
+                          as_of=unix_seconds(body.as_of), valid_at=unix_seconds(body.valid_at))
         request = RecallRequest(query=body.query, project=body.project, limit=body.limit,
-                                session_id=body.session_id, channels=channels,
-                                include_requests=body.include_requests, weights=weights)
+                                session_id=body.session_id,
+                                channels=KEYWORD_CHANNELS if body.mode == "keyword" else FULL_CHANNELS,
+                                include_requests=body.include_requests, weights=body.weights, filters=filters,
+                                now=unix_seconds(body.now))
         if body.budget_s is None:
             return await anyio.to_thread.run_sync(engine.recall, request, limiter=limiter)
         started = time.perf_counter()
@@ -70,13 +95,14 @@ def create_app(engine: Engine) -> FastAPI:
         if answer is None:
             return {"query": body.query, "results": [], "tier": "none", "retrieval_mode": "none",
                     "note": "The search did not finish within the budget.", "abstained": True,
-                    "abstention_reason": "no_candidates", "incomplete_channels": [SEMANTIC, BM25],
-                    "channel_status": {SEMANTIC: "timeout", BM25: "timeout"},
+                    "abstention_reason": "no_candidates", "incomplete_channels": list(request.channels),
+                    "channel_status": {name: "timeout" for name in ALL_CHANNELS},
                     "retrieval_time_ms": round((time.perf_counter() - started) * 1000, 2)}
         answer["retrieval_mode"] = by
         if by == "keyword":
-            answer["incomplete_channels"] = [SEMANTIC]
-            answer["channel_status"][SEMANTIC] = "timeout"
+            answer["incomplete_channels"] = [name for name in request.channels if name not in KEYWORD_CHANNELS]
+            for name in answer["incomplete_channels"]:
+                answer["channel_status"][name] = "timeout"
         return answer
 
     @app.post("/hooks/{harness}/{event}", response_model=HookOut)

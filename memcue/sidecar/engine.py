@@ -17,10 +17,13 @@ import numpy as np
 
 from memcue import __version__
 from memcue.hooks.locations import Locations
+from memcue.sidecar.config import load_config
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.race import race
-from memcue.sidecar.recall.channels import BM25
-from memcue.sidecar.recall.pipeline import RecallRequest, is_warming, recall
+from memcue.sidecar.recall import temporal
+from memcue.sidecar.recall.baseline import baselines, probe_vectors
+from memcue.sidecar.recall.pipeline import KEYWORD_CHANNELS, RecallRequest, RecallServices, is_warming, recall
+from memcue.sidecar.recall.rerank import Reranker
 from memcue.sidecar.spool import SpoolReader
 from memcue.sidecar.store.memories import NewMemory, Store, WriteResult
 from memcue.sidecar.tokens import TokenCounter
@@ -47,6 +50,11 @@ class Engine:
             Embedder(locations.models_dir) if load_model and self.store.vec.available else None)
         self.tokens = TokenCounter(locations.tiktoken_cache)
         self.spool = SpoolReader(locations.spool_dir, self.store)
+        self.config = load_config(locations.config_file)
+        self.services = RecallServices(config=self.config)
+        if self.config.rerank_model:
+            self.services.reranker = Reranker(self.config.rerank_model, locations.models_dir)
+        self._probes: np.ndarray | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
@@ -57,8 +65,11 @@ class Engine:
         if self.embedder is not None:
             self.embedder.on_ready = self._wake.set  # bind vectors as soon as the model is there
             self.embedder.start()
+        if self.services.reranker is not None:
+            self.services.reranker.start()
         self._worker = threading.Thread(target=self._work, name="memcue-worker", daemon=True)
         self._worker.start()
+        threading.Thread(target=temporal.warm_up, name="memcue-dateparser-warm", daemon=True).start()
 
     def stop(self) -> None:
         """Stop the worker and checkpoint the database."""
@@ -87,6 +98,10 @@ class Engine:
             "sqlite_vec": {"available": self.store.vec.available, "version": self.store.vec.version,
                            "error": self.store.vec.error},
             "tokenizer": self.tokens.mode,
+            "reranker": {"status": self.services.reranker.status if self.services.reranker else "off",
+                         "note": self.services.reranker.note if self.services.reranker else
+                         "no reranker configured (config [rerank] model or MEMCUE_RERANK_MODEL)"},
+            "config_error": self.config.error,
             "schema_version": self.store.schema_version,
             "counts": self.store.counts(),
             "data_dir": str(self.locations.root),
@@ -99,16 +114,23 @@ class Engine:
         self._wake.set()
         return out
 
+    def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
+        """Write a new version of ``memory_id`` (see ``Store.update``); it leaves every working set."""
+        out = self.store.update(memory_id, memory)
+        self.services.working_sets.forget(memory_id)
+        self._wake.set()
+        return out
+
     # -- reads ---------------------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
         """Run the recall pipeline (blocking; call from a worker thread)."""
-        return recall(self.store, self.embedder, request)
+        return recall(self.store, self.embedder, request, self.services)
 
     async def recall_within(self, request: RecallRequest, budget_s: float,
                             limiter: anyio.CapacityLimiter) -> tuple[dict[str, Any] | None, str]:
         """The hook race for ``request``: full recall, the same request keyword-only after 1 s, nothing at
         ``budget_s`` (s). Returns ``(answer or None, answered_by)`` ("full", "keyword" or "none")."""
-        keyword = dataclasses.replace(request, channels=(BM25,))
+        keyword = dataclasses.replace(request, channels=KEYWORD_CHANNELS)
         return await race(lambda: self.recall(request), lambda: self.recall(keyword),
                           budget_s=budget_s, limiter=limiter)
 
@@ -125,6 +147,8 @@ class Engine:
                         log.warning("vector search off: %s", self.store.vector_note)  # no sqlite-vec: said at start
                 if emb is not None and self.store.vector_dim is not None and self._embed_pending(emb):
                     continue
+                if emb is not None and self.store.vector_dim is not None and self._backfill_baselines(emb):
+                    continue
             except Exception:  # noqa: BLE001 - the worker must survive anything
                 log.exception("background worker step failed")
             self._wake.wait(WORKER_TICK_S)
@@ -138,8 +162,24 @@ class Engine:
         if not rows:
             return False
         texts = [str(meta.get("embed_text") or content) for _, content, _, meta in rows]
-        vectors = emb.embed(texts)
-        self.store.set_embeddings(
-            [(mid, np.asarray(v, dtype=np.float32).tobytes()) for (mid, _, _, _), v in zip(rows, vectors, strict=True)]
-        )
+        matrix = np.vstack([np.asarray(v, dtype=np.float32) for v in emb.embed(texts)])
+        ids = [mid for mid, _, _, _ in rows]
+        self.store.set_embeddings([(mid, matrix[i].tobytes()) for i, mid in enumerate(ids)])
+        self.store.set_baselines(list(zip(ids, baselines(matrix, self._probe_matrix(emb)).tolist(), strict=True)))
+        return True
+
+    def _probe_matrix(self, emb: Embedder) -> np.ndarray:
+        if self._probes is None:
+            self._probes = probe_vectors(emb.embed)
+        return self._probes
+
+    def _backfill_baselines(self, emb: Embedder) -> bool:
+        """Baselines for rows embedded before baselines existed; True when a batch was done."""
+        ids = self.store.missing_baselines(256)
+        found = self.store.vectors(ids)
+        if not found:
+            return False
+        ids = [i for i in ids if i in found]
+        matrix = np.vstack([np.frombuffer(found[i], dtype=np.float32) for i in ids])
+        self.store.set_baselines(list(zip(ids, baselines(matrix, self._probe_matrix(emb)).tolist(), strict=True)))
         return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -40,9 +41,26 @@ class RememberOut(BaseModel):
     duplicate: bool = False
 
 
+def unix_seconds(value: dt.datetime | None) -> float | None:
+    """A datetime as Unix seconds; a naive one is taken as UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.timestamp()
+
+
+class Window(BaseModel):
+    """A time window: ISO 8601 or Unix seconds; either side may be left out (open)."""
+
+    from_: dt.datetime | None = Field(default=None, alias="from")
+    to: dt.datetime | None = None
+
+
 class RecallIn(BaseModel):
     """``POST /recall``. ``project`` None searches every project. ``mode`` "keyword" runs BM25 only.
-    ``budget_s`` (s): answer within this time, racing a keyword search as the hook does."""
+    ``budget_s`` (s): answer within this time, racing a keyword search as the hook does. ``window``,
+    ``as_of``, ``valid_at`` and ``now`` (the asking time for relative dates) take ISO 8601 or Unix seconds."""
 
     query: str = Field(max_length=100_000)
     project: str | None = None
@@ -52,6 +70,21 @@ class RecallIn(BaseModel):
     include_requests: bool = False
     budget_s: float | None = Field(default=None, gt=0, le=60)
     weights: dict[str, float] | None = None
+    window: Window | None = None
+    as_of: dt.datetime | None = None
+    valid_at: dt.datetime | None = None
+    now: dt.datetime | None = None
+
+
+class UpdateIn(BaseModel):
+    """``POST /update``: a new version of memory ``memory_id`` (the old one is superseded, kept for as_of)."""
+
+    memory_id: int
+    content: str = Field(min_length=1, max_length=200_000)
+    kind: str | None = None
+    pinned: bool | None = None
+    valid_from: dt.datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class HookIn(BaseModel):

@@ -61,13 +61,15 @@ class ChannelContext:
 
 
 def bm25_channel(
-    store: Store, query: KeywordQuery, *, project: str | None, k: int, exclude_kinds: tuple[str, ...]
+    store: Store, query: KeywordQuery, *, project: str | None, k: int, exclude_kinds: tuple[str, ...],
+    include_superseded: bool = False,
 ) -> ChannelResult:
     """FTS5 ``bm25()`` over memory text. Score: -bm25 (> 0 for any match)."""
     if not query.match:
         return ChannelResult(BM25, "empty", note=query.note)
     try:
-        items = store.bm25(query.match, project=project, limit=k, exclude_kinds=exclude_kinds)
+        items = store.bm25(query.match, project=project, limit=k, exclude_kinds=exclude_kinds,
+                           include_superseded=include_superseded)
     except Exception as exc:  # noqa: BLE001
         log.exception("bm25 channel failed")
         return ChannelResult(BM25, "error", note=f"{type(exc).__name__}: {exc}")
@@ -85,8 +87,12 @@ def semantic_channel(
     k: int,
     exclude_kinds: tuple[str, ...],
     vector: np.ndarray | None = None,
+    include_superseded: bool = False,
 ) -> ChannelResult:
-    """sqlite-vec KNN by cosine similarity over the query's embedding. Score: cosine similarity."""
+    """sqlite-vec KNN by cosine similarity over the query's embedding. Score: cosine similarity.
+
+    Superseded rows stay in the vector index (an ``as_of`` recall may serve them); without
+    ``include_superseded`` the search asks for twice ``k`` and drops them."""
     if store.vector_dim is None:
         status = "disabled" if not store.vec.available else "warming"
         if embedder is not None and embedder.state == "error":
@@ -102,7 +108,11 @@ def semantic_channel(
     try:
         if vector is None:
             vector = embedder.embed_query(text)
-        rows = store.knn(vector.astype(np.float32).tobytes(), project=project, k=k, exclude_kinds=exclude_kinds)
+        rows = store.knn(vector.astype(np.float32).tobytes(), project=project, k=k if include_superseded else 2 * k,
+                         exclude_kinds=exclude_kinds)
+        if not include_superseded:
+            current = store.current_ids([mid for mid, _ in rows])
+            rows = [(mid, score) for mid, score in rows if mid in current]
     except Exception as exc:  # noqa: BLE001
         log.exception("semantic channel failed")
         return ChannelResult(SEMANTIC, "error", note=f"{type(exc).__name__}: {exc}")

@@ -1,49 +1,103 @@
-"""The recall pipeline, first version: channels -> weighted RRF -> evidence floor -> support tiers.
+"""The recall pipeline: classify -> channels -> weighted RRF -> boosts -> evidence floor -> rerank ->
+support tiers -> order and limit.
 
-``recall(store, embedder, request)`` returns a ``RecallResult`` carrying every field of the recall
-contract (DESIGN.md section 4). Bookkeeping rows are never candidates (they are not indexed), and
-captured prompts (kind ``request``) are left out unless asked for.
+``recall(store, embedder, request, services)`` returns a dict carrying every field of the recall contract
+(DESIGN.md section 4). Channels run concurrently, each bounded by ``RecallRequest.channel_timeout_s``;
+a channel that misses it is reported ``timeout`` and listed in ``incomplete_channels``, and the recall
+goes on with the rest. Bookkeeping rows are never candidates (they are not indexed); captured prompts
+(kind ``request``) are left out unless asked for, and always rank below saved memories unless the
+question asks what the user requested.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from memcue.sidecar.config import RecallConfig
 from memcue.sidecar.embedding import Embedder
+from memcue.sidecar.recall import classify as qclass
 from memcue.sidecar.recall import tiers
-from memcue.sidecar.recall.channels import BM25, SEMANTIC, ChannelResult, bm25_channel, semantic_channel
+from memcue.sidecar.recall.boosts import apply_boosts
+from memcue.sidecar.recall.channels import (
+    ALL_CHANNELS,
+    BM25,
+    GRAPH,
+    HOPFIELD,
+    SEMANTIC,
+    TEMPORAL,
+    ChannelContext,
+    ChannelResult,
+    bm25_channel,
+    semantic_channel,
+)
+from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.floor import Evidence, passes_floor
 from memcue.sidecar.recall.fusion import weighted_rrf
-from memcue.sidecar.recall.query import compounds, cue_terms, key_terms, keyword_query
+from memcue.sidecar.recall.graph import graph_channel, shared_entities
+from memcue.sidecar.recall.hopfield import HopfieldIndex, hopfield_channel
+from memcue.sidecar.recall.query import cue_terms, key_terms, keyword_query, words
+from memcue.sidecar.recall.ranking import ranking_enabled, rerank_by_ranking
+from memcue.sidecar.recall.rerank import Reranker
+from memcue.sidecar.recall.session import is_synthetic
+from memcue.sidecar.recall.temporal import temporal_channel
+from memcue.sidecar.recall.working_set import WorkingSets
+from memcue.sidecar.store.entities import extract_entities
 from memcue.sidecar.store.memories import Store
 
-#: Channel weights for weighted RRF; one table, overridable per request.
-#: Semantic at 0.5: on LoCoMo, equal weights ranked below BM25 alone (MRR 0.435 vs 0.477) because the
-#: small default model is the weaker channel; 0.5 gave R@10 0.653 and MRR 0.459 (benchmarks/results).
-DEFAULT_WEIGHTS = {SEMANTIC: 0.5, BM25: 1.0}
 #: Candidates each channel contributes before fusion.
 CHANNEL_DEPTH = 40
 #: How many closest memories a ``related`` answer shows.
 RELATED_LIMIT = 3
+#: Time limit of one channel (s) unless the request sets one; the hook race answers at 1 s with keywords.
+CHANNEL_TIMEOUT_S = 2.0
+#: How many fused candidates the cross-encoder rescores (when one is loaded).
+RERANK_DEPTH = 30
+#: Results of a present-tense question ("what am I working on?"): the project's newest real memories.
+PRESENT_LIMIT = 5
+#: Best results a recall offers to the session's working set.
+WORKING_SET_OFFER = 5
+#: Channels of a full recall and of a keyword-only one.
+FULL_CHANNELS = ALL_CHANNELS
+KEYWORD_CHANNELS = (BM25,)
+
+_EXECUTOR = cf.ThreadPoolExecutor(max_workers=len(ALL_CHANNELS), thread_name_prefix="memcue-channel")
+
+
+@dataclass
+class RecallServices:
+    """Long-lived helpers one sidecar shares between recalls: the Hopfield matrix cache, the optional
+    reranker, the session working sets and the config."""
+
+    hopfield: HopfieldIndex = field(default_factory=HopfieldIndex)
+    reranker: Reranker | None = None
+    working_sets: WorkingSets = field(default_factory=WorkingSets)
+    config: RecallConfig = field(default_factory=RecallConfig)
 
 
 @dataclass
 class RecallRequest:
-    """A recall: ``query`` text; ``project`` None for every project; ``limit`` results at most;
-    ``channels`` to run (a subset of semantic, bm25); ``include_requests`` to let captured prompts answer."""
+    """A recall: ``query`` text; ``project`` None for every project; ``limit`` results at most; ``channels``
+    to run (a subset of ``ALL_CHANNELS``); ``include_requests`` to let captured prompts answer; ``weights``
+    overriding the query type's channel weights; ``filters`` (window / as_of / valid_at); ``now`` the asking
+    time (Unix s, default the clock) for relative dates; ``channel_timeout_s`` per channel (s)."""
 
     query: str
     project: str | None = None
     limit: int = 10
     session_id: str = ""
-    channels: tuple[str, ...] = (SEMANTIC, BM25)
+    channels: tuple[str, ...] = FULL_CHANNELS
     include_requests: bool = False
-    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    weights: dict[str, float] | None = None
+    filters: Filters = field(default_factory=Filters)
+    now: float | None = None
+    channel_timeout_s: float = CHANNEL_TIMEOUT_S
 
 
 def age_label(created_at: float, now: float) -> str:
@@ -72,97 +126,255 @@ def is_warming(store: Store, embedder: Embedder | None) -> bool:
     return embedder.state == "warming" or store.vector_dim is None
 
 
-def _query_type(terms: tuple[str, ...], text: str) -> str:
-    """"exact_term" for a short query naming an identifier (digits, paths, snake_case, dotted names),
-    else "meaning". Informational for now: both types use the same channel weights."""
-    has_identifier = bool(compounds(text)) or any(ch.isdigit() for ch in text) or "_" in text
-    return "exact_term" if has_identifier and len(terms) <= 6 else "meaning"
+def _run_channels(ctx: ChannelContext, names: tuple[str, ...], services: RecallServices,
+                  timeout_s: float) -> tuple[dict[str, ChannelResult], list[str]]:
+    """Run the named channels concurrently; those not done within ``timeout_s`` (s) come back ``timeout``."""
+    funcs: dict[str, Callable[[ChannelContext], ChannelResult]] = {
+        SEMANTIC: lambda c: semantic_channel(c.store, c.embedder, c.query, project=c.project, k=c.k,
+                                             exclude_kinds=c.exclude_kinds, vector=c.vector,
+                                             include_superseded=c.include_superseded),
+        BM25: lambda c: bm25_channel(c.store, c.keywords, project=c.project, k=c.k, exclude_kinds=c.exclude_kinds,
+                                     include_superseded=c.include_superseded),
+        TEMPORAL: temporal_channel,
+        GRAPH: graph_channel,
+        HOPFIELD: lambda c: hopfield_channel(c, services.hopfield),
+    }
 
+    def timed(name: str) -> ChannelResult:
+        t0 = time.perf_counter()
+        result = funcs[name](ctx)
+        result.elapsed_ms = (time.perf_counter() - t0) * 1000
+        return result
 
-def recall(store: Store, embedder: Embedder | None, req: RecallRequest) -> dict[str, Any]:
-    """Run the pipeline and return the contract response as a dict."""
-    started = time.perf_counter()
-    now = time.time()
-    exclude = () if req.include_requests else ("request",)
-    kq = keyword_query(req.query)
-    limit = max(1, min(int(req.limit), 100))
     results: dict[str, ChannelResult] = {}
-    vector: np.ndarray | None = None
-    if SEMANTIC in req.channels:
-        t0 = time.perf_counter()
-        if embedder is not None and embedder.state == "ready" and store.vector_dim is not None and req.query.strip():
-            try:
-                vector = embedder.embed_query(req.query)
-            except Exception:  # noqa: BLE001 - the channel reports it
-                vector = None
-        results[SEMANTIC] = semantic_channel(
-            store, embedder, req.query, project=req.project, k=CHANNEL_DEPTH, exclude_kinds=exclude, vector=vector
-        )
-        results[SEMANTIC].elapsed_ms = (time.perf_counter() - t0) * 1000
-    else:
-        results[SEMANTIC] = ChannelResult(SEMANTIC, "disabled", note="not run in keyword mode")
-    if BM25 in req.channels:
-        t0 = time.perf_counter()
-        results[BM25] = bm25_channel(store, kq, project=req.project, k=CHANNEL_DEPTH, exclude_kinds=exclude)
-        results[BM25].elapsed_ms = (time.perf_counter() - t0) * 1000
-    else:
-        results[BM25] = ChannelResult(BM25, "disabled")
+    futures = {_EXECUTOR.submit(timed, name): name for name in names}
+    done, pending = cf.wait(futures, timeout=timeout_s)
+    for fut in done:
+        name = futures[fut]
+        try:
+            results[name] = fut.result()
+        except Exception as exc:  # noqa: BLE001 - a channel's failure is its status
+            results[name] = ChannelResult(name, "error", note=f"{type(exc).__name__}: {exc}")
+    incomplete = []
+    for fut in pending:
+        name = futures[fut]
+        fut.cancel()
+        incomplete.append(name)
+        results[name] = ChannelResult(name, "timeout", note=f"did not finish within {timeout_s:g} s")
+    for name in ALL_CHANNELS:
+        if name not in results:
+            results[name] = ChannelResult(name, "disabled", note="not run in keyword mode")
+    return {name: results[name] for name in ALL_CHANNELS}, sorted(incomplete, key=ALL_CHANNELS.index)
 
-    rankings = {name: [mid for mid, _ in r.items] for name, r in results.items() if r.items}
-    fused = weighted_rrf(rankings, req.weights)
-    scores = {name: dict(r.items) for name, r in results.items()}
-    rows = store.fetch([mid for mid, _ in fused])
+
+def _embed(store: Store, embedder: Embedder | None, req: RecallRequest) -> np.ndarray | None:
+    if SEMANTIC not in req.channels and HOPFIELD not in req.channels:
+        return None
+    if embedder is None or embedder.state != "ready" or store.vector_dim is None or not req.query.strip():
+        return None
+    try:
+        return embedder.embed_query(req.query)
+    except Exception:  # noqa: BLE001 - the semantic channel reports the failure itself
+        return None
+
+
+def _present_tense(store: Store, req: RecallRequest, now: float, started: float, qc: qclass.QueryClass,
+                   filters: Filters) -> dict[str, Any]:
+    """Answer "what am I working on?" from the project's newest real memories (no bookkeeping, no prompts)."""
+    rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
+                               kinds_excluded=("request",))
+    rows = [r for r in rows if filters.keeps(r)][:min(PRESENT_LIMIT, req.limit)]
+    results = [_result(r, 1.0 / (i + 1), tiers.SUPPORTED, now, {}, []) for i, r in enumerate(rows)]
+    statuses = {name: ChannelResult(name, "disabled", note="present-tense question: newest memories answer it")
+                for name in ALL_CHANNELS}
+    tier = tiers.SUPPORTED if results else "none"
+    return _response(req, results, tier, "" if results else tiers.NOTE_NO_CANDIDATES,
+                     None if results else "no_candidates", qc, statuses, [], started, False, keys=[],
+                     reranker_status="off", extra={"answered_from": "newest_memories"})
+
+
+def _result(row: dict[str, Any], score: float, tier: str, now: float, channel_scores: dict[str, float],
+            cues: list[str]) -> dict[str, Any]:
+    return {
+        "fact_id": row["id"],
+        "memory_id": row["id"],
+        "content": row["content"],
+        "score": round(score, 5),
+        "tier": tier,
+        "memory_kind": row["kind"],
+        "project": row["project"],
+        "pinned": row["pinned"],
+        "created_at": row["created_at"],
+        "age_label": age_label(row["created_at"], now),
+        "seen_count": row.get("seen_count", 1),
+        "superseded_by": row.get("superseded_by"),
+        "channel_scores": channel_scores,
+        "cue_terms": cues,
+    }
+
+
+def _response(req: RecallRequest, results: list[dict[str, Any]], tier: str, note: str, reason: str | None,
+              qc: qclass.QueryClass, channels: dict[str, ChannelResult], incomplete: list[str], started: float,
+              warming: bool, *, keys: list[str], reranker_status: str,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    keyword_only = SEMANTIC not in req.channels
+    out = {
+        "query": req.query,
+        "results": results,
+        "tier": tier,
+        "note": note,
+        "query_type": qc.query_type,
+        "query_terms": list(keyword_query(req.query).terms),
+        "key_terms": keys,
+        "channel_weights": {name: qc.weights.get(name, 0.0) for name in ALL_CHANNELS},
+        "channel_status": {name: r.status for name, r in channels.items()},
+        "channel_notes": {name: r.note for name, r in channels.items() if r.note},
+        "channel_details": {name: r.detail for name, r in channels.items() if r.detail},
+        "channel_ms": {name: round(r.elapsed_ms, 2) for name, r in channels.items()},
+        "incomplete_channels": incomplete,
+        "retrieval_time_ms": round((time.perf_counter() - started) * 1000, 2),
+        "retrieval_mode": "keyword" if keyword_only else "full",
+        "query_id": uuid.uuid4().hex[:16],
+        "abstained": tier == "none",
+        "abstention_reason": reason,
+        "warming_up": warming,
+        "reranker_status": reranker_status,
+        "filters": req.filters.describe(),
+        "calibration_status": "uncalibrated",
+        "answer_confidence": None,
+        "answerability": "unjudged",
+        "answerability_reason": "no answer check is configured",
+        "layers": {},
+    }
+    out.update(extra or {})
+    return out
+
+
+def _unknown_names(store: Store, query: str, project: str | None) -> tuple[list[str], list[str]]:
+    """Names the query mentions (people, products, files, identifiers): those no memory in scope carries,
+    and the capitalised names that memory does know (the people the question is about)."""
+    names = [(name, kind) for name, kind in extract_entities(query)]
+    if not names:
+        return [], []
+    plain = {name: " ".join(words(name)) for name, _ in names}
+    df = store.doc_frequencies([p for p in plain.values() if p], cap=1, project=project)
+    unknown = [name for name, _ in names if plain[name] and df.get(plain[name], 0) == 0]
+    people = [plain[name] for name, kind in names if kind == "name" and name not in unknown and plain[name]]
+    return unknown, people
+
+
+def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
+           services: RecallServices | None = None) -> dict[str, Any]:
+    """Run the pipeline and return the contract response as a dict.
+
+    Raises ``ValueError`` for a bad request (a negative channel weight, an empty window).
+    """
+    services = services or RecallServices()
+    started = time.perf_counter()
+    now = time.time() if req.now is None else float(req.now)
+    qc = qclass.classify(req.query, services.config.weights, req.weights)
+    filters = req.filters
+    if qc.query_type == qclass.PRESENT_TENSE and SEMANTIC in req.channels:
+        return _present_tense(store, req, now, started, qc, filters)
+    asks_requests = qc.query_type == qclass.REQUEST_RECALL
+    exclude = () if (req.include_requests or asks_requests) else ("request",)
+    limit = max(1, min(int(req.limit), 100))
+    kq = keyword_query(req.query)
+    vector = _embed(store, embedder, req)
+    ctx = ChannelContext(store=store, query=req.query, keywords=kq, project=req.project,
+                         k=CHANNEL_DEPTH * (3 if filters.active else 1), exclude_kinds=exclude, now=now,
+                         vector=vector, embedder=embedder, include_superseded=filters.include_superseded)
+    names = tuple(n for n in ALL_CHANNELS if n in req.channels and (n in (SEMANTIC, BM25) or qc.weights.get(n, 0) > 0))
+    channels, incomplete = _run_channels(ctx, names, services, req.channel_timeout_s)
+
+    rankings = {name: [mid for mid, _ in r.items] for name, r in channels.items() if r.items}
+    fused = weighted_rrf(rankings, qc.weights)
+    scores = {name: dict(r.items) for name, r in channels.items()}
+    candidate_ids = [mid for mid, _ in fused]
+    rows = store.fetch(candidate_ids)
     cosines = dict(scores.get(SEMANTIC, {}))
     if vector is not None:
-        missing = [mid for mid, _ in fused if mid not in cosines]
+        missing = [mid for mid in candidate_ids if mid not in cosines]
         for mid, blob in store.vectors(missing).items():
             cosines[mid] = float(np.frombuffer(blob, dtype=np.float32) @ vector)
+    entity_evidence = channels[GRAPH].evidence or set()
+    temporal_evidence = channels[TEMPORAL].evidence
+    if temporal_evidence is None:
+        temporal_evidence = set(scores.get(TEMPORAL, {}))
 
-    keys, gibberish = key_terms(store.doc_frequencies(kq.terms), kq.terms) if fused else ([], False)
-    judged: list[dict[str, Any]] = []
-    candidates = 0
-    for mid, fused_score in fused:
+    evidence: dict[int, Evidence] = {}
+    for mid in candidate_ids:
         row = rows.get(mid)
-        if row is None or row["bookkeeping"] or row["superseded_by"] is not None:
+        if row is None or row["bookkeeping"] or not filters.keeps(row):
             continue
-        candidates += 1
-        ev = Evidence(
-            cosine=cosines.get(mid),
-            bm25=scores.get(BM25, {}).get(mid, 0.0),
-            pinned=row["pinned"],
-            cue_terms=cue_terms(kq.terms, row["content"]),
-            key_terms=keys,
-            gibberish=gibberish,
-        )
-        if not passes_floor(ev):
-            continue
+        evidence[mid] = Evidence(cosine=cosines.get(mid), bm25=scores.get(BM25, {}).get(mid, 0.0),
+                                 entity=mid in entity_evidence, temporal=mid in temporal_evidence,
+                                 pinned=row["pinned"])
+    seeds = channels[GRAPH].detail.get("entity_ids") or []
+    shared = shared_entities(store, seeds, list(evidence)) if seeds else {}
+    bias = {} if is_synthetic(req.session_id) else services.working_sets.bias(req.session_id)
+    fused, boosts = apply_boosts([(m, s) for m, s in fused if m in evidence],
+                                 shared_entities={m: len(v) for m, v in shared.items()},
+                                 evidence_channels={m: ev.channels for m, ev in evidence.items()},
+                                 working_set_bias=bias)
+    survivors = [(mid, score) for mid, score in fused if passes_floor(evidence[mid])]
+
+    reranker = services.reranker
+    rerank_scores: dict[int, float] = {}
+    reranker_status = reranker.status if reranker is not None else "off"
+    if reranker is not None and survivors:
+        head = survivors[:RERANK_DEPTH]
+        got = reranker.scores(req.query, [rows[mid]["content"] for mid, _ in head])
+        if got is not None:
+            rerank_scores = {mid: float(s) for (mid, _), s in zip(head, got, strict=True)}
+            head = sorted(head, key=lambda item: (-rerank_scores[item[0]], item[0]))
+            survivors = head + survivors[RERANK_DEPTH:]
+        reranker_status = reranker.status
+
+    keys, gibberish = key_terms(store.doc_frequencies(kq.terms, project=req.project), kq.terms) \
+        if survivors else ([], False)
+    unknown, people = _unknown_names(store, req.query, req.project) if survivors else ([], [])
+    question = tiers.is_question(req.query)
+    judged: list[dict[str, Any]] = []
+    for mid, score in survivors:
+        row, ev = rows[mid], evidence[mid]
+        cues = cue_terms(kq.terms, row["content"])
+        support = tiers.Support(cosine=ev.cosine, baseline=row.get("baseline"), cue_terms=cues, key_terms=keys,
+                                query_terms=len(kq.terms), rerank=rerank_scores.get(mid),
+                                shared_entity=bool(shared.get(mid)), gibberish=gibberish, unknown_names=unknown,
+                                question=question, query_people=people, content=row["content"])
+        label = tiers.support_label(support) if services.config.support_gate else tiers.SUPPORTED
         channel_scores = {name: round(s[mid], 4) for name, s in scores.items() if mid in s}
         if ev.cosine is not None:
             channel_scores.setdefault(SEMANTIC, round(ev.cosine, 4))
-        judged.append({
-            "fact_id": mid,
-            "memory_id": mid,
-            "content": row["content"],
-            "score": round(fused_score, 5),
-            "tier": tiers.support_label(ev),
-            "memory_kind": row["kind"],
-            "project": row["project"],
-            "pinned": row["pinned"],
-            "created_at": row["created_at"],
-            "age_label": age_label(row["created_at"], now),
-            "channel_scores": channel_scores,
-            "cue_terms": ev.cue_terms,
-        })
+        if mid in rerank_scores:
+            channel_scores["rerank"] = round(rerank_scores[mid], 4)
+        item = _result(row, score, label, now, channel_scores, cues)
+        if mid in boosts:
+            item["boost"] = round(boosts[mid], 5)
+        if unknown:
+            item["unknown_names"] = unknown
+        judged.append(item)
 
+    # Captured prompts answer "what did I ask…" first; otherwise they rank below saved memories.
+    judged.sort(key=lambda r: (r["memory_kind"] == "request") != asks_requests)
     supported = [r for r in judged if r["tier"] in (tiers.SUPPORTED, tiers.WEAK)]
+    if supported and ranking_enabled():
+        for r in supported:
+            r["similarity"] = r["channel_scores"].get(SEMANTIC, r["score"])
+        supported = rerank_by_ranking([{**r, "score": r["similarity"], "fused_score": r["score"]}
+                                       for r in supported], now)
+        for r in supported:
+            r["score"] = r.pop("fused_score")
     warming = SEMANTIC in req.channels and is_warming(store, embedder)
     if supported:
         tier, out, note, reason = tiers.SUPPORTED, supported[:limit], "", None
     elif judged:
-        tier, out, note, reason = "related", judged[:RELATED_LIMIT], tiers.NOTE_RELATED, None
+        pinned_first = sorted(judged, key=lambda r: not r["pinned"])
+        tier, out, note, reason = "related", pinned_first[:RELATED_LIMIT], tiers.NOTE_RELATED, None
         for r in out:
             r["tier"] = tiers.RELATED
-    elif candidates:
+    elif evidence:
         tier, out, note, reason = "none", [], tiers.NOTE_NONE, "evidence_floor"
     elif not req.query.strip():
         tier, out, note, reason = "none", [], tiers.NOTE_EMPTY_QUERY, "no_candidates"
@@ -170,29 +382,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest) -> dict[
         tier, out, note, reason = "none", [], tiers.NOTE_NO_CANDIDATES, "no_candidates"
     if warming and tier != tiers.SUPPORTED:
         note = tiers.NOTE_WARMING
-    mode = "full" if SEMANTIC in req.channels else "keyword"
-    return {
-        "query": req.query,
-        "results": out,
-        "tier": tier,
-        "note": note,
-        "query_type": _query_type(kq.terms, req.query),
-        "query_terms": list(kq.terms),
-        "key_terms": keys,
-        "channel_weights": {name: req.weights.get(name, 1.0) for name in results},
-        "channel_status": {name: r.status for name, r in results.items()},
-        "channel_notes": {name: r.note for name, r in results.items() if r.note},
-        "channel_ms": {name: round(r.elapsed_ms, 2) for name, r in results.items()},
-        "incomplete_channels": [],
-        "retrieval_time_ms": round((time.perf_counter() - started) * 1000, 2),
-        "retrieval_mode": mode,
-        "query_id": uuid.uuid4().hex[:16],
-        "abstained": tier == "none",
-        "abstention_reason": reason,
-        "warming_up": warming,
-        "calibration_status": "uncalibrated",
-        "answer_confidence": None,
-        "answerability": "unjudged",
-        "answerability_reason": "no answer check is configured",
-        "layers": {},
-    }
+    if tier == tiers.SUPPORTED and not is_synthetic(req.session_id):
+        services.working_sets.offer(req.session_id, [r["memory_id"] for r in out[:WORKING_SET_OFFER]])
+    return _response(req, out, tier, note, reason, qc, channels, incomplete, started, warming, keys=keys,
+                     reranker_status=reranker_status)

@@ -353,6 +353,16 @@ class Store:
             out.update((int(r[0]), bytes(r[1])) for r in rows)
         return out
 
+    def current_ids(self, ids: Iterable[int]) -> set[int]:
+        """The ids among ``ids`` that are not superseded."""
+        ids = list(dict.fromkeys(int(i) for i in ids))
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        rows = self._reader().execute(
+            f"SELECT id FROM memories WHERE id IN ({marks}) AND superseded_by IS NULL", ids).fetchall()
+        return {int(r[0]) for r in rows}
+
     def set_baselines(self, items: Sequence[tuple[int, float]]) -> None:
         """Store each memory's ``baseline`` cosine ``(memory id, value)`` (see ``recall.baseline``)."""
         with self._write_lock, self._writer:
@@ -458,19 +468,30 @@ class Store:
         ids = [i for i in ids if i in found]
         return ids, b"".join(found[i] for i in ids)
 
-    def doc_frequencies(self, terms: Sequence[str], cap: int = DF_CAP) -> dict[str, int]:
-        """How many indexed memories (all projects) contain each term, through FTS5's own tokenizer.
-
-        Counts stop at ``cap``: past that a word is simply common. ``terms`` must be plain words.
-        """
+    def doc_frequencies(self, terms: Sequence[str], cap: int = DF_CAP, *, project: str | None = None) -> dict[str, int]:
+        """How many indexed memories (in ``project`` and global rows; all projects when None) contain each
+        term, through FTS5's own tokenizer. Counts stop at ``cap``: past that a word is simply common.
+        ``terms`` must be plain words."""
         conn = self._reader()
         out = {}
         for term in terms:
             phrase = '"' + term.replace('"', '""') + '"'
-            out[term] = int(conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)", (phrase, cap)
-            ).fetchall()[0][0])
+            if project is None:
+                sql, args = "SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?", (phrase, cap)
+            else:
+                sql = ("SELECT 1 FROM memories_fts f JOIN memories m ON m.id = f.rowid"
+                       " WHERE memories_fts MATCH ? AND m.project IN (?, '') LIMIT ?")
+                args = (phrase, project, cap)
+            out[term] = int(conn.execute(f"SELECT count(*) FROM ({sql})", args).fetchall()[0][0])
         return out
+
+    def doc_count(self, project: str | None = None) -> int:
+        """Number of current, non-bookkeeping memories in ``project`` and global rows (all when None)."""
+        sql, args = "SELECT count(*) FROM memories WHERE bookkeeping = 0 AND superseded_by IS NULL", []
+        if project is not None:
+            sql += " AND project IN (?, '')"
+            args.append(project)
+        return int(self._reader().execute(sql, args).fetchall()[0][0])
 
     def counts(self) -> dict[str, int]:
         """Row counts: total, bookkeeping, pending embeddings, embedded."""

@@ -1,0 +1,109 @@
+"""Query classification: what kind of question this is, and so how much each channel counts.
+
+``classify(text)`` returns a ``QueryClass``: its ``query_type`` and the channel weights for weighted RRF,
+taken from ``CHANNEL_WEIGHTS`` (the one table of weights; the config file's ``[recall.weights.<type>]``
+and a request's ``weights`` override it). Types:
+
+- ``present_tense``: "what am I working on?" — answered from the project's newest real memories;
+- ``request_recall``: "what did I ask you to do about X?" — captured prompts come first;
+- ``time``: the question names a time ("last Friday", "in March", "when did …");
+- ``exact_term``: a short query naming an identifier (digits, paths, snake_case, dotted names);
+- ``multi_hop``: the question ties several named things together ("Caroline and Melanie", "both");
+- ``meaning``: everything else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from memcue.sidecar.recall.channels import BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL
+from memcue.sidecar.recall.query import compounds, content_terms
+from memcue.sidecar.store.entities import extract_entities
+
+PRESENT_TENSE, REQUEST_RECALL, TIME, EXACT_TERM, MULTI_HOP, MEANING = (
+    "present_tense", "request_recall", "time", "exact_term", "multi_hop", "meaning")
+QUERY_TYPES = (PRESENT_TENSE, REQUEST_RECALL, TIME, EXACT_TERM, MULTI_HOP, MEANING)
+
+#: Channel weights per query type for weighted RRF. BM25 is the anchor (1.0) because on LoCoMo it is the
+#: strongest single channel for the default MiniLM model; semantic below it (equal weights ranked below
+#: BM25 alone, benchmarks/results/locomo_recall.md); the temporal channel counts fully only for time
+#: questions, the entity graph most for multi-hop ones; Hopfield adds associative candidates at a low weight.
+#: Tuned on LoCoMo (benchmarks/locomo_recall.py --ablation); see benchmarks/results/locomo_recall.md.
+CHANNEL_WEIGHTS: dict[str, dict[str, float]] = {
+    MEANING: {SEMANTIC: 0.5, BM25: 1.0, TEMPORAL: 0.2, GRAPH: 0.3, HOPFIELD: 0.1},
+    EXACT_TERM: {SEMANTIC: 0.3, BM25: 1.0, TEMPORAL: 0.2, GRAPH: 0.5, HOPFIELD: 0.0},
+    TIME: {SEMANTIC: 0.5, BM25: 1.0, TEMPORAL: 0.8, GRAPH: 0.3, HOPFIELD: 0.1},
+    MULTI_HOP: {SEMANTIC: 0.5, BM25: 1.0, TEMPORAL: 0.2, GRAPH: 0.5, HOPFIELD: 0.2},
+    PRESENT_TENSE: {SEMANTIC: 0.5, BM25: 1.0, TEMPORAL: 0.5, GRAPH: 0.3, HOPFIELD: 0.0},
+    REQUEST_RECALL: {SEMANTIC: 0.6, BM25: 1.0, TEMPORAL: 0.3, GRAPH: 0.3, HOPFIELD: 0.0},
+}
+
+_PRESENT = re.compile(
+    r"\bwhat(?:'s| is| are)?\s+(?:am\s+i|are\s+we|i'm|we're|is\s+(?:the\s+)?team)\s+(?:currently\s+|still\s+|now\s+)?"
+    r"(?:working\s+on|doing|building|fixing|focused\s+on|in\s+the\s+middle\s+of)\b"
+    r"|\bwhere\s+(?:did|was)\s+(?:i|we)\s+(?:leave\s+off|left\s+off|stop)\b"
+    r"|\bwhat\s+was\s+(?:i|we)\s+(?:just\s+)?(?:working\s+on|doing)\b"
+    r"|\b(?:current|ongoing|in[- ]progress)\s+(?:task|work|focus)s?\b"
+    r"|\bwhat(?:'s| is)\s+(?:in\s+progress|on\s+my\s+plate)\b",
+    re.IGNORECASE,
+)
+_REQUEST = re.compile(
+    r"\bwhat\s+(?:did|have|had)\s+(?:i|we)\s+(?:ask(?:ed)?|request(?:ed)?|tell|told)\b"
+    r"|\b(?:i|we)\s+(?:asked|requested|told)\s+you\b"
+    r"|\bmy\s+(?:last|previous|earlier|first)\s+(?:request|prompt|question|ask)s?\b"
+    r"|\bwhat\s+was\s+my\s+(?:last|previous|earlier)?\s*(?:request|prompt|question)\b",
+    re.IGNORECASE,
+)
+_TIME = re.compile(
+    r"\b(?:when|yesterday|today|tonight|ago|last\s+(?:week|month|year|time|night|monday|tuesday|wednesday|thursday"
+    r"|friday|saturday|sunday)|this\s+(?:week|month|year|morning)|since|recently|earliest|latest|before\s+the"
+    r"|after\s+the|january|february|march|april|june|july|august|september|october|november|december"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d{4}-\d\d-\d\d|(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+_MULTI = re.compile(r"\b(?:both|in\s+common|together|relationship|related\s+to|compared?\s+(?:to|with)|and\s+also"
+                    r"|likely|would\s+\w+\s+(?:be|have|enjoy|want|like))\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class QueryClass:
+    """``query_type`` (one of ``QUERY_TYPES``) and the channel ``weights`` that go with it."""
+
+    query_type: str
+    weights: dict[str, float] = field(default_factory=dict)
+
+
+def query_type(text: str) -> str:
+    """The type of ``text`` (see the module docstring), checked in that order."""
+    if _PRESENT.search(text):
+        return PRESENT_TENSE
+    if _REQUEST.search(text):
+        return REQUEST_RECALL
+    if _TIME.search(text):
+        return TIME
+    terms = content_terms(text)
+    has_identifier = bool(compounds(text)) or any(ch.isdigit() for ch in text) or "_" in text
+    if has_identifier and len(terms) <= 6:
+        return EXACT_TERM
+    names = [name for name, kind in extract_entities(text) if kind == "name"]
+    if len(names) >= 2 or _MULTI.search(text):
+        return MULTI_HOP
+    return MEANING
+
+
+def classify(text: str, overrides: Mapping[str, Mapping[str, float]] | None = None,
+             request_weights: Mapping[str, float] | None = None) -> QueryClass:
+    """Classify ``text`` and pick its weights: ``CHANNEL_WEIGHTS[type]``, then ``overrides[type]`` (config),
+    then ``request_weights`` (one request). Unknown channel names are ignored; weights must be >= 0
+    (``ValueError`` otherwise)."""
+    qtype = query_type(text)
+    weights = dict(CHANNEL_WEIGHTS[qtype])
+    for layer in ((overrides or {}).get(qtype) or {}, request_weights or {}):
+        for name, value in layer.items():
+            if name in weights:
+                if value < 0:
+                    raise ValueError(f"channel weight for {name} must be >= 0, got {value}")
+                weights[name] = float(value)
+    return QueryClass(qtype, weights)

@@ -1,0 +1,66 @@
+"""Time and version filters of a recall: ``window``, ``as_of`` and ``valid_at`` (all Unix seconds).
+
+- ``window`` (``start``, ``end``): memories created in ``[start, end)``; either side may be open.
+- ``as_of``: what memcue knew at that time: memories created by then, in the version current then (a row
+  superseded later is served; one superseded before is not).
+- ``valid_at``: facts valid at that time: ``valid_from`` (or ``created_at``) <= t < ``valid_to``.
+
+Without ``as_of``, superseded rows are never served.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The time/version filters of one recall; None means not set."""
+
+    window_start: float | None = None
+    window_end: float | None = None
+    as_of: float | None = None
+    valid_at: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.window_start is not None and self.window_end is not None and self.window_end <= self.window_start:
+            raise ValueError("window: 'to' must be later than 'from'")
+
+    @property
+    def include_superseded(self) -> bool:
+        """Superseded rows may be served only under an ``as_of``."""
+        return self.as_of is not None
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in (self.window_start, self.window_end, self.as_of, self.valid_at))
+
+    def keeps(self, row: dict[str, Any]) -> bool:
+        """True when the memory ``row`` (a ``Store.fetch`` dict) passes every filter."""
+        created = float(row["created_at"])
+        if self.window_start is not None and created < self.window_start:
+            return False
+        if self.window_end is not None and created >= self.window_end:
+            return False
+        if self.as_of is None:
+            if row["superseded_by"] is not None:
+                return False
+        else:
+            if created > self.as_of:
+                return False
+            superseded_at = row.get("superseded_at")
+            if row["superseded_by"] is not None and (superseded_at is None or superseded_at <= self.as_of):
+                return False
+        if self.valid_at is not None:
+            start = row.get("valid_from")
+            start = created if start is None else float(start)
+            end = row.get("valid_to")
+            if start > self.valid_at or (end is not None and float(end) <= self.valid_at):
+                return False
+        return True
+
+    def describe(self) -> dict[str, float | None]:
+        """The filters as the response's ``filters`` field."""
+        return {"window_from": self.window_start, "window_to": self.window_end, "as_of": self.as_of,
+                "valid_at": self.valid_at}

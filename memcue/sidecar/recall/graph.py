@@ -1,0 +1,383 @@
+"""The entity-graph channel: spreading activation from the query's entities over co-occurrence edges.
+
+The graph is built at write time (``memcue.sidecar.store.entities``): a node per entity (file path,
+identifier, version, ticket id, capitalised name), an edge between two entities each time one memory names
+both. Recall spreads activation from the entities the query names, in the manner of Collins & Loftus
+(1975, "A spreading-activation theory of semantic processing", Psychological Review 82(6)): the query's
+own entities (hop 0) start with their weight, activation flows along weighted links and weakens with each
+hop, and a memory scores the summed activation of the entities it carries. The retrieval-side details
+follow the usual practice of spreading activation in information retrieval (Crestani 1997, "Application
+of spreading activation techniques in information retrieval", AI Review 11): a decay per hop, a bounded
+number of hops, a fan-out limit, and out-weight normalisation so a hub cannot flood the graph.
+
+* **Seeds.** ``extract_entities(query)`` plus every query word, adjacent 2-4 word sequence and
+  whitespace chunk, looked up in the ``entities`` table (so "what did caroline say about postgres"
+  finds "Caroline" and "Postgres" though the question is lowercase).
+* **Seed weight** = inverse document frequency in its Robertson–Spärck Jones form,
+  ``max(0, ln((N - df + 0.5) / (df + 0.5)))`` (Robertson & Spärck Jones 1976; the idf of Okapi BM25),
+  where ``N`` = current non-bookkeeping memories in scope and ``df`` = those carrying the entity. For a
+  rare entity it equals ``ln(N/df)``; an entity carried by half the memories or more (the one speaker of a
+  chat, the project's own name) weighs 0 and neither seeds nor relays. ``N`` is at least ``MIN_N``.
+* **Spreading.** Activation ``a`` of a source sends ``a · DECAY · w / out`` along each of its
+  ``MAX_FANOUT`` heaviest edges (``w`` = co-occurrence count, ``out`` = the source's total out-weight), for
+  at most ``MAX_HOPS`` hops. What a reached entity passes on, and adds to memories, is damped by its own
+  specificity (its weight over the largest weight possible), so hubs relay almost nothing.
+* **Score** of a memory = sum of the activation of the entities it carries (seeds count with their full
+  weight). Only memories carrying a seed of weight ``>= MIN_EVIDENCE_IDF`` are ``evidence``; memories
+  reached only by spreading are candidates, never evidence (DESIGN.md section 4, issue 3 step 4).
+
+Bounded work: at most ``MAX_SEEDS`` seeds, ``MAX_FANOUT`` edges per source, ``MAX_FRONTIER`` sources at
+hop 2, ``MAX_REACHED`` reached entities per hop, ``SEED_LINKS`` + ``REACHED_LINKS`` memory links read; a
+few ms on a 6,000-memory store (``tests/test_entity_graph.py`` checks a loose bound).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from memcue.sidecar.recall.channels import GRAPH, ChannelContext, ChannelResult
+from memcue.sidecar.recall.query import STOP_WORDS, words
+from memcue.sidecar.store.entities import extract_entities
+from memcue.sidecar.store.memories import Store
+
+log = logging.getLogger("memcue.recall")
+
+#: Share of activation kept per hop. 0.5 is the customary middle value (Crestani 1997 reports decay
+#: factors between 0.25 and 0.75); with it a two-hop neighbour can reach at most a quarter of its seed's
+#: weight, so a memory that names the query's entity always outranks one merely related to it.
+DECAY = 0.5
+#: Hops spread beyond the seeds (issue 3: "at most two hops"). Past two, co-occurrence graphs connect
+#: nearly everything to everything ("small world"), so more hops add noise, not recall.
+MAX_HOPS = 2
+#: Query entities kept (heaviest first). A question rarely names more than a handful.
+MAX_SEEDS = 16
+#: Edges followed per active entity, heaviest first: bounds one hop to MAX_FANOUT × sources lookups.
+MAX_FANOUT = 16
+#: Hop-1 entities that spread on to hop 2 (the most activated ones).
+MAX_FRONTIER = 8
+#: Reached (non-seed) entities per hop whose df in scope is counted and which may score memories.
+MAX_REACHED = 16
+#: Memory-entity links read for the seeds (heaviest seeds first; a seed past the budget is skipped unless
+#: it is the first), about 1 µs per link. Also the most memories a seed may be in: df is counted up to
+#: here, and a seed in more memories weighs 0 (on 6,000 memories that is a third of them, where the weight
+#: would be below ln 2 anyway; on much larger stores it trades some recall for bounded time).
+SEED_LINKS = 2000
+#: Links read for reached entities; a reached entity in more memories than this is too common to score.
+REACHED_LINKS = 500
+#: Below this many memories frequencies say little; N is taken as at least this in the weight.
+MIN_N = 20
+#: A seed is evidence when its weight is at least ln 3 (RSJ idf; carried by at most about a quarter of
+#: the memories in scope): naming it picks out a small part of memory, as a rare keyword does.
+MIN_EVIDENCE_IDF = math.log(3)
+#: Query n-grams (and chunks) looked up at most; queries are short, this only bounds hostile input.
+MAX_QUERY_NAMES = 128
+#: Longest query text read for entities (characters).
+MAX_QUERY_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A query entity found in the store: ``id``, ``name`` (lowercase), ``df`` (memories in scope
+    carrying it) and ``weight`` (RSJ idf, >= 0)."""
+
+    id: int
+    name: str
+    df: int
+    weight: float
+
+
+def rsj_idf(n: int, df: int) -> float:
+    """``max(0, ln((N - df + 0.5) / (df + 0.5)))`` with ``N = max(n, MIN_N)``; 0 for ``df <= 0``."""
+    if df <= 0:
+        return 0.0
+    big_n = max(n, MIN_N)
+    return max(0.0, math.log((big_n - df + 0.5) / (df + 0.5)))
+
+
+def query_names(text: str) -> list[str]:
+    """Candidate entity names in ``text`` (lowercase): extracted entities, words that are not stop words,
+    adjacent 2-4 word sequences that neither start nor end with a stop word, and whitespace chunks without
+    their surrounding punctuation. De-duplicated, at most ``MAX_QUERY_NAMES``."""
+    return _query_names(text)[0]
+
+
+def _query_names(text: str) -> tuple[list[str], set[str]]:
+    text = text[:MAX_QUERY_CHARS]
+    names = [name for name, _ in extract_entities(text)]
+    extracted = set(names)
+    seq = [re.sub(r"['’]s$", "", w) for w in words(text)]
+    content = [w for w in seq if len(w) > 1 and w not in STOP_WORDS]
+    names.extend(content)
+    for size in (2, 3, 4):
+        for i in range(len(seq) - size + 1):
+            gram = seq[i:i + size]
+            if gram[0] in STOP_WORDS or gram[-1] in STOP_WORDS:
+                continue
+            names.append(" ".join(gram))
+    for chunk in text.split():
+        chunk = chunk.strip(".,;:!?()[]{}<>'\"`“”‘’").lower()
+        if len(chunk) > 1 and chunk not in STOP_WORDS:
+            names.append(re.sub(r"['’]s$", "", chunk))
+    return list(dict.fromkeys(n for n in names if n))[:MAX_QUERY_NAMES], extracted
+
+
+# -- read-only helpers over the store's reader connection ------------------------------------------------------
+
+_N_CACHE: weakref.WeakKeyDictionary[Store, dict[tuple[int, str | None, bool], int]] = weakref.WeakKeyDictionary()
+
+
+def _scope_sql(project: str | None, include_superseded: bool) -> tuple[str, list[object]]:
+    where, args = ["m.bookkeeping = 0"], []
+    if not include_superseded:
+        where.append("m.superseded_by IS NULL")
+    if project is not None:
+        where.append("m.project IN (?, '')")
+        args.append(project)
+    return " AND ".join(where), args
+
+
+def scope_size(store: Store, project: str | None, include_superseded: bool = False) -> int:
+    """N: non-bookkeeping (and, unless ``include_superseded``, current) memories in scope; cached per
+    store write generation."""
+    key = (store.generation, project, include_superseded)
+    cache = _N_CACHE.get(store)
+    if cache is not None and key in cache:
+        return cache[key]
+    where, args = _scope_sql(project, include_superseded)
+    n = int(store._reader().execute(f"SELECT count(*) FROM memories m WHERE {where}", args).fetchall()[0][0])
+    if cache is None or any(k[0] != store.generation for k in cache):
+        cache = {}  # a write happened: every cached count is stale
+    cache[key] = n
+    _N_CACHE[store] = cache
+    return n
+
+
+def scoped_dfs(
+    store: Store, entity_ids: Sequence[int], *, project: str | None, include_superseded: bool = False, cap: int
+) -> dict[int, int]:
+    """df in scope per entity id, each count stopped at ``cap`` (past half the scope the weight is 0
+    anyway, so a hub costs at most ``cap`` index lookups). Unknown ids are left out."""
+    ids = list(dict.fromkeys(int(i) for i in entity_ids))
+    if not ids:
+        return {}
+    where, args = _scope_sql(project, include_superseded)
+    marks = ",".join("?" * len(ids))
+    sql = (f"SELECT e.id, (SELECT count(*) FROM (SELECT 1 FROM memory_entities me JOIN memories m"
+           f" ON m.id = me.memory_id WHERE me.entity_id = e.id AND {where} LIMIT ?))"
+           f" FROM entities e WHERE e.id IN ({marks})")
+    rows = store._reader().execute(sql, [*args, int(cap), *ids]).fetchall()
+    return {int(a): int(b) for a, b in rows}
+
+
+def _dfs(store: Store, global_df: dict[int, int], project: str | None, sup: bool, cap: int, n_scope: int
+         ) -> dict[int, int]:
+    """df in scope (stopped at ``cap``) for the ids of ``global_df`` (id -> store-wide df). When the scope
+    holds every memory of the store (one project, or none asked), the store-wide ``entities.df`` is used as
+    is, which saves the count (it may include superseded versions); otherwise ``scoped_dfs`` counts."""
+    if n_scope == scope_size(store, None, sup):
+        return {eid: min(df, cap) for eid, df in global_df.items()}
+    return scoped_dfs(store, list(global_df), project=project, include_superseded=sup, cap=cap)
+
+
+def _edges(store: Store, sources: Sequence[int], fanout: int) -> dict[int, tuple[int, list[tuple[int, int, int]]]]:
+    """Per source: (total out-weight, its ``fanout`` heaviest edges as (dst, weight, dst's store-wide df)).
+    One query; its cost grows with the sources' degree (hubs weigh 0 and never become sources)."""
+    ids = list(dict.fromkeys(int(i) for i in sources))
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    sql = (f"SELECT x.src, x.dst, x.weight, x.total, e.df FROM (SELECT src, dst, weight,"
+           f" sum(weight) OVER (PARTITION BY src) AS total,"
+           f" row_number() OVER (PARTITION BY src ORDER BY weight DESC, dst) AS rn"
+           f" FROM entity_edges WHERE src IN ({marks})) x JOIN entities e ON e.id = x.dst WHERE x.rn <= ?")
+    out: dict[int, tuple[int, list[tuple[int, int, int]]]] = {}
+    for src, dst, weight, total, df in store._reader().execute(sql, [*ids, int(fanout)]).fetchall():
+        out.setdefault(int(src), (int(total), []))[1].append((int(dst), int(weight), int(df)))
+    return out
+
+
+def _within_budget(dfs: Iterable[tuple[int, int]], budget: int) -> list[int]:
+    """Entity ids, in the given order, while their summed df stays within ``budget`` (the first always)."""
+    chosen, used = [], 0
+    for eid, df in dfs:
+        if chosen and used + df > budget:
+            continue
+        chosen.append(eid)
+        used += df
+    return chosen
+
+
+# -- public API -----------------------------------------------------------------------------------------------
+
+def query_seeds(
+    store: Store, text: str, *, project: str | None = None, include_superseded: bool = False
+) -> tuple[list[Seed], int]:
+    """The query's entities known in scope, heaviest first (at most ``MAX_SEEDS``), and N.
+
+    A name that is part of a longer matched name ("york" inside "new york") is dropped unless the query's
+    own extraction produced it. Seeds with weight 0 are kept (they are named, just uninformative).
+    Raises ``apsw.Error`` on a database failure."""
+    names, extracted = _query_names(text)
+    found = store.entity_ids(names)
+    if not found:
+        return [], 0
+    multi = [n for n in found if " " in n]
+    keep = {n: v for n, v in found.items()
+            if n in extracted or not any(n != m and f" {n} " in f" {m} " for m in multi)}
+    n_scope = scope_size(store, project, include_superseded)
+    cap = min(max(n_scope, MIN_N) // 2, SEED_LINKS) + 1
+    dfs = _dfs(store, dict(keep.values()), project, include_superseded, cap, n_scope)
+    seeds: dict[int, Seed] = {}
+    for name, (eid, _) in keep.items():
+        df = dfs.get(eid, 0)
+        if df > 0 and eid not in seeds:
+            seeds[eid] = Seed(eid, name, df, rsj_idf(n_scope, df) if df < cap else 0.0)
+    ordered = sorted(seeds.values(), key=lambda s: (-s.weight, s.name))
+    return ordered[:MAX_SEEDS], n_scope
+
+
+def query_entity_ids(
+    store: Store, text: str, *, project: str | None = None, include_superseded: bool = False
+) -> dict[int, float]:
+    """Seed entity id -> weight (RSJ idf, > 0) for the entities ``text`` names, in scope (``project`` None
+    = every project). Entities in half the memories or more are left out (weight 0). Weights below
+    ``MIN_EVIDENCE_IDF`` are not evidence on their own. Never raises: {} on any failure."""
+    try:
+        seeds, _ = query_seeds(store, text, project=project, include_superseded=include_superseded)
+    except Exception:  # noqa: BLE001 - a boost input, never a reason to fail a recall
+        log.exception("query_entity_ids failed")
+        return {}
+    return {s.id: s.weight for s in seeds if s.weight > 0}
+
+
+def shared_entities(
+    store: Store, seed_ids: Iterable[int] | Mapping[int, float], memory_ids: Iterable[int]
+) -> dict[int, list[str]]:
+    """Which of ``seed_ids`` each memory carries: memory id -> entity names (heaviest first when
+    ``seed_ids`` is a mapping id -> weight, else by name). Memories sharing none are left out.
+    Never raises: {} on any failure."""
+    weights = dict(seed_ids) if isinstance(seed_ids, Mapping) else {int(i): 0.0 for i in seed_ids}
+    mids = list(dict.fromkeys(int(m) for m in memory_ids))
+    if not weights or not mids:
+        return {}
+    eids = list(weights)
+    sql = (f"SELECT me.memory_id, e.id, e.name FROM memory_entities me JOIN entities e ON e.id = me.entity_id"
+           f" WHERE me.memory_id IN ({','.join('?' * len(mids))}) AND me.entity_id IN ({','.join('?' * len(eids))})")
+    try:
+        rows = store._reader().execute(sql, [*mids, *eids]).fetchall()
+    except Exception:  # noqa: BLE001
+        log.exception("shared_entities failed")
+        return {}
+    out: dict[int, list[tuple[float, str]]] = {}
+    for mid, eid, name in rows:
+        out.setdefault(int(mid), []).append((weights.get(int(eid), 0.0), str(name)))
+    return {mid: [name for _, name in sorted(pairs, key=lambda p: (-p[0], p[1]))] for mid, pairs in out.items()}
+
+
+def graph_channel(ctx: ChannelContext) -> ChannelResult:
+    """Spreading activation from the query's entities (module docstring). Items: ``(memory_id, score)``,
+    best first, at most ``ctx.k``; score = summed activation (> 0, unitless, comparable within one query
+    only). ``evidence``: memories carrying a seed of weight >= ``MIN_EVIDENCE_IDF`` (all found, not only
+    the top ``k``). ``detail``: ``{"entities": [seed names, heaviest first], "weights": {name: weight},
+    "hops": hops spread (0-2), "reached": reached entities scored}``.
+
+    Status: ``empty`` when the query names no entity known in scope, ``no_candidates`` when its entities
+    carry no weight or no memory in scope carries them, ``ok`` otherwise, ``error`` (with the exception
+    text) on failure. Never raises."""
+    started = time.perf_counter()
+    try:
+        result = _run(ctx)
+    except Exception as exc:  # noqa: BLE001 - a channel reports failures as a status
+        log.exception("graph channel failed")
+        result = ChannelResult(GRAPH, "error", note=f"{type(exc).__name__}: {exc}")
+    result.elapsed_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+def _run(ctx: ChannelContext) -> ChannelResult:
+    store, project, sup = ctx.store, ctx.project, ctx.include_superseded
+    seeds, n_scope = query_seeds(store, ctx.query, project=project, include_superseded=sup)
+    if not seeds:
+        return ChannelResult(GRAPH, "empty", note="the query names no entity known to memory")
+    names = [s.name for s in seeds]
+    detail: dict[str, object] = {
+        "entities": names,
+        "weights": {s.name: round(s.weight, 3) for s in seeds},
+        "hops": 0,
+        "reached": 0,
+    }
+    active = {s.id: s.weight for s in seeds if s.weight > 0}
+    if not active:
+        return ChannelResult(GRAPH, "no_candidates", detail=detail,
+                             note="the query's entities are in most memories: " + ", ".join(names))
+    max_weight = rsj_idf(n_scope, 1) or 1.0
+    n_store = scope_size(store, None, sup)
+    cap = min(max(n_scope, MIN_N) // 2, REACHED_LINKS) + 1
+
+    # Spread hop by hop from the current sources. Candidates are ranked by activation times their
+    # store-wide specificity (free with the edge), then their df in scope is counted (stopping at ``cap``):
+    # a reached entity's activation is damped by its specificity in scope (weight / max_weight) before it
+    # scores memories or spreads further; one in more than ``cap`` memories is too common to score.
+    reached: dict[int, float] = {}
+    reached_df: dict[int, int] = {}
+    sources = dict(active)
+    hops = 0
+    for _ in range(MAX_HOPS):
+        edges = _edges(store, list(sources), MAX_FANOUT)
+        incoming: dict[int, float] = {}
+        global_df: dict[int, int] = {}
+        for src, (total, out) in edges.items():
+            if total <= 0:
+                continue
+            for dst, weight, df in out:
+                if dst not in active:
+                    incoming[dst] = incoming.get(dst, 0.0) + sources[src] * DECAY * weight / total
+                    global_df[dst] = df
+        if not incoming:
+            break
+        hops += 1
+        top = sorted(incoming, key=lambda e: (-incoming[e] * rsj_idf(n_store, global_df[e]), e))[:MAX_REACHED]
+        dfs = _dfs(store, {e: global_df[e] for e in top}, project, sup, cap, n_scope)
+        damped = {}
+        for eid in top:
+            df = dfs.get(eid, 0)
+            a = incoming[eid] * rsj_idf(n_scope, df) / max_weight if 0 < df < cap else 0.0
+            if a > 0:
+                damped[eid] = a
+                reached[eid] = reached.get(eid, 0.0) + a
+                reached_df[eid] = df
+        sources = dict(sorted(damped.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_FRONTIER])
+        if not sources:
+            break
+    detail["hops"] = hops
+
+    # Memories: seeds first (heaviest first, within SEED_LINKS links), then reached entities (most
+    # activated first, within REACHED_LINKS links).
+    scores: dict[int, float] = {}
+    evidence: set[int] = set()
+    strong = {eid for eid, w in active.items() if w >= MIN_EVIDENCE_IDF}
+    seed_df = {s.id: s.df for s in seeds}
+    kw = {"project": project, "exclude_kinds": ctx.exclude_kinds, "include_superseded": sup}
+    chosen = _within_budget(((eid, seed_df[eid]) for eid in active), SEED_LINKS)
+    for mid, eid in store.memories_with_entities(chosen, limit=SEED_LINKS, **kw):
+        scores[mid] = scores.get(mid, 0.0) + active[eid]
+        if eid in strong:
+            evidence.add(mid)
+    order = sorted(reached, key=lambda e: (-reached[e], e))
+    chosen = _within_budget(((eid, reached_df[eid]) for eid in order), REACHED_LINKS)
+    detail["reached"] = len(chosen)
+    if chosen:
+        for mid, eid in store.memories_with_entities(chosen, limit=REACHED_LINKS, **kw):
+            scores[mid] = scores.get(mid, 0.0) + reached[eid]
+    if not scores:
+        return ChannelResult(GRAPH, "no_candidates", detail=detail,
+                             note="no memory in scope carries: " + ", ".join(names))
+    items = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[: max(0, ctx.k)]
+    return ChannelResult(GRAPH, "ok", [(mid, round(score, 6)) for mid, score in items],
+                         evidence=evidence, detail=detail)

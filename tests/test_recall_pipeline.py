@@ -1,0 +1,280 @@
+"""The full recall pipeline on a real SQLite store with the real embedding model, in process.
+
+Covers: query classification and its weight table, every channel's status, the evidence floor before
+the limit, support tiers (baseline, key terms, unknown names, owner check, no-question statements),
+present-tense and "what did I ask" questions, window / as_of / valid_at and update/supersede, the
+session working set, ranking mode, and the support-gate switch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memcue.sidecar.config import RecallConfig, load_config
+from memcue.sidecar.embedding import Embedder
+from memcue.sidecar.recall import classify
+from memcue.sidecar.recall.baseline import baselines, probe_vectors
+from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL
+from memcue.sidecar.recall.filters import Filters
+from memcue.sidecar.recall.pipeline import KEYWORD_CHANNELS, RecallRequest, RecallServices, recall
+from memcue.sidecar.recall.tiers import NOTE_RELATED, Support, owner_of, support_label
+from memcue.sidecar.store.memories import NewMemory, Store
+
+DAY = 86400.0
+NOW = 1_780_000_000.0  # a fixed asking time (2026-05-28)
+MEMORIES = [
+    # (content, kind, days ago, pinned)
+    ("We pinned httpx to 0.27.2 because 0.28 broke the proxy settings in the billing client", "decision", 40, False),
+    ("The webhook sender retries with exponential backoff: 5 attempts, base 2 s, jitter", "decision", 30, False),
+    ("Bug: invoices rendered twice when the Stripe webhook arrived before the DB commit; fixed by an"
+     " idempotency key on event id", "bug", 20, False),
+    ("Alice prefers small pull requests with one reviewer and squash merges", "preference", 60, False),
+    ("Use ruff for linting and formatting; black is no longer used in this repo", "convention", 15, False),
+    ("To rotate the staging database password run scripts/rotate_db_password.sh and update the vault entry",
+     "procedure", 10, False),
+    ("Currently migrating the invoice PDF renderer from wkhtmltopdf to WeasyPrint", "note", 1, False),
+    ("Deploys freeze every Friday after 3 pm", "convention", 90, True),
+    ("can you add retries to the webhook sender", "request", 31, False),
+    ("please make the invoice totals round half up", "request", 5, False),
+    ("session ended", "note", 0.5, False),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    emb = Embedder(tmp_path_factory.mktemp("models"))
+    emb.load()
+    assert emb.state == "ready", emb.error
+    return emb
+
+
+def _embed_all(store: Store, emb: Embedder) -> None:
+    store.bind_model(emb.model_id, emb.dim)
+    rows = store.pending_embeddings(1000)
+    if not rows:
+        return
+    matrix = np.vstack(emb.embed([content for _, content, _, _ in rows]))
+    store.set_embeddings([(mid, matrix[i].tobytes()) for i, (mid, _, _, _) in enumerate(rows)])
+    base = baselines(matrix, probe_vectors(emb.embed))
+    store.set_baselines([(mid, float(base[i])) for i, (mid, _, _, _) in enumerate(rows)])
+
+
+@pytest.fixture
+def store(tmp_path: Path, embedder: Embedder) -> Iterator[Store]:
+    s = Store(tmp_path / "m.db")
+    s.remember_many([NewMemory(c, kind=k, project="billing", created_at=NOW - d * DAY, pinned=p)
+                     for c, k, d, p in MEMORIES])
+    s.remember(NewMemory("The frontend uses Vite and React 19", kind="decision", project="web",
+                         created_at=NOW - 3 * DAY))
+    _embed_all(s, embedder)
+    yield s
+    s.close()
+
+
+def ask(store: Store, emb: Embedder | None, query: str, services: RecallServices | None = None, **kw) -> dict:
+    kw.setdefault("project", "billing")
+    return recall(store, emb, RecallRequest(query, now=NOW, **kw), services or RecallServices())
+
+
+def contents(answer: dict) -> list[str]:
+    return [r["content"] for r in answer["results"]]
+
+
+# -- classification ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,expected", [
+    ("what am I working on?", "present_tense"),
+    ("where did I leave off", "present_tense"),
+    ("what did I ask you to do about the webhook?", "request_recall"),
+    ("what did we change last Friday?", "time"),
+    ("when did we pin httpx", "time"),
+    ("OPS-4821 status", "exact_term"),
+    ("src/app/main.py", "exact_term"),
+    ("What do Caroline and Melanie have in common?", "multi_hop"),
+    ("why do invoices render twice", "meaning"),
+])
+def test_query_types(text: str, expected: str) -> None:
+    assert classify.query_type(text) == expected
+
+
+def test_weights_come_from_one_table_and_config_and_request_override() -> None:
+    base = classify.classify("why do invoices render twice")
+    assert base.weights == classify.CHANNEL_WEIGHTS["meaning"]
+    over = classify.classify("why do invoices render twice", {"meaning": {SEMANTIC: 0.9}}, {BM25: 0.7})
+    assert over.weights[SEMANTIC] == 0.9 and over.weights[BM25] == 0.7
+    assert classify.CHANNEL_WEIGHTS["meaning"][SEMANTIC] != 0.9  # the table itself is untouched
+    with pytest.raises(ValueError):
+        classify.classify("x", None, {BM25: -1})
+
+
+def test_config_file_overrides_and_a_broken_file_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[recall]\nsupport_gate = false\n[recall.weights.meaning]\nsemantic = 0.8\n")
+    cfg = load_config(path, env={})
+    assert not cfg.support_gate and cfg.weights == {"meaning": {"semantic": 0.8}}
+    path.write_text("[recall\nbroken")
+    cfg = load_config(path, env={})
+    assert cfg.support_gate and cfg.error
+    assert not load_config(tmp_path / "absent.toml", env={"MEMCUE_NO_SUPPORT_GATE": "1"}).support_gate
+
+
+# -- channels, fusion, floor, tiers -----------------------------------------------------------------
+def test_every_channel_reports_a_status_and_the_right_memory_wins(store: Store, embedder: Embedder) -> None:
+    answer = ask(store, embedder, "why did we pin httpx?")
+    assert set(answer["channel_status"]) == set(ALL_CHANNELS)
+    assert answer["channel_status"][SEMANTIC] == "ok" and answer["channel_status"][BM25] == "ok"
+    assert answer["tier"] == "supported"
+    assert "httpx" in contents(answer)[0]
+    for field in ("query_type", "channel_weights", "incomplete_channels", "retrieval_time_ms", "query_id",
+                  "abstained", "abstention_reason", "warming_up", "calibration_status", "answer_confidence",
+                  "answerability", "layers", "reranker_status"):
+        assert field in answer
+    top = answer["results"][0]
+    for field in ("fact_id", "memory_id", "content", "score", "tier", "memory_kind", "age_label", "channel_scores",
+                  "cue_terms"):
+        assert field in top
+
+
+def test_keyword_mode_runs_bm25_only(store: Store) -> None:
+    answer = ask(store, None, "httpx proxy", channels=KEYWORD_CHANNELS)
+    assert answer["channel_status"][BM25] == "ok"
+    assert all(answer["channel_status"][n] == "disabled" for n in (SEMANTIC, TEMPORAL, GRAPH, HOPFIELD))
+    assert "httpx" in contents(answer)[0]
+
+
+def test_unrelated_question_abstains(store: Store, embedder: Embedder) -> None:
+    answer = ask(store, embedder, "what is the capital of Mongolia?")
+    assert answer["tier"] in ("none", "related")
+    if answer["tier"] == "none":
+        assert answer["abstained"] and answer["abstention_reason"] in ("evidence_floor", "no_candidates")
+    else:
+        assert answer["note"] == NOTE_RELATED and len(answer["results"]) <= 3
+
+
+def test_gibberish_is_never_supported(store: Store, embedder: Embedder) -> None:
+    assert ask(store, embedder, "zxqv blorft wibble snark")["tier"] != "supported"
+
+
+def test_unknown_name_in_the_question_is_not_supported(store: Store, embedder: Embedder) -> None:
+    # "Kubernetes" is in no memory: a deploy memory is related at most.
+    answer = ask(store, embedder, "How do we deploy Kubernetes on Fridays?")
+    assert answer["tier"] != "supported", answer["results"]
+
+
+def test_support_gate_switch_turns_the_gate_off(store: Store, embedder: Embedder) -> None:
+    services = RecallServices(config=RecallConfig(support_gate=False))
+    answer = ask(store, embedder, "How do we deploy Kubernetes on Fridays?", services)
+    assert answer["tier"] == "supported"
+
+
+def test_evidence_floor_runs_before_the_limit(store: Store, embedder: Embedder) -> None:
+    # limit 1 must still give the best *evidenced* memory, not the first fused candidate.
+    answer = ask(store, embedder, "webhook retries backoff", limit=1)
+    assert len(answer["results"]) == 1 and "backoff" in answer["results"][0]["content"]
+
+
+def test_owner_check_and_baseline_in_support_features() -> None:
+    assert owner_of("[1:56 pm on 8 May, 2023] Caroline: I went to a support group") == "caroline"
+    assert owner_of("We pinned httpx") == ""
+    mine = Support(cosine=0.6, baseline=0.1, query_people=["caroline"],
+                   content="[8 May 2023] Melanie: I painted a lake at sunrise")
+    assert mine.owner_mismatch and support_label(mine) == "related"
+    # A memory close to every question (high baseline) gets no free pass from closeness alone.
+    generic = Support(cosine=0.5, baseline=0.4)
+    assert support_label(generic) != "supported"
+    assert support_label(Support(cosine=0.5, baseline=0.1)) == "supported"
+    # A statement (no question word) is held to carrying its words.
+    statement = Support(cosine=0.6, baseline=0.1, question=False, key_terms=["httpx"], cue_terms=[])
+    assert support_label(statement) != "supported"
+
+
+def test_pinned_memory_returns_when_nothing_else_does(store: Store, embedder: Embedder) -> None:
+    answer = ask(store, embedder, "deploy freeze policy for the mobile app store release?")
+    assert answer["tier"] in ("supported", "related")
+    if answer["tier"] == "related":
+        assert answer["results"][0]["pinned"]
+
+
+# -- present tense and requests -----------------------------------------------------------------------
+def test_present_tense_answers_from_newest_real_memories(store: Store, embedder: Embedder) -> None:
+    answer = ask(store, embedder, "what am I working on?")
+    assert answer["query_type"] == "present_tense" and answer["tier"] == "supported"
+    assert "WeasyPrint" in contents(answer)[0]
+    kinds = {r["memory_kind"] for r in answer["results"]}
+    assert "request" not in kinds and all("session ended" not in c for c in contents(answer))
+
+
+def test_what_did_i_ask_returns_captured_prompts_first(store: Store, embedder: Embedder) -> None:
+    answer = ask(store, embedder, "what did I ask you to do about the webhook sender?")
+    assert answer["query_type"] == "request_recall"
+    assert answer["results"][0]["memory_kind"] == "request"
+    assert "retries to the webhook sender" in answer["results"][0]["content"]
+
+
+def test_captured_prompts_rank_below_saved_memories(store: Store, embedder: Embedder) -> None:
+    answer = ask(store, embedder, "webhook sender retries", include_requests=True)
+    kinds = [r["memory_kind"] for r in answer["results"]]
+    assert "request" in kinds
+    assert kinds.index("request") > 0 and all(k == "request" for k in kinds[kinds.index("request"):])
+
+
+# -- time and versions --------------------------------------------------------------------------------
+def test_window_filter(store: Store, embedder: Embedder) -> None:
+    window = Filters(window_start=NOW - 35 * DAY, window_end=NOW - 25 * DAY)
+    answer = ask(store, embedder, "webhook retries and httpx", filters=window)
+    assert answer["results"] and all(NOW - 35 * DAY <= r["created_at"] < NOW - 25 * DAY for r in answer["results"])
+
+
+def test_update_supersedes_and_as_of_sees_the_old_version(store: Store, embedder: Embedder) -> None:
+    old_id = next(r["id"] for r in store.list_memories(project="billing", limit=50) if "httpx" in r["content"])
+    new = store.update(old_id, NewMemory("We pinned httpx to 0.28.1 now that the proxy bug is fixed",
+                                         kind="decision"))
+    _embed_all(store, embedder)
+    now_answer = ask(store, embedder, "which httpx version did we pin?")
+    ids = [r["memory_id"] for r in now_answer["results"]]
+    assert new.id in ids and old_id not in ids
+    past = ask(store, embedder, "which httpx version did we pin?", filters=Filters(as_of=time.time() - 60))
+    past_ids = [r["memory_id"] for r in past["results"]]
+    assert old_id in past_ids and new.id not in past_ids
+    with pytest.raises(ValueError):
+        store.update(old_id, NewMemory("again"))
+    with pytest.raises(KeyError):
+        store.update(999_999, NewMemory("nothing"))
+
+
+def test_valid_at_filter(tmp_path: Path) -> None:
+    s = Store(tmp_path / "v.db")
+    s.remember(NewMemory("On-call rotation owner is Bob", project="p", created_at=NOW - 100 * DAY,
+                         valid_from=NOW - 100 * DAY, valid_to=NOW - 50 * DAY))
+    s.remember(NewMemory("On-call rotation owner is Dana", project="p", created_at=NOW - 50 * DAY,
+                         valid_from=NOW - 50 * DAY))
+    then = ask(s, None, "on-call rotation owner", project="p", channels=KEYWORD_CHANNELS,
+               filters=Filters(valid_at=NOW - 70 * DAY))
+    assert contents(then) == ["On-call rotation owner is Bob"]
+    now = ask(s, None, "on-call rotation owner", project="p", channels=KEYWORD_CHANNELS,
+              filters=Filters(valid_at=NOW))
+    assert contents(now) == ["On-call rotation owner is Dana"]
+    with pytest.raises(ValueError):
+        Filters(window_start=NOW, window_end=NOW - 1)
+
+
+# -- sessions and ranking -------------------------------------------------------------------------------
+def test_working_set_holds_recalled_memories_and_skips_synthetic_sessions(store: Store, embedder: Embedder) -> None:
+    services = RecallServices()
+    first = ask(store, embedder, "webhook retries backoff", services, session_id="s-1")
+    held = [mid for mid, _ in services.working_sets.held("s-1")]
+    assert first["results"][0]["memory_id"] in held
+    ask(store, embedder, "webhook retries backoff", services, session_id="cli:probe")
+    assert services.working_sets.held("cli:probe") == []
+
+
+def test_ranking_mode_prefers_fresh_memories(store: Store, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMCUE_RANKING", "1")
+    answer = ask(store, embedder, "invoice rendering")
+    assert answer["results"] and all("ranking_score" in r for r in answer["results"])
+    scores = [r["ranking_score"] for r in answer["results"]]
+    assert scores == sorted(scores, reverse=True)
