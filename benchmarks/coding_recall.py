@@ -20,7 +20,7 @@ decides). It reports, overall and per category:
 - recall@3: share of a question's relevant ids in the top 3, averaged over answerable questions; MRR:
   1/rank of the first relevant id in the top 10 (0 when none);
 - injected precision: of the results the prompt hook would inject (answer tier ``supported``, results
-  labelled ``supported`` or ``weak``, at most the hook's limit of 8), the share that are relevant:
+  labelled ``supported``, never weak ones, at most the hook's limit of 8), the share that are relevant:
   averaged over questions with any injected result, and pooled over all injected results;
 - abstention: the share of unanswerable questions ending in tier ``none`` or ``related``; false abstention:
   the same share for answerable questions;
@@ -61,6 +61,7 @@ from _common import REPO, RESULTS_DIR, git_commit, percentile, say, stop_sidecar
 import memcue
 from memcue.client import Client, ClientError
 from memcue.hooks.locations import Locations
+from memcue.sidecar.injection import INJECT_COSINE_GAP, injectable
 
 DATA_DIR = REPO / "benchmarks" / "data"
 DEFAULT_MEMORIES = DATA_DIR / "coding_memories.jsonl"
@@ -74,8 +75,6 @@ try:
     from memcue.sidecar.hook_service import PROMPT_LIMIT as HOOK_LIMIT
 except Exception:  # moved or mid-edit: the documented default
     HOOK_LIMIT = 8
-#: Result labels the prompt hook injects (in an answer whose tier is ``supported``).
-INJECTED_LABELS = ("supported", "weak")
 #: Answer tiers that count as abstaining.
 ABSTAIN_TIERS = ("none", "related")
 CATEGORIES = ("decision", "preference", "bug", "procedure", "time", "present_tense", "request_recall",
@@ -338,6 +337,7 @@ def ask_all(client: Client, questions: list[Question], ids: dict[int, str],
         answers.append({
             "ranked": [ids.get(int(r["memory_id"]), f"?{r['memory_id']}") for r in results],
             "labels": [str(r.get("tier") or "") for r in results],
+            "injected": [ids.get(int(r["memory_id"]), f"?{r['memory_id']}") for r in injectable(answer, HOOK_LIMIT)],
             "kinds": [str(r.get("memory_kind") or "") for r in results],
             "tier": answer.get("tier"),
             "abstained": answer.get("abstained"),
@@ -368,12 +368,9 @@ def ask_all(client: Client, questions: list[Question], ids: dict[int, str],
 
 
 def injected(answer: dict[str, Any]) -> list[str]:
-    """Label ids the prompt hook would inject: nothing unless the answer tier is ``supported``; then the
-    results labelled supported or weak, at most ``HOOK_LIMIT``."""
-    if answer["tier"] != "supported":
-        return []
-    return [mid for mid, label in zip(answer["ranked"], answer["labels"], strict=True)
-            if label in INJECTED_LABELS][:HOOK_LIMIT]
+    """Label ids the prompt hook would inject: the hook's own policy (``memcue.sidecar.injection``), applied
+    to the answer when it was received."""
+    return answer["injected"]
 
 
 def score(q: Question, answer: dict[str, Any], roles: dict[str, str]) -> dict[str, Any]:
@@ -485,8 +482,8 @@ def markdown(report: dict[str, Any]) -> str:
         + (f"; misflagged: {', '.join(imp['misflagged'])}" if imp["misflagged"] else ""),
         f"- questions: {s['n']} ({s['answerable']} answerable, {s['unanswerable']} unanswerable); `POST /recall` "
         f"with project, limit {LIMIT}, `now` = the question's asked_at: {now_text}",
-        f"- injected = what the prompt hook would inject: answer tier supported, results labelled supported or "
-        f"weak, at most {HOOK_LIMIT}; abstained = answer tier none or related",
+        f"- injected = what the prompt hook would inject: answer tier supported, results labelled supported (not "
+        f"weak), at most {HOOK_LIMIT}; abstained = answer tier none or related",
         f"- retrieval_time_ms p50 {meta['retrieval_ms']['p50']}, p90 {meta['retrieval_ms']['p90']}; "
         f"wall {meta['wall_s']} s",
         "",
@@ -640,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
                      "reference_date": meta.get("reference_date")},
             "memories": len(memories), "projects": sorted({m.project for m in memories}),
             "roles": dict(Counter(roles.values())), "import": import_info, "embed_s": embed_s,
-            "limit": LIMIT, "top_k": TOP_K, "hook_limit": HOOK_LIMIT, "injected_labels": list(INJECTED_LABELS),
+            "limit": LIMIT, "top_k": TOP_K, "hook_limit": HOOK_LIMIT, "inject_cosine_gap": INJECT_COSINE_GAP,
             "abstain_tiers": list(ABSTAIN_TIERS), "now_field": now_info,
             "channel_status": {k: dict(v) for k, v in channel_status.items()},
             "retrieval_ms": {"p50": percentile([a["retrieval_ms"] for a in answers], 0.5),

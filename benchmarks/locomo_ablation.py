@@ -9,8 +9,8 @@ for every configuration, each answerable question (categories 1-4) is asked thro
 - ``full``: the default pipeline, as answered (after the evidence floor and support tiers);
 - ``full_ungated``: the same ranking with the support gate off (``RecallConfig(support_gate=False)``);
 - ``bm25`` / ``semantic`` / ``plain_rrf``: single channels, and semantic + BM25 at equal weights;
-- ``no_<stage>``: the full pipeline without one channel (temporal, graph, hopfield) or without the
-  boosts (entity, agreement).
+- ``no_<stage>``: the full pipeline without one channel (temporal, graph, hopfield), without every
+  boost, or without one boost (owner, session context, entity, agreement).
 
 Abstention: each conversation's answerable questions asked against the next conversation's store
 (``cross_store``: share ending in tier none or related, target >= 90%), the share of answerable questions
@@ -67,6 +67,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "no_graph": {"drop": GRAPH, "gate": False},
     "no_hopfield": {"drop": HOPFIELD, "gate": False},
     "no_boosts": {"boosts": False, "gate": False},
+    "no_owner_boost": {"boost_off": "OWNER_BOOST", "gate": False},
+    "no_session_context": {"boost_off": "SESSION_CONTEXT_GAMMA", "gate": False},
+    "no_entity_boost": {"boost_off": "ENTITY_BOOST", "gate": False},
+    "no_agreement_boost": {"boost_off": "AGREEMENT_BOOST", "gate": False},
 }
 
 
@@ -96,15 +100,19 @@ def build_store(path: Path, memories: list[dict[str, Any]], emb: Embedder) -> No
 
 
 @contextlib.contextmanager
-def boosts_off(off: bool) -> Iterator[None]:
-    """Zero the boost constants for one configuration (this process only)."""
-    saved = (boosts.ENTITY_BOOST, boosts.AGREEMENT_BOOST)
-    if off:
-        boosts.ENTITY_BOOST = boosts.AGREEMENT_BOOST = 0.0
+def boosts_off(off: bool | str) -> Iterator[None]:
+    """Zero the boost constants for one configuration (this process only): every one when ``off`` is True,
+    the one named by ``off`` when it is a name."""
+    names = ("ENTITY_BOOST", "AGREEMENT_BOOST", "OWNER_BOOST", "SESSION_CONTEXT_GAMMA")
+    saved = {n: getattr(boosts, n) for n in names}
+    for n in names:
+        if off is True or off == n:
+            setattr(boosts, n, 0.0)
     try:
         yield
     finally:
-        boosts.ENTITY_BOOST, boosts.AGREEMENT_BOOST = saved
+        for n, v in saved.items():
+            setattr(boosts, n, v)
 
 
 def ask(store: Store, emb: Embedder, questions: list[Question], config: dict[str, Any], nows: dict[str, float],
@@ -115,7 +123,7 @@ def ask(store: Store, emb: Embedder, questions: list[Question], config: dict[str
         channels = tuple(c for c in channels if c != config["drop"])
     services = pipeline.RecallServices(config=RecallConfig(support_gate=config.get("gate", True)))
     out = []
-    with boosts_off(not config.get("boosts", True)):
+    with boosts_off(config.get("boost_off") or not config.get("boosts", True)):
         for q in questions:
             project = (project_of or {}).get(q.project, q.project)
             req = pipeline.RecallRequest(query=q.text, project=project, limit=LIMIT, channels=channels,

@@ -184,9 +184,13 @@ def test_owner_check_and_baseline_in_support_features() -> None:
                    content="[8 May 2023] Melanie: I painted a lake at sunrise")
     assert mine.owner_mismatch and support_label(mine) == "related"
     # A memory close to every question (high baseline) gets no free pass from closeness alone.
-    generic = Support(cosine=0.5, baseline=0.4)
+    generic = Support(cosine=0.6, baseline=0.4)
     assert support_label(generic) != "supported"
-    assert support_label(Support(cosine=0.5, baseline=0.1)) == "supported"
+    assert support_label(Support(cosine=0.6, baseline=0.1)) == "supported"
+    # Between the support and the strong cosine, closeness needs the query's key words too.
+    assert support_label(Support(cosine=0.5, baseline=0.1)) == "weak"
+    assert support_label(Support(cosine=0.5, baseline=0.1, key_terms=["httpx", "pin"],
+                                 cue_terms=["httpx"])) == "supported"
     # A statement (no question word) is held to carrying its words.
     statement = Support(cosine=0.6, baseline=0.1, question=False, key_terms=["httpx"], cue_terms=[])
     assert support_label(statement) != "supported"

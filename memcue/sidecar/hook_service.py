@@ -1,7 +1,8 @@
 """What the sidecar does for a hook: capture the prompt, race recall under the budget, render the block.
 
-Prompt hooks inject only memories judged supported (weak ones labelled), never a ``related`` answer,
-so a bad match is dropped rather than dressed up. Session start injects the project's pinned memories,
+Prompt hooks inject only what ``injection.injectable`` allows: supported memories close to the best one,
+never a weak match (a person asking sees those, labelled) and never a ``related`` answer, so a bad match
+is dropped rather than dressed up. Session start injects the project's pinned memories,
 its newest memories (no bookkeeping, no captured prompts) and a recall on the project's name.
 """
 
@@ -17,6 +18,7 @@ import anyio.to_thread
 
 from memcue import __version__
 from memcue.sidecar.engine import Engine
+from memcue.sidecar.injection import injectable
 from memcue.sidecar.models import HookIn, HookOut
 from memcue.sidecar.recall.pipeline import RecallRequest, age_label
 from memcue.sidecar.render import Block, render_block
@@ -81,7 +83,7 @@ async def _prompt(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn
     answer, answered_by = await engine.recall_within(request, remaining, limiter)
     if answer is None:
         return _nothing(started)
-    results = answer["results"] if answer["tier"] == "supported" else []
+    results = injectable(answer, limit)
     block = render_block(PROMPT_HEADER, results, count_tokens=engine.tokens.count,
                          max_tokens=body.max_tokens, max_chars=body.max_chars)
     return _injected(block, answered_by, answer["tier"], started, answer["query_id"])

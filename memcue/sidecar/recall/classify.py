@@ -52,6 +52,7 @@ _PRESENT = re.compile(
 _REQUEST = re.compile(
     r"\bwhat\s+(?:did|have|had)\s+(?:i|we)\s+(?:ask(?:ed)?|request(?:ed)?|tell|told)\b"
     r"|\b(?:i|we)\s+(?:asked|requested|told)\s+you\b"
+    r"|\b(?:did|have|had)\s+(?:i|we)\s+(?:ever\s+)?(?:ask(?:ed)?|request(?:ed)?|tell|told)\b"
     r"|\bmy\s+(?:last|previous|earlier|first)\s+(?:request|prompt|question|ask)s?\b"
     r"|\bwhat\s+was\s+my\s+(?:last|previous|earlier)?\s*(?:request|prompt|question)\b",
     re.IGNORECASE,

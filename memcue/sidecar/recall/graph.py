@@ -12,7 +12,9 @@ number of hops, a fan-out limit, and out-weight normalisation so a hub cannot fl
 
 * **Seeds.** ``extract_entities(query)`` plus every query word, adjacent 2-4 word sequence and
   whitespace chunk, looked up in the ``entities`` table (so "what did caroline say about postgres"
-  finds "Caroline" and "Postgres" though the question is lowercase).
+  finds "Caroline" and "Postgres" though the question is lowercase). A stored ``maybe_name`` (a word
+  only ever seen capitalised at a sentence start, like "Appreciate it!") matches only a name the query
+  itself writes as one, never a plain query word.
 * **Seed weight** = inverse document frequency in its Robertson–Spärck Jones form,
   ``max(0, ln((N - df + 0.5) / (df + 0.5)))`` (Robertson & Spärck Jones 1976; the idf of Okapi BM25),
   where ``N`` = current non-bookkeeping memories in scope and ``df`` = those carrying the entity. For a
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 
 from memcue.sidecar.recall.channels import GRAPH, ChannelContext, ChannelResult
 from memcue.sidecar.recall.query import STOP_WORDS, words
-from memcue.sidecar.store.entities import extract_entities
+from memcue.sidecar.store.entities import MAYBE_NAME, extract_entities
 from memcue.sidecar.store.memories import Store
 
 log = logging.getLogger("memcue.recall")
@@ -103,14 +105,16 @@ def rsj_idf(n: int, df: int) -> float:
 def query_names(text: str) -> list[str]:
     """Candidate entity names in ``text`` (lowercase): extracted entities, words that are not stop words,
     adjacent 2-4 word sequences that neither start nor end with a stop word, and whitespace chunks without
-    their surrounding punctuation. De-duplicated, at most ``MAX_QUERY_NAMES``."""
+    their surrounding punctuation. De-duplicated, at most ``MAX_QUERY_NAMES``. Only the query's surely
+    extracted entities may match a stored ``maybe_name``; the rest match confirmed entities only."""
     return _query_names(text)[0]
 
 
 def _query_names(text: str) -> tuple[list[str], set[str]]:
     text = text[:MAX_QUERY_CHARS]
-    names = [name for name, _ in extract_entities(text)]
-    extracted = set(names)
+    found = extract_entities(text)
+    names = [name for name, _ in found]
+    extracted = {name for name, kind in found if kind != MAYBE_NAME}
     seq = [re.sub(r"['’]s$", "", w) for w in words(text)]
     content = [w for w in seq if len(w) > 1 and w not in STOP_WORDS]
     names.extend(content)
@@ -151,10 +155,10 @@ def scope_size(store: Store, project: str | None, include_superseded: bool = Fal
         return cache[key]
     where, args = _scope_sql(project, include_superseded)
     n = int(store._reader().execute(f"SELECT count(*) FROM memories m WHERE {where}", args).fetchall()[0][0])
-    if cache is None or any(k[0] != store.generation for k in cache):
-        cache = {}  # a write happened: every cached count is stale
-    cache[key] = n
-    _N_CACHE[store] = cache
+    # Copy on write: channels run concurrently and may be reading the published dict.
+    fresh = {} if cache is None or any(k[0] != store.generation for k in cache) else dict(cache)
+    fresh[key] = n
+    _N_CACHE[store] = fresh
     return n
 
 
@@ -175,14 +179,32 @@ def scoped_dfs(
     return {int(a): int(b) for a, b in rows}
 
 
+def _lookup(store: Store, names: Sequence[str]) -> dict[str, tuple[int, int, str]]:
+    """Known entities among ``names``: name -> (id, store-wide df, kind)."""
+    names = list(dict.fromkeys(names))
+    if not names:
+        return {}
+    rows = store._reader().execute(
+        f"SELECT name, id, df, kind FROM entities WHERE name IN ({','.join('?' * len(names))})", names).fetchall()
+    return {str(n): (int(i), int(d), str(k)) for n, i, d, k in rows}
+
+
 def _dfs(store: Store, global_df: dict[int, int], project: str | None, sup: bool, cap: int, n_scope: int
          ) -> dict[int, int]:
-    """df in scope (stopped at ``cap``) for the ids of ``global_df`` (id -> store-wide df). When the scope
-    holds every memory of the store (one project, or none asked), the store-wide ``entities.df`` is used as
-    is, which saves the count (it may include superseded versions); otherwise ``scoped_dfs`` counts."""
+    """df in scope, stopped at ``cap``, for the ids of ``global_df`` (id -> store-wide ``entities.df``).
+
+    When the scope holds every memory of the store (one project, or none asked) the store-wide df is used
+    as is (it may also count superseded versions). Otherwise an entity whose store-wide df, less every
+    memory outside the scope, still reaches ``cap`` is at ``cap`` without counting; the rest are counted
+    (``scoped_dfs``)."""
     if n_scope == scope_size(store, None, sup):
         return {eid: min(df, cap) for eid, df in global_df.items()}
-    return scoped_dfs(store, list(global_df), project=project, include_superseded=sup, cap=cap)
+    outside = scope_size(store, None, True) - n_scope
+    out = {eid: cap for eid, df in global_df.items() if df - outside >= cap}
+    rest = [eid for eid in global_df if eid not in out]
+    if rest:
+        out.update(scoped_dfs(store, rest, project=project, include_superseded=sup, cap=cap))
+    return out
 
 
 def _edges(store: Store, sources: Sequence[int], fanout: int) -> dict[int, tuple[int, list[tuple[int, int, int]]]]:
@@ -195,9 +217,10 @@ def _edges(store: Store, sources: Sequence[int], fanout: int) -> dict[int, tuple
     sql = (f"SELECT x.src, x.dst, x.weight, x.total, e.df FROM (SELECT src, dst, weight,"
            f" sum(weight) OVER (PARTITION BY src) AS total,"
            f" row_number() OVER (PARTITION BY src ORDER BY weight DESC, dst) AS rn"
-           f" FROM entity_edges WHERE src IN ({marks})) x JOIN entities e ON e.id = x.dst WHERE x.rn <= ?")
+           f" FROM entity_edges WHERE src IN ({marks})) x JOIN entities e ON e.id = x.dst"
+           f" WHERE x.rn <= ? AND e.kind != ?")
     out: dict[int, tuple[int, list[tuple[int, int, int]]]] = {}
-    for src, dst, weight, total, df in store._reader().execute(sql, [*ids, int(fanout)]).fetchall():
+    for src, dst, weight, total, df in store._reader().execute(sql, [*ids, int(fanout), MAYBE_NAME]).fetchall():
         out.setdefault(int(src), (int(total), []))[1].append((int(dst), int(weight), int(df)))
     return out
 
@@ -223,13 +246,13 @@ def query_seeds(
     A name that is part of a longer matched name ("york" inside "new york") is dropped unless the query's
     own extraction produced it. Seeds with weight 0 are kept (they are named, just uninformative).
     Raises ``apsw.Error`` on a database failure."""
-    names, extracted = _query_names(text)
-    found = store.entity_ids(names)
+    names, confirmed = _query_names(text)
+    found = {n: v for n, v in _lookup(store, names).items() if v[2] != MAYBE_NAME or n in confirmed}
     if not found:
         return [], 0
     multi = [n for n in found if " " in n]
-    keep = {n: v for n, v in found.items()
-            if n in extracted or not any(n != m and f" {n} " in f" {m} " for m in multi)}
+    keep = {n: (eid, df) for n, (eid, df, _) in found.items()
+            if n in confirmed or not any(n != m and f" {n} " in f" {m} " for m in multi)}
     n_scope = scope_size(store, project, include_superseded)
     cap = min(max(n_scope, MIN_N) // 2, SEED_LINKS) + 1
     dfs = _dfs(store, dict(keep.values()), project, include_superseded, cap, n_scope)
@@ -284,7 +307,8 @@ def graph_channel(ctx: ChannelContext) -> ChannelResult:
     """Spreading activation from the query's entities (module docstring). Items: ``(memory_id, score)``,
     best first, at most ``ctx.k``; score = summed activation (> 0, unitless, comparable within one query
     only). ``evidence``: memories carrying a seed of weight >= ``MIN_EVIDENCE_IDF`` (all found, not only
-    the top ``k``). ``detail``: ``{"entities": [seed names, heaviest first], "weights": {name: weight},
+    the top ``k``). ``detail``: ``{"entities": [seed names, heaviest first], "entity_ids": [ids of the seeds
+    weighing at least MIN_EVIDENCE_IDF, heaviest first; for shared_entities], "weights": {name: weight},
     "hops": hops spread (0-2), "reached": reached entities scored}``.
 
     Status: ``empty`` when the query names no entity known in scope, ``no_candidates`` when its entities
@@ -304,10 +328,11 @@ def _run(ctx: ChannelContext) -> ChannelResult:
     store, project, sup = ctx.store, ctx.project, ctx.include_superseded
     seeds, n_scope = query_seeds(store, ctx.query, project=project, include_superseded=sup)
     if not seeds:
-        return ChannelResult(GRAPH, "empty", note="the query names no entity known to memory")
+        return ChannelResult(GRAPH, "empty", note="the query names no entity known to memory in this scope")
     names = [s.name for s in seeds]
     detail: dict[str, object] = {
         "entities": names,
+        "entity_ids": [s.id for s in seeds if s.weight >= MIN_EVIDENCE_IDF],
         "weights": {s.name: round(s.weight, 3) for s in seeds},
         "hops": 0,
         "reached": 0,
@@ -363,9 +388,10 @@ def _run(ctx: ChannelContext) -> ChannelResult:
     evidence: set[int] = set()
     strong = {eid for eid, w in active.items() if w >= MIN_EVIDENCE_IDF}
     seed_df = {s.id: s.df for s in seeds}
-    kw = {"project": project, "exclude_kinds": ctx.exclude_kinds, "include_superseded": sup}
     chosen = _within_budget(((eid, seed_df[eid]) for eid in active), SEED_LINKS)
-    for mid, eid in store.memories_with_entities(chosen, limit=SEED_LINKS, **kw):
+    links = store.memories_with_entities(chosen, project=project, limit=SEED_LINKS,
+                                         exclude_kinds=ctx.exclude_kinds, include_superseded=sup)
+    for mid, eid in links:
         scores[mid] = scores.get(mid, 0.0) + active[eid]
         if eid in strong:
             evidence.add(mid)
@@ -373,7 +399,9 @@ def _run(ctx: ChannelContext) -> ChannelResult:
     chosen = _within_budget(((eid, reached_df[eid]) for eid in order), REACHED_LINKS)
     detail["reached"] = len(chosen)
     if chosen:
-        for mid, eid in store.memories_with_entities(chosen, limit=REACHED_LINKS, **kw):
+        links = store.memories_with_entities(chosen, project=project, limit=REACHED_LINKS,
+                                             exclude_kinds=ctx.exclude_kinds, include_superseded=sup)
+        for mid, eid in links:
             scores[mid] = scores.get(mid, 0.0) + reached[eid]
     if not scores:
         return ChannelResult(GRAPH, "no_candidates", detail=detail,

@@ -24,7 +24,7 @@ from memcue.sidecar.config import RecallConfig
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall import classify as qclass
 from memcue.sidecar.recall import tiers
-from memcue.sidecar.recall.boosts import apply_boosts
+from memcue.sidecar.recall.boosts import SESSION_CONTEXT_TOP, apply_boosts, session_context
 from memcue.sidecar.recall.channels import (
     ALL_CHANNELS,
     BM25,
@@ -40,7 +40,7 @@ from memcue.sidecar.recall.channels import (
 from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.floor import Evidence, passes_floor
 from memcue.sidecar.recall.fusion import weighted_rrf
-from memcue.sidecar.recall.graph import graph_channel, shared_entities
+from memcue.sidecar.recall.graph import graph_channel, query_entity_ids, shared_entities
 from memcue.sidecar.recall.hopfield import HopfieldIndex, hopfield_channel
 from memcue.sidecar.recall.query import cue_terms, key_terms, keyword_query, words
 from memcue.sidecar.recall.ranking import ranking_enabled, rerank_by_ranking
@@ -51,16 +51,20 @@ from memcue.sidecar.recall.working_set import WorkingSets
 from memcue.sidecar.store.entities import extract_entities
 from memcue.sidecar.store.memories import Store
 
-#: Candidates each channel contributes before fusion.
-CHANNEL_DEPTH = 40
+#: Candidates each channel contributes before fusion. 60 rather than 40: the session-context boost can only
+#: lift a memory some channel found (LoCoMo recall@10 +0.004 at 60; benchmarks/results/locomo_ablation.md).
+CHANNEL_DEPTH = 60
 #: How many closest memories a ``related`` answer shows.
 RELATED_LIMIT = 3
 #: Time limit of one channel (s) unless the request sets one; the hook race answers at 1 s with keywords.
 CHANNEL_TIMEOUT_S = 2.0
 #: How many fused candidates the cross-encoder rescores (when one is loaded).
 RERANK_DEPTH = 30
-#: Results of a present-tense question ("what am I working on?"): the project's newest real memories.
+#: Results of a present-tense question ("what am I working on?"): the project's newest real memories, at
+#: most ``PRESENT_LIMIT``, written within ``PRESENT_SPAN_S`` (s) of the newest one (the current stretch
+#: of work, not last month's).
 PRESENT_LIMIT = 5
+PRESENT_SPAN_S = 36 * 3600.0
 #: Best results a recall offers to the session's working set.
 WORKING_SET_OFFER = 5
 #: Channels of a full recall and of a keyword-only one.
@@ -184,6 +188,8 @@ def _present_tense(store: Store, req: RecallRequest, now: float, started: float,
     rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
                                kinds_excluded=("request",))
     rows = [r for r in rows if filters.keeps(r)][:min(PRESENT_LIMIT, req.limit)]
+    if rows:
+        rows = [r for r in rows if r["created_at"] >= rows[0]["created_at"] - PRESENT_SPAN_S]
     results = [_result(r, 1.0 / (i + 1), tiers.SUPPORTED, now, {}, []) for i, r in enumerate(rows)]
     statuses = {name: ChannelResult(name, "disabled", note="present-tense question: newest memories answer it")
                 for name in ALL_CHANNELS}
@@ -310,13 +316,20 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
         evidence[mid] = Evidence(cosine=cosines.get(mid), bm25=scores.get(BM25, {}).get(mid, 0.0),
                                  entity=mid in entity_evidence, temporal=mid in temporal_evidence,
                                  pinned=row["pinned"])
-    seeds = channels[GRAPH].detail.get("entity_ids") or []
+    seeds = (query_entity_ids(store, req.query, project=req.project, include_superseded=filters.include_superseded)
+             if channels[GRAPH].status == "ok" else {})
     shared = shared_entities(store, seeds, list(evidence)) if seeds else {}
     bias = {} if is_synthetic(req.session_id) else services.working_sets.bias(req.session_id)
-    fused, boosts = apply_boosts([(m, s) for m, s in fused if m in evidence],
+    unknown, people = _unknown_names(store, req.query, req.project) if evidence else ([], [])
+    owners = {mid: tiers.owner_of(rows[mid]["content"], rows[mid]["metadata"]) for mid in evidence}
+    fused = [(m, s) for m, s in fused if m in evidence]
+    session_boost = session_context(fused, store.session_neighbours([m for m, _ in fused[:SESSION_CONTEXT_TOP]]))
+    fused, boosts = apply_boosts(fused,
                                  shared_entities={m: len(v) for m, v in shared.items()},
                                  evidence_channels={m: ev.channels for m, ev in evidence.items()},
-                                 working_set_bias=bias)
+                                 working_set_bias=bias,
+                                 owner_match={m for m, o in owners.items() if o and o in people},
+                                 session_boost=session_boost)
     survivors = [(mid, score) for mid, score in fused if passes_floor(evidence[mid])]
 
     reranker = services.reranker
@@ -333,7 +346,6 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
 
     keys, gibberish = key_terms(store.doc_frequencies(kq.terms, project=req.project), kq.terms) \
         if survivors else ([], False)
-    unknown, people = _unknown_names(store, req.query, req.project) if survivors else ([], [])
     question = tiers.is_question(req.query)
     judged: list[dict[str, Any]] = []
     for mid, score in survivors:
@@ -342,7 +354,8 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
         support = tiers.Support(cosine=ev.cosine, baseline=row.get("baseline"), cue_terms=cues, key_terms=keys,
                                 query_terms=len(kq.terms), rerank=rerank_scores.get(mid),
                                 shared_entity=bool(shared.get(mid)), gibberish=gibberish, unknown_names=unknown,
-                                question=question, query_people=people, content=row["content"])
+                                question=question, query_people=people, content=row["content"],
+                                owner=owners.get(mid, ""))
         label = tiers.support_label(support) if services.config.support_gate else tiers.SUPPORTED
         channel_scores = {name: round(s[mid], 4) for name, s in scores.items() if mid in s}
         if ev.cosine is not None:

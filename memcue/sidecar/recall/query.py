@@ -91,16 +91,25 @@ def stem(word: str) -> str:
 
 #: How many of a query's rarest words count as its key terms.
 KEY_TERMS = 4
+#: Words that say *when*, not *what*: never key terms (the temporal channel handles them).
+TIME_WORDS = frozenset(
+    """time times last first next earlier later ago recently recent yesterday today tonight tomorrow week weeks
+    month months year years day days morning afternoon evening night since until ever lately previous
+    monday tuesday wednesday thursday friday saturday sunday january february march april may june july
+    august september october november december""".split()
+)
 
 
 def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...]) -> tuple[list[str], bool]:
     """The query's key terms and whether it looks like gibberish, from each term's document frequency.
 
     Key terms: up to ``KEY_TERMS`` words found in at least one memory, rarest first (ties keep query
-    order). Gibberish: fewer than half of the query's words are found in any memory.
+    order), time words (``TIME_WORDS``) left out unless nothing else is known. Gibberish: fewer than half
+    of the query's words are found in any memory.
     """
     known = [t for t in terms if doc_freq.get(t, 0) > 0]
-    ranked = sorted(known, key=lambda t: (doc_freq[t], terms.index(t)))
+    topical = [t for t in known if t not in TIME_WORDS] or known
+    ranked = sorted(topical, key=lambda t: (doc_freq[t], terms.index(t)))
     return ranked[:KEY_TERMS], len(known) * 2 < len(terms)
 
 

@@ -33,6 +33,15 @@ WORDED_COSINE_SLACK = 0.15
 #: Cosine above the memory's own baseline needed for closeness to count as support. 0.25: gold evidence on
 #: LoCoMo sits at median cosine 0.46 against a median baseline near 0.13 (benchmarks/results).
 SUPPORT_MARGIN = 0.25
+#: Cosine at which closeness alone supports a memory, whatever words it carries: the 75th percentile of
+#: question/gold-evidence pairs on LoCoMo (0.547), rounded to 0.05. Between ``SUPPORT_COSINE`` and this, a
+#: memory must also carry half the query's key terms (or a named entity of it); otherwise it is weak.
+STRONG_COSINE = 0.55
+#: Cosine at which a memory supports a question even though the question names something (a person, a
+#: file, a product) that no memory in scope carries: above the p99.9 of unrelated question/turn pairs on
+#: LoCoMo (0.46, benchmarks/results/calibrate_floor.json), so another conversation's turns stay out, while a
+#: name written differently ("Swiss" vs "CHF") does not sink a close memory.
+UNKNOWN_NAME_COSINE = 0.50
 #: Cross-encoder score (logit) above which the reranker alone supports a memory (ms-marco models: > 0
 #: means more likely relevant than not).
 RERANK_SUPPORT = 0.0
@@ -53,8 +62,12 @@ def is_question(text: str) -> bool:
     return bool(_QUESTION.search(text))
 
 
-def owner_of(content: str) -> str:
-    """The speaker a memory is attributed to ("[date] Caroline: …" -> "caroline"), or ""."""
+def owner_of(content: str, metadata: dict | None = None) -> str:
+    """The speaker a memory is attributed to, lowercase: ``metadata["speaker"]`` when set, else a leading
+    "Name:" ("[date] Caroline: …" -> "caroline"), else ""."""
+    speaker = (metadata or {}).get("speaker")
+    if isinstance(speaker, str) and speaker.strip():
+        return speaker.strip().lower()
     m = _OWNER.match(content)
     return m.group(1).lower() if m else ""
 
@@ -76,6 +89,7 @@ class Support:
     question: bool = True
     query_people: list[str] = field(default_factory=list)
     content: str = ""
+    owner: str = ""
 
     @property
     def key_coverage(self) -> float:
@@ -97,7 +111,7 @@ class Support:
         the people the query asks about, and naming none of them."""
         if not self.query_people:
             return False
-        owner = owner_of(self.content)
+        owner = self.owner or owner_of(self.content)
         if not owner or owner in self.query_people:
             return False
         low = self.content.lower()
@@ -106,20 +120,24 @@ class Support:
 
 def support_label(s: Support) -> str:
     """``supported``, ``weak`` or ``related`` for one memory."""
-    if s.gibberish or s.unknown_names or s.owner_mismatch:
+    if s.gibberish or s.owner_mismatch:
+        return RELATED
+    if s.unknown_names and (s.cosine is None or s.cosine < UNKNOWN_NAME_COSINE):
         return RELATED
     if s.rerank is not None:
         return SUPPORTED if s.rerank > RERANK_SUPPORT else RELATED
     margin = s.margin
-    close = s.cosine is not None and s.cosine >= SUPPORT_COSINE and margin is not None and margin >= SUPPORT_MARGIN
+    above_baseline = margin is not None and margin >= SUPPORT_MARGIN
+    close = s.cosine is not None and s.cosine >= SUPPORT_COSINE and above_baseline
+    strong = close and s.cosine is not None and s.cosine >= STRONG_COSINE
     worded = s.key_coverage >= MIN_KEY_COVERAGE
     near = s.cosine is None or s.cosine >= COSINE_FLOOR - WORDED_COSINE_SLACK
     if not s.question:  # a bare statement or keyword query: hold it to carrying its words
         if worded and near:
             return SUPPORTED
         return WEAK if close else RELATED
-    if close:
+    if strong or (close and (worded or s.shared_entity)):
         return SUPPORTED
-    if (worded or s.shared_entity) and near:
+    if close or ((worded or s.shared_entity) and near):
         return WEAK
     return RELATED

@@ -20,8 +20,9 @@ names:
 * a lone capitalised word that opens a sentence is a name when it is a speaker label ("Caroline: hi"), an
   acronym ("LGBTQ") or written capitalised mid-sentence in the same text; a listed common word or one shaped
   like one (``-ing``, ``-ly``, ``-ed``, ``-tion``, ... endings: "Finally", "Going", "Decided") is dropped;
-  any other ("Postgres is slow", but also "Appreciate it!") is a ``maybe_name``, which ``link_entities``
-  links only when the store already knows that entity from a mid-sentence use;
+  any other ("Postgres is slow", but also "Appreciate it!") is a ``maybe_name``: linked like any entity,
+  but recall matches a lowercase query word to it only once some memory names it mid-sentence (which
+  promotes the stored kind to ``name``);
 * "I" and other one-letter words are never entities; two-part numbers ("3.5 stars") are versions only
   after a capitalised or software word ("Python 3.12", "version 2.0").
 """
@@ -38,8 +39,8 @@ import apsw
 #: 132 directed rows; a long text keeps the entities it names first).
 MAX_ENTITIES_PER_MEMORY = 12
 #: Kind of a lone capitalised word at a sentence start that no list marks as ordinary vocabulary ("Postgres
-#: is slow", but also "Appreciate it!"): ``link_entities`` links it only to an entity the store already
-#: knows (named mid-sentence in some memory), so sentence starts add no new entities of their own.
+#: is slow", but also "Appreciate it!"). Stored and linked like any entity; a later use of another kind
+#: (a mid-sentence "Postgres") promotes the stored kind. Recall treats unpromoted ones as unconfirmed.
 MAYBE_NAME = "maybe_name"
 #: Longest entity name kept (characters); longer tokens are data, not names.
 MAX_NAME_CHARS = 80
@@ -76,6 +77,7 @@ _VERSIONED = frozenset(
     ubuntu debian macos ios android kernel linux gcc clang llvm rails numpy pandas torch pytorch tensorflow
     cuda docker kubernetes helm terraform pip poetry uv tag bump bumped upgrade upgraded pin pinned""".split()
 )
+_WORD_BEFORE = re.compile(r"([A-Za-z][\w+#-]*)\s+$")
 _CODE = re.compile(r"`([^`\s]{2,80})`")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]")  # --no-verify
 _DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+(?:\(\))?")  # os.path.join, Store.remember()
@@ -217,8 +219,7 @@ def _is_path(raw: str) -> bool:
 
 def _versioned(text: str, start: int) -> bool:
     """True when the word before a two-part number marks it as a version (capitalised or a software word)."""
-    before = text[max(0, start - 24):start]
-    m = re.search(r"([A-Za-z][\w+#-]*)\s+$", before)
+    m = _WORD_BEFORE.search(text[max(0, start - 24):start])
     return bool(m) and (not m.group(1).islower() or m.group(1).lower() in _VERSIONED)
 
 
@@ -295,11 +296,10 @@ def _initial_kind(text: str, word: str, end: int, mid: set[str]) -> str:
 
 def link_entities(conn: apsw.Connection, memory_id: int, entities: list[tuple[str, str]]) -> None:
     """Record ``entities`` (from ``extract_entities``) for ``memory_id`` inside the caller's transaction:
-    upsert each entity (``df`` + 1; the first kind seen is kept; a ``maybe_name`` only if the store already
-    has it), link it to the memory, and add 1 to the
-    co-occurrence edge of every new pair, in both directions. Entities already linked to the memory are
-    skipped, so linking twice does not count twice. Raises ``apsw.Error`` if the entity tables are missing
-    (before migration m004)."""
+    upsert each entity (``df`` + 1; the first kind seen is kept, except that a stored ``maybe_name`` takes
+    the kind of a later, surer use), link it to the memory, and add 1 to the co-occurrence edge of every
+    new pair, in both directions. Entities already linked to the memory are skipped, so linking twice does
+    not count twice. Raises ``apsw.Error`` if the entity tables are missing (before migration m004)."""
     linked = {str(r[0]) for r in conn.execute(
         "SELECT e.name FROM memory_entities me JOIN entities e ON e.id = me.entity_id WHERE me.memory_id = ?",
         (memory_id,)).fetchall()}
@@ -307,14 +307,11 @@ def link_entities(conn: apsw.Connection, memory_id: int, entities: list[tuple[st
     for name, kind in entities:
         if name in linked:
             continue
-        if kind == MAYBE_NAME:
-            known = conn.execute("SELECT id FROM entities WHERE name = ? AND df > 0", (name,)).fetchall()
-            if not known:
-                continue
         linked.add(name)
         eid = int(conn.execute(
-            "INSERT INTO entities(name, kind, df) VALUES (?, ?, 1)"
-            " ON CONFLICT(name) DO UPDATE SET df = df + 1 RETURNING id", (name, kind)).fetchall()[0][0])
+            "INSERT INTO entities(name, kind, df) VALUES (?, ?, 1) ON CONFLICT(name) DO UPDATE SET df = df + 1,"
+            " kind = CASE WHEN kind = ? THEN excluded.kind ELSE kind END RETURNING id",
+            (name, kind, MAYBE_NAME)).fetchall()[0][0])
         conn.execute("INSERT INTO memory_entities(memory_id, entity_id) VALUES (?, ?)", (memory_id, eid))
         ids.append(eid)
     pairs = [p for a, b in itertools.combinations(sorted(set(ids)), 2) for p in ((a, b), (b, a))]

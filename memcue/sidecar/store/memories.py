@@ -363,6 +363,22 @@ class Store:
             f"SELECT id FROM memories WHERE id IN ({marks}) AND superseded_by IS NULL", ids).fetchall()
         return {int(r[0]) for r in rows}
 
+    def session_neighbours(self, ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
+        """For each memory, the previous and next non-bookkeeping memory of the same session (by
+        ``created_at``, then id): ``id -> (previous id or None, next id or None)``. Memories without a
+        session have no neighbours."""
+        ids = list(dict.fromkeys(int(i) for i in ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        side = ("SELECT m.id FROM memories m WHERE m.session_id = s.session_id AND m.bookkeeping = 0"
+                " AND (m.created_at, m.id) {op} (s.created_at, s.id)"
+                " ORDER BY m.created_at {order}, m.id {order} LIMIT 1")
+        sql = (f"SELECT s.id, ({side.format(op='<', order='DESC')}), ({side.format(op='>', order='ASC')})"
+               f" FROM memories s WHERE s.id IN ({marks}) AND s.session_id != ''")
+        rows = self._reader().execute(sql, ids).fetchall()
+        return {int(r[0]): (r[1], r[2]) for r in rows}
+
     def set_baselines(self, items: Sequence[tuple[int, float]]) -> None:
         """Store each memory's ``baseline`` cosine ``(memory id, value)`` (see ``recall.baseline``)."""
         with self._write_lock, self._writer:

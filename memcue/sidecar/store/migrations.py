@@ -124,6 +124,12 @@ def m005_versions_and_baseline(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m006_session_order(conn: apsw.Connection) -> None:
+    # A memory's neighbours in its session (recall's session-context boost, layers' session context).
+    conn.execute("CREATE INDEX memories_session_created ON memories(session_id, created_at, id)")
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

@@ -1,0 +1,33 @@
+"""Which recalled memories a prompt hook injects (the automatic path, where nobody reviews the list).
+
+A person asking a question sees every supported and weak result, labelled. A hook puts memories in front
+of the model unasked, so it is stricter: only an answer whose tier is ``supported``, only results labelled
+``supported`` (never ``weak``), and only those close to the best one: a result whose cosine similarity is
+more than ``INJECT_COSINE_GAP`` below the best injected result's is left out (it answers something nearby,
+not this prompt). Results without a cosine (keyword-only answers) are kept. When the prompt asks what the
+user requested earlier and captured prompts answer it, only those are injected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Largest cosine gap (similarity units) between the best injected memory and any other. 0.10: on the
+#: coding-memory set, relevant second memories sat within 0.10 of the first while most off-topic ones
+#: trailed by 0.12 or more (benchmarks/results/coding_recall.md).
+INJECT_COSINE_GAP = 0.10
+
+
+def injectable(answer: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """The results of a recall ``answer`` a prompt hook injects, best first, at most ``limit``."""
+    if answer.get("tier") != "supported":
+        return []
+    chosen = [r for r in answer["results"] if r.get("tier") == "supported"]
+    if answer.get("query_type") == "request_recall" and any(r.get("memory_kind") == "request" for r in chosen):
+        chosen = [r for r in chosen if r.get("memory_kind") == "request"]
+    cosines = [r["channel_scores"].get("semantic") for r in chosen]
+    known = [c for c in cosines if c is not None]
+    if known:
+        best = max(known)
+        chosen = [r for r, c in zip(chosen, cosines, strict=True) if c is None or c >= best - INJECT_COSINE_GAP]
+    return chosen[:limit]
