@@ -182,7 +182,7 @@ def test_owner_check_and_baseline_in_support_features() -> None:
     assert owner_of("We pinned httpx") == ""
     mine = Support(cosine=0.6, baseline=0.1, query_people=["caroline"],
                    content="[8 May 2023] Melanie: I painted a lake at sunrise")
-    assert mine.owner_mismatch and support_label(mine) == "related"
+    assert mine.owner_mismatch and support_label(mine) == "weak"
     # A memory close to every question (high baseline) gets no free pass from closeness alone.
     generic = Support(cosine=0.6, baseline=0.4)
     assert support_label(generic) != "supported"

@@ -4,7 +4,9 @@ A person asking a question sees every supported and weak result, labelled. A hoo
 of the model unasked, so it is stricter: only an answer whose tier is ``supported``, only results labelled
 ``supported`` (never ``weak``), and only those close to the best one: a result whose cosine similarity is
 more than ``INJECT_COSINE_GAP`` below the best injected result's is left out (it answers something nearby,
-not this prompt). Results without a cosine (keyword-only answers) are kept. When the prompt asks what the
+not this prompt). The gap applies to results supported by closeness only: one supported because it
+carries the prompt's rare words (``support`` "words") stays. Results without a cosine (keyword-only
+answers) are kept. When the prompt asks what the
 user requested earlier and captured prompts answer it, only those are injected.
 """
 
@@ -29,5 +31,6 @@ def injectable(answer: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     known = [c for c in cosines if c is not None]
     if known:
         best = max(known)
-        chosen = [r for r, c in zip(chosen, cosines, strict=True) if c is None or c >= best - INJECT_COSINE_GAP]
+        chosen = [r for r, c in zip(chosen, cosines, strict=True)
+                  if c is None or c >= best - INJECT_COSINE_GAP or r.get("support") == "words"]
     return chosen[:limit]

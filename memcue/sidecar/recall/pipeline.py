@@ -355,14 +355,15 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
                                 query_terms=len(kq.terms), rerank=rerank_scores.get(mid),
                                 shared_entity=bool(shared.get(mid)), gibberish=gibberish, unknown_names=unknown,
                                 question=question, query_people=people, content=row["content"],
-                                owner=owners.get(mid, ""))
-        label = tiers.support_label(support) if services.config.support_gate else tiers.SUPPORTED
+                                owner=owners.get(mid, ""), session_context=mid in session_boost)
+        label, reason = tiers.judge(support) if services.config.support_gate else (tiers.SUPPORTED, "gate_off")
         channel_scores = {name: round(s[mid], 4) for name, s in scores.items() if mid in s}
         if ev.cosine is not None:
             channel_scores.setdefault(SEMANTIC, round(ev.cosine, 4))
         if mid in rerank_scores:
             channel_scores["rerank"] = round(rerank_scores[mid], 4)
         item = _result(row, score, label, now, channel_scores, cues)
+        item["support"] = reason
         if mid in boosts:
             item["boost"] = round(boosts[mid], 5)
         if unknown:

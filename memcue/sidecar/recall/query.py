@@ -23,7 +23,8 @@ STOP_WORDS = frozenset(
     this those through to too under until up very was wasn't we we're we've were weren't what what's when
     where which while who whom why will with won't would wouldn't you you're your yours yourself
     yourselves again also get got please thanks thank hey hi ok okay tell know think want like way
-    use used using make sure need needs thing things something anything us via per etc re one""".split()
+    use used using make sure need needs thing things something anything us via per etc re one still already
+    actually really even much many lot bit quite rather anyway""".split()
 )
 #: At most this many words go into one MATCH expression (the rarest are kept by the caller's order).
 MAX_TERMS = 32
@@ -76,8 +77,8 @@ _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ers", "er"
 
 
 def stem(word: str) -> str:
-    """A light suffix-stripping stem, enough to match "retries" with "retry" and "formatting" with
-    "format" when naming cue terms (FTS5's porter stemmer does the matching itself)."""
+    """A light suffix-stripping stem, enough to match "retries" with "retry", "formatting" with "format" and
+    "changed" with "change" when naming cue terms (FTS5's porter stemmer does the matching itself)."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             base = word[: -len(suffix)]
@@ -86,6 +87,8 @@ def stem(word: str) -> str:
             if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
                 return base[:-1]  # formatt -> format, runn -> run
             return base
+    if len(word) > 4 and word.endswith("e"):
+        return word[:-1]  # change -> chang, as "changed" -> chang
     return word
 
 

@@ -10,8 +10,10 @@ Each memory is judged on its own, from its ``Support`` features:
 - a named entity in common with the query;
 - whether the query looks like gibberish (most of its words are in no memory), or names something
   (a person, a file, an identifier) that no memory in scope names at all;
-- the owner check: a memory attributed to one speaker ("Name: …") does not answer a question about another
-  person it does not mention.
+- session context: the memory sits right next to one of the best matches in the same session (the reply
+  to a matched question, say): shown as weak context, never injected;
+- the owner check: a memory attributed to one speaker ("Name: …") does not support a question about another
+  person it does not mention; it is at most weak.
 
 Queries with no question word ("pinned httpx") are held to carrying their words. A memory is
 ``supported``, ``weak`` (shown, labelled) or ``related``.
@@ -42,6 +44,11 @@ STRONG_COSINE = 0.55
 #: LoCoMo (0.46, benchmarks/results/calibrate_floor.json), so another conversation's turns stay out, while a
 #: name written differently ("Swiss" vs "CHF") does not sink a close memory.
 UNKNOWN_NAME_COSINE = 0.50
+#: Share of the query's key terms that, carried with any closeness, is support on its own ("carries every
+#: rare word": with the usual four key terms, three of them). Needs at least ``ALL_KEYS_MIN`` key terms: with
+#: one or two, carrying them all is too easy.
+ALL_KEYS_COVERAGE = 0.75
+ALL_KEYS_MIN = 3
 #: Cross-encoder score (logit) above which the reranker alone supports a memory (ms-marco models: > 0
 #: means more likely relevant than not).
 RERANK_SUPPORT = 0.0
@@ -90,6 +97,7 @@ class Support:
     query_people: list[str] = field(default_factory=list)
     content: str = ""
     owner: str = ""
+    session_context: bool = False
 
     @property
     def key_coverage(self) -> float:
@@ -118,14 +126,16 @@ class Support:
         return not any(p in low for p in self.query_people)
 
 
-def support_label(s: Support) -> str:
-    """``supported``, ``weak`` or ``related`` for one memory."""
-    if s.gibberish or s.owner_mismatch:
-        return RELATED
+def judge(s: Support) -> tuple[str, str]:
+    """``(label, reason)`` for one memory: label ``supported``, ``weak`` or ``related``; reason says what
+    carried a supported/weak label: "close" (meaning), "words" (it carries the query's rare words),
+    "reranker", "context" (session neighbour), "owner" (someone else's words), or "" for related."""
+    if s.gibberish:
+        return RELATED, ""
     if s.unknown_names and (s.cosine is None or s.cosine < UNKNOWN_NAME_COSINE):
-        return RELATED
+        return RELATED, ""
     if s.rerank is not None:
-        return SUPPORTED if s.rerank > RERANK_SUPPORT else RELATED
+        return (SUPPORTED, "reranker") if s.rerank > RERANK_SUPPORT else (RELATED, "")
     margin = s.margin
     above_baseline = margin is not None and margin >= SUPPORT_MARGIN
     close = s.cosine is not None and s.cosine >= SUPPORT_COSINE and above_baseline
@@ -134,10 +144,23 @@ def support_label(s: Support) -> str:
     near = s.cosine is None or s.cosine >= COSINE_FLOOR - WORDED_COSINE_SLACK
     if not s.question:  # a bare statement or keyword query: hold it to carrying its words
         if worded and near:
-            return SUPPORTED
-        return WEAK if close else RELATED
+            return SUPPORTED, "words"
+        return (WEAK, "close") if close else (RELATED, "")
+    if s.owner_mismatch:  # someone else's words: shown to a person (labelled), never injected
+        return (WEAK, "owner") if close or worded or s.shared_entity else (RELATED, "")
     if strong or (close and (worded or s.shared_entity)):
-        return SUPPORTED
-    if close or ((worded or s.shared_entity) and near):
-        return WEAK
-    return RELATED
+        return SUPPORTED, "close"
+    if near and len(s.key_terms) >= ALL_KEYS_MIN and s.key_coverage >= ALL_KEYS_COVERAGE:
+        return SUPPORTED, "words"
+    if close:
+        return WEAK, "close"
+    if (worded or s.shared_entity) and near:
+        return WEAK, "words"
+    if s.session_context:  # next to a top match in the same session (often its reply): context, labelled
+        return WEAK, "context"
+    return RELATED, ""
+
+
+def support_label(s: Support) -> str:
+    """``supported``, ``weak`` or ``related`` for one memory (see ``judge``)."""
+    return judge(s)[0]
