@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench bench-locomo bench-hook bench-coding clean
+.PHONY: demo test lint bench bench-locomo bench-hook bench-coding bench-ablation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,13 +24,16 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check memcue tests benchmarks
 
-bench: bench-hook bench-locomo
+bench: bench-hook bench-locomo bench-ablation bench-coding
 
 bench-hook: $(STAMP)
 	$(BIN)/python benchmarks/hook_latency.py
 
 bench-locomo: $(STAMP)
 	$(BIN)/python benchmarks/locomo_recall.py
+
+bench-ablation: $(STAMP)
+	$(BIN)/python benchmarks/locomo_ablation.py
 
 bench-coding: $(STAMP)
 	$(BIN)/python benchmarks/coding_recall.py

@@ -45,6 +45,7 @@ from locomo_report import LIMIT, by_category, score  # noqa: E402
 
 from memcue.sidecar.config import RecallConfig  # noqa: E402
 from memcue.sidecar.embedding import Embedder  # noqa: E402
+from memcue.sidecar.injection import injectable  # noqa: E402
 from memcue.sidecar.recall import boosts, pipeline  # noqa: E402
 from memcue.sidecar.recall.baseline import baselines, probe_vectors  # noqa: E402
 from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL  # noqa: E402
@@ -53,6 +54,8 @@ from memcue.sidecar.store.memories import NewMemory, Store  # noqa: E402
 #: Code whose change invalidates a cached store (what is written per memory).
 STORE_CODE = ("memcue/sidecar/store/memories.py", "memcue/sidecar/store/entities.py",
               "memcue/sidecar/store/migrations.py", "memcue/sidecar/recall/baseline.py", "memcue/sidecar/assets.py")
+#: Results a prompt hook injects at most (``MEMCUE_HOOK_RECALL_LIMIT`` default).
+HOOK_LIMIT = 8
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "memcue-bench"
 
 #: Configurations: request overrides (channels, weights) and whether the support gate and boosts are on.
@@ -132,7 +135,8 @@ def ask(store: Store, emb: Embedder, questions: list[Question], config: dict[str
             ids = [r["memory_id"] for r in answer["results"]]
             rows = store.fetch(ids)
             out.append({"ranked": [rows[i]["metadata"].get("dia_id", "?") for i in ids], "tier": answer["tier"],
-                        "ms": answer["retrieval_time_ms"], "query_type": answer["query_type"]})
+                        "ms": answer["retrieval_time_ms"], "query_type": answer["query_type"],
+                        "injects": bool(injectable(answer, HOOK_LIMIT))})
     return out
 
 
@@ -172,7 +176,12 @@ def markdown(report: dict[str, Any]) -> str:
                   f"| answerable asked of another conversation's store: none or related | {a['cross_store']} |"
                   " >= 0.90 |",
                   f"| answerable in their own store: none or related | {a['own_store']} | <= 0.05 |",
-                  f"| adversarial (category 5): supported | {a['adversarial_supported']} | low |"]
+                  f"| adversarial (category 5): supported | {a['adversarial_supported']} | low |",
+                  "| adversarial (category 5): a prompt hook would inject something | "
+                  f"{a['adversarial_injected']} | low |",
+                  f"| answerable asked of another conversation's store: a prompt hook would inject | "
+                  f"{a['cross_store_injected']} | low |",
+                  f"| answerable in their own store: a prompt hook would inject | {a['own_store_injected']} | high |"]
     return "\n".join(lines) + "\n"
 
 
@@ -240,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         report["abstention"] = {
             "cross_store": abstained_share(cross), "own_store": abstained_share(own),
             "adversarial_supported": round(1 - abstained_share(adv), 4),
+            "adversarial_injected": round(sum(a["injects"] for a in adv) / max(1, len(adv)), 4),
+            "cross_store_injected": round(sum(a["injects"] for a in cross) / max(1, len(cross)), 4),
+            "own_store_injected": round(sum(a["injects"] for a in own) / max(1, len(own)), 4),
             "cross_store_by_type": {t: abstained_share([a for a in cross if a["query_type"] == t])
                                     for t in sorted({a["query_type"] for a in cross})},
         }

@@ -170,6 +170,15 @@ def test_project_scope_and_excluded_kinds(store: Store, embedder: Embedder) -> N
     assert everywhere.items[0][0] == ids[WEB[0]]
 
 
+def test_a_captured_prompt_does_not_reload_a_scope_without_requests(store: Store, embedder: Embedder) -> None:
+    index = HopfieldIndex()
+    _run(store, embedder, "kafka", index)
+    store.remember(NewMemory("can you check the kafka lag", project="api", kind="request"))
+    _embed_pending(store, embedder)
+    _run(store, embedder, "kafka", index)  # the default scope excludes captured prompts
+    assert index.loads == 1
+
+
 def test_the_cache_reloads_after_a_write(store: Store, embedder: Embedder) -> None:
     index = HopfieldIndex()
     query = "what broke in the kafka consumer?"
@@ -180,12 +189,13 @@ def test_the_cache_reloads_after_a_write(store: Store, embedder: Embedder) -> No
     new = store.remember(NewMemory("The kafka consumer crashed on a poison message; it now goes to a DLQ",
                                    project="api"))
     before_embedding = _run(store, embedder, query, index)
-    assert index.loads == 2  # the write bumped the generation
+    assert index.loads == 1  # a row without a vector changes no matrix: no reload
     assert new.id not in {mid for mid, _ in before_embedding.items}  # no vector yet
     assert before_embedding.detail["matrix_rows"] == first.detail["matrix_rows"]
-    _embed_pending(store, embedder)  # set_embeddings does not bump the generation; the pending count moves
+    store.remember(NewMemory("please look at the kafka consumer", project="api", kind="request"))
+    _embed_pending(store, embedder)  # both rows get vectors: the note's kind moved, so the scope reloads
     after = _run(store, embedder, query, index)
-    assert index.loads == 3
+    assert index.loads == 2
     assert after.detail["matrix_rows"] == first.detail["matrix_rows"] + 1
     assert after.items[0][0] == new.id
 

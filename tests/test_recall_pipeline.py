@@ -282,3 +282,19 @@ def test_ranking_mode_prefers_fresh_memories(store: Store, embedder: Embedder, m
     assert answer["results"] and all("ranking_score" in r for r in answer["results"])
     scores = [r["ranking_score"] for r in answer["results"]]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_C16_no_channel_crosses_projects(tmp_path: Path, embedder: Embedder) -> None:
+    s = Store(tmp_path / "c16.db")
+    s.remember(NewMemory("use jwt middleware v8 with clock-skew 30s", project="/w/billing-api", kind="decision",
+                         created_at=NOW - 2 * DAY))
+    s.remember(NewMemory("JWT tokens are refreshed by the AuthGate component", project="/w/other/app",
+                         created_at=NOW - 2 * DAY))
+    s.remember(NewMemory("Team rule: every PR needs one review", project="", created_at=NOW - 2 * DAY))
+    _embed_all(s, embedder)
+    for query in ("how do we handle jwt here?", "what did we decide about jwt middleware v8 two days ago?",
+                  "clock-skew", "AuthGate jwt"):
+        answer = recall(s, embedder, RecallRequest(query, project="/w/web-ui", now=NOW), RecallServices())
+        assert all(r["project"] in ("/w/web-ui", "") for r in answer["results"]), (query, answer["results"])
+        assert all(status != "error" for status in answer["channel_status"].values()), answer["channel_notes"]
+    s.close()

@@ -82,16 +82,16 @@ class _Entry:
     valid while the store's ``signature`` is unchanged."""
 
     store_ref: weakref.ref[Store]
-    signature: tuple[int, int | None, int]
+    signature: tuple[Any, ...]
     ids: np.ndarray
     matrix: np.ndarray
 
 
-def _signature(store: Store) -> tuple[int, int | None, int]:
-    """What tells a cached matrix it is stale: ``generation`` (bumped by every write), the bound vector
-    dimension, and the count of rows still waiting for a vector (``set_embeddings`` lowers it without
-    bumping ``generation``; the count reads a partial index, microseconds)."""
-    return store.generation, store.vector_dim, store.count_pending()
+def _signature(store: Store, exclude_kinds: tuple[str, ...]) -> tuple[Any, ...]:
+    """What tells a cached matrix it is stale: ``Store.vector_signature`` for the scope's kinds (a vector
+    written, a row superseded, the table bound). A captured prompt written by the prompt hook does not
+    make a scope that excludes requests reload."""
+    return store.vector_signature(exclude_kinds)
 
 
 class HopfieldIndex:
@@ -137,19 +137,20 @@ class HopfieldIndex:
         shapes (0,) and (0, 0). Raises what ``Store.vector_matrix`` raises (``apsw.Error``).
         """
         key = (id(store), store.path, project, tuple(sorted(set(exclude_kinds))))
-        hit = self._lookup(key, store)
+        hit = self._lookup(key, store, key[3])
         if hit is not None:
             return hit
         with self._lock:
             scope_lock = self._loading.setdefault(key, threading.Lock())
         with scope_lock:
-            hit = self._lookup(key, store)  # another thread may have loaded it while we waited
+            hit = self._lookup(key, store, key[3])  # another thread may have loaded it while we waited
             if hit is not None:
                 return hit
             return self._load(key, store, project, tuple(exclude_kinds))
 
-    def _lookup(self, key: tuple[Any, ...], store: Store) -> tuple[np.ndarray, np.ndarray] | None:
-        signature = _signature(store)
+    def _lookup(self, key: tuple[Any, ...], store: Store,
+                exclude_kinds: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+        signature = _signature(store, exclude_kinds)
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None and entry.store_ref() is store and entry.signature == signature:
@@ -160,7 +161,7 @@ class HopfieldIndex:
     def _load(
         self, key: tuple[Any, ...], store: Store, project: str | None, exclude_kinds: tuple[str, ...]
     ) -> tuple[np.ndarray, np.ndarray]:
-        signature = _signature(store)  # read before loading: a write during the load makes the entry stale
+        signature = _signature(store, key[3])  # read before loading: a write during the load makes the entry stale
         t0 = time.perf_counter()
         ids_list, blob = store.vector_matrix(project=project, exclude_kinds=exclude_kinds)
         ids = np.asarray(ids_list, dtype=np.int64)

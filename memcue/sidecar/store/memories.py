@@ -84,6 +84,10 @@ class Store:
         self._writer, self.vec = connect(self.path, want_vec=want_vec)
         migrate(self._writer)
         self.generation = 0
+        #: Per memory kind, how many times its vectors changed (set_embeddings) plus ``_version_changes``
+        #: (updates, which hide a row): a vector cache of some kinds is stale only when these move.
+        self.vector_generations: dict[str, int] = {}
+        self._version_changes = 0
         self.vector_dim: int | None = None
         self.vector_note = "" if self.vec.available else f"sqlite-vec unavailable: {self.vec.error}"
 
@@ -239,6 +243,7 @@ class Store:
                 "UPDATE memories SET superseded_by = ?, superseded_at = ?, valid_to = coalesce(valid_to, ?)"
                 " WHERE id = ?", (new.id, now, now, memory_id))
             self.generation += 1
+            self._version_changes += 1
         return new
 
     def pending_embeddings(self, limit: int = 64) -> list[tuple[int, str, str, dict[str, Any]]]:
@@ -258,6 +263,8 @@ class Store:
         """
         with self._write_lock, self._writer:
             for mid, blob in items:
+                for (kind,) in self._writer.execute("SELECT kind FROM memories WHERE id = ?", (mid,)).fetchall():
+                    self.vector_generations[kind] = self.vector_generations.get(kind, 0) + 1
                 self._writer.execute("DELETE FROM memories_vec WHERE rowid = ?", (mid,))
                 self._writer.execute(
                     "INSERT INTO memories_vec(rowid, embedding, project, kind)"
@@ -378,6 +385,13 @@ class Store:
                f" FROM memories s WHERE s.id IN ({marks}) AND s.session_id != ''")
         rows = self._reader().execute(sql, ids).fetchall()
         return {int(r[0]): (r[1], r[2]) for r in rows}
+
+    def vector_signature(self, exclude_kinds: Sequence[str] = ()) -> tuple[Any, ...]:
+        """Changes whenever the set of current vectors of the kinds not in ``exclude_kinds`` may have changed
+        (a vector written, a row superseded, the vector table bound): a cache key for vector matrices.
+        Writing a captured prompt does not change the signature of a scope that excludes requests."""
+        kinds = tuple(sorted((k, g) for k, g in self.vector_generations.items() if k not in exclude_kinds))
+        return self.vector_dim, self._version_changes, kinds
 
     def set_baselines(self, items: Sequence[tuple[int, float]]) -> None:
         """Store each memory's ``baseline`` cosine ``(memory id, value)`` (see ``recall.baseline``)."""
