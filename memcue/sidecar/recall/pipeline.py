@@ -269,6 +269,21 @@ def _unknown_names(store: Store, query: str, project: str | None) -> tuple[list[
     return unknown, people
 
 
+def _pinned(store: Store, req: RecallRequest, filters: Filters, now: float,
+            judged: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scope's pinned memories not already among ``judged``, newest first, as related results."""
+    seen = {r["memory_id"] for r in judged}
+    rows = store.list_memories(project=req.project, limit=RELATED_LIMIT * 2, include_bookkeeping=False,
+                               pinned_only=True, kinds_excluded=("request",))
+    out = []
+    for row in rows:
+        if row["id"] not in seen and filters.keeps(row):
+            item = _result(row, 0.0, tiers.RELATED, now, {}, [])
+            item["support"] = "pinned"
+            out.append(item)
+    return out[:RELATED_LIMIT]
+
+
 def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
            services: RecallServices | None = None) -> dict[str, Any]:
     """Run the pipeline and return the contract response as a dict.
@@ -381,11 +396,13 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
         for r in supported:
             r["score"] = r.pop("fused_score")
     warming = SEMANTIC in req.channels and is_warming(store, embedder)
+    pinned = [] if supported or not req.query.strip() else _pinned(store, req, filters, now, judged)
     if supported:
         tier, out, note, reason = tiers.SUPPORTED, supported[:limit], "", None
-    elif judged:
-        pinned_first = sorted(judged, key=lambda r: not r["pinned"])
-        tier, out, note, reason = "related", pinned_first[:RELATED_LIMIT], tiers.NOTE_RELATED, None
+    elif judged or pinned:
+        # Pinned memories return when nothing else does: first in a related answer, labelled.
+        related = pinned + sorted(judged, key=lambda r: not r["pinned"])
+        tier, out, note, reason = "related", related[:RELATED_LIMIT], tiers.NOTE_RELATED, None
         for r in out:
             r["tier"] = tiers.RELATED
     elif evidence:

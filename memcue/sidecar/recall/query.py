@@ -106,14 +106,17 @@ TIME_WORDS = frozenset(
 def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...]) -> tuple[list[str], bool]:
     """The query's key terms and whether it looks like gibberish, from each term's document frequency.
 
-    Key terms: up to ``KEY_TERMS`` words found in at least one memory, rarest first (ties keep query
-    order), time words (``TIME_WORDS``) left out unless nothing else is known. Gibberish: fewer than half
-    of the query's words are found in any memory.
+    Key terms: up to ``KEY_TERMS`` of the query's words, rarest first by document frequency (ties keep
+    query order), time words (``TIME_WORDS``) left out. A word no memory carries is the rarest of all: it
+    stays a key term, so a memory that lacks the question's distinctive words ("service worker caching")
+    is not taken as support because it shares the common ones ("web app"). Gibberish: none of the query's
+    words (other than time words) is found in any memory; then there are no key terms.
     """
-    known = [t for t in terms if doc_freq.get(t, 0) > 0]
-    topical = [t for t in known if t not in TIME_WORDS] or known
-    ranked = sorted(topical, key=lambda t: (doc_freq[t], terms.index(t)))
-    return ranked[:KEY_TERMS], len(known) * 2 < len(terms)
+    asked = [t for t in terms if t not in TIME_WORDS] or list(terms)
+    if not any(doc_freq.get(t, 0) > 0 for t in asked):
+        return [], bool(asked)
+    ranked = sorted(asked, key=lambda t: (doc_freq.get(t, 0), terms.index(t)))
+    return ranked[:KEY_TERMS], False
 
 
 def cue_terms(query_terms: tuple[str, ...], content: str) -> list[str]:
