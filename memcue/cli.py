@@ -83,7 +83,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if not args.query.strip():
         print("memcue: the question is empty", file=sys.stderr)
         return EXIT_USAGE
-    from memcue.sidecar.recall.session import resolve_session_id
+    from memcue.session import resolve_session_id
 
     fields: dict[str, Any] = {"project": project, "limit": args.limit, "mode": "keyword" if args.keyword else "full",
                               "session_id": resolve_session_id(args.session_id, os.environ) or "cli:recall"}

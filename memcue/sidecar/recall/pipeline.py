@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from memcue.session import is_synthetic
 from memcue.sidecar.config import RecallConfig
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall import classify as qclass
@@ -45,7 +46,6 @@ from memcue.sidecar.recall.hopfield import HopfieldIndex, hopfield_channel
 from memcue.sidecar.recall.query import cue_terms, key_terms, keyword_query, words
 from memcue.sidecar.recall.ranking import ranking_enabled, rerank_by_ranking
 from memcue.sidecar.recall.rerank import Reranker
-from memcue.sidecar.recall.session import is_synthetic
 from memcue.sidecar.recall.temporal import temporal_channel
 from memcue.sidecar.recall.working_set import WorkingSets
 from memcue.sidecar.store.entities import extract_entities

@@ -1,8 +1,8 @@
 """Which session a recall belongs to, and whether that session is real.
 
 A *real* session is one agent conversation (a Claude Code session, say); its recalls share a working set
-(``working_set.py``). A *synthetic* session id names a channel rather than a conversation (every HTTP call,
-every MCP tool call, every CLI run, probes, the engine itself); such ids start with one of
+(``sidecar/recall/working_set.py``). A *synthetic* session id names a channel rather than a conversation
+(every HTTP call, every MCP tool call, every CLI run, probes, the engine itself); such ids start with one of
 ``SYNTHETIC_PREFIXES`` and never enter a working set, so unrelated calls cannot bias each other.
 
 Resolution order (issue 3, item 9): ``MEMCUE_SESSION_ID``, ``CLAUDE_SESSION_ID``, ``CLAUDE_CODE_SESSION_ID``
