@@ -13,10 +13,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memcue.client import Client
 from memcue.hooks.locations import Locations
+from memcue.sidecar.embedding import Embedder
+from memcue.sidecar.recall.baseline import baselines, probe_vectors
+from memcue.sidecar.store.memories import Store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -148,3 +152,24 @@ def context_of(proc: subprocess.CompletedProcess[bytes]) -> str:
     data = json.loads(out)
     assert set(data) == {"hookSpecificOutput"}
     return data["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.fixture(scope="session")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """The real default embedding model, loaded once per test session (assembled from packages, offline)."""
+    emb = Embedder(tmp_path_factory.mktemp("models"))
+    emb.load()
+    assert emb.state == "ready", emb.error
+    return emb
+
+
+def embed_all(store: Store, emb: Embedder) -> None:
+    """Bind the model and embed every pending memory with its baseline, as the sidecar's worker does."""
+    store.bind_model(emb.model_id, emb.dim)
+    rows = store.pending_embeddings(100_000)
+    if not rows:
+        return
+    matrix = np.vstack(emb.embed([content for _, content, _, _ in rows]))
+    store.set_embeddings([(mid, matrix[i].tobytes()) for i, (mid, _, _, _) in enumerate(rows)])
+    base = baselines(matrix, probe_vectors(emb.embed))
+    store.set_baselines([(mid, float(base[i])) for i, (mid, _, _, _) in enumerate(rows)])

@@ -33,14 +33,6 @@ WEB = ["Pinned react to 18.2 until the router upgrade lands"]
 GLOBAL = ["Always write commit messages in the imperative mood"]
 
 
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    e = Embedder(tmp_path_factory.mktemp("models"))
-    e.load()
-    assert e.state == "ready", e.error
-    return e
-
-
 def _embed_pending(store: Store, embedder: Embedder) -> None:
     pending = store.pending_embeddings(1000)
     vectors = embedder.embed([text for _, text, _, _ in pending])

@@ -12,13 +12,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
+from conftest import embed_all
 
 from memcue.sidecar.config import RecallConfig, load_config
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall import classify
-from memcue.sidecar.recall.baseline import baselines, probe_vectors
 from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL
 from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.pipeline import KEYWORD_CHANNELS, RecallRequest, RecallServices, recall
@@ -45,25 +44,6 @@ MEMORIES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    emb = Embedder(tmp_path_factory.mktemp("models"))
-    emb.load()
-    assert emb.state == "ready", emb.error
-    return emb
-
-
-def _embed_all(store: Store, emb: Embedder) -> None:
-    store.bind_model(emb.model_id, emb.dim)
-    rows = store.pending_embeddings(1000)
-    if not rows:
-        return
-    matrix = np.vstack(emb.embed([content for _, content, _, _ in rows]))
-    store.set_embeddings([(mid, matrix[i].tobytes()) for i, (mid, _, _, _) in enumerate(rows)])
-    base = baselines(matrix, probe_vectors(emb.embed))
-    store.set_baselines([(mid, float(base[i])) for i, (mid, _, _, _) in enumerate(rows)])
-
-
 @pytest.fixture
 def store(tmp_path: Path, embedder: Embedder) -> Iterator[Store]:
     s = Store(tmp_path / "m.db")
@@ -71,7 +51,7 @@ def store(tmp_path: Path, embedder: Embedder) -> Iterator[Store]:
                      for c, k, d, p in MEMORIES])
     s.remember(NewMemory("The frontend uses Vite and React 19", kind="decision", project="web",
                          created_at=NOW - 3 * DAY))
-    _embed_all(s, embedder)
+    embed_all(s, embedder)
     yield s
     s.close()
 
@@ -150,7 +130,7 @@ def test_unrelated_question_abstains(tmp_path: Path, embedder: Embedder) -> None
     s = Store(tmp_path / "nopin.db")
     s.remember_many([NewMemory(c, kind=k, project="billing", created_at=NOW - d * DAY)
                      for c, k, d, p in MEMORIES if not p])
-    _embed_all(s, embedder)
+    embed_all(s, embedder)
     answer = ask(s, embedder, "what is the capital of Mongolia?")
     assert answer["tier"] in ("none", "related")
     if answer["tier"] == "none":
@@ -243,7 +223,7 @@ def test_update_supersedes_and_as_of_sees_the_old_version(store: Store, embedder
     old_id = next(r["id"] for r in store.list_memories(project="billing", limit=50) if "httpx" in r["content"])
     new = store.update(old_id, NewMemory("We pinned httpx to 0.28.1 now that the proxy bug is fixed",
                                          kind="decision"))
-    _embed_all(store, embedder)
+    embed_all(store, embedder)
     now_answer = ask(store, embedder, "which httpx version did we pin?")
     ids = [r["memory_id"] for r in now_answer["results"]]
     assert new.id in ids and old_id not in ids
@@ -297,7 +277,7 @@ def test_C16_no_channel_crosses_projects(tmp_path: Path, embedder: Embedder) -> 
     s.remember(NewMemory("JWT tokens are refreshed by the AuthGate component", project="/w/other/app",
                          created_at=NOW - 2 * DAY))
     s.remember(NewMemory("Team rule: every PR needs one review", project="", created_at=NOW - 2 * DAY))
-    _embed_all(s, embedder)
+    embed_all(s, embedder)
     for query in ("how do we handle jwt here?", "what did we decide about jwt middleware v8 two days ago?",
                   "clock-skew", "AuthGate jwt"):
         answer = recall(s, embedder, RecallRequest(query, project="/w/web-ui", now=NOW), RecallServices())

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from memcue.sidecar.recall.channels import GRAPH, ChannelContext, ChannelResult
 from memcue.sidecar.recall.query import STOP_WORDS, words
 from memcue.sidecar.store.entities import MAYBE_NAME, extract_entities
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store.memories import Store, scope_conditions
 
 log = logging.getLogger("memcue.recall")
 
@@ -137,12 +137,7 @@ _N_CACHE: weakref.WeakKeyDictionary[Store, dict[tuple[int, str | None, bool], in
 
 
 def _scope_sql(project: str | None, include_superseded: bool) -> tuple[str, list[object]]:
-    where, args = ["m.bookkeeping = 0"], []
-    if not include_superseded:
-        where.append("m.superseded_by IS NULL")
-    if project is not None:
-        where.append("m.project IN (?, '')")
-        args.append(project)
+    where, args = scope_conditions("m", project=project, include_superseded=include_superseded)
     return " AND ".join(where), args
 
 

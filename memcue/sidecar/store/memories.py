@@ -61,6 +61,29 @@ class WriteResult:
     duplicate: bool = False
 
 
+def scope_conditions(
+    alias: str = "", *, project: str | None = None, exclude_kinds: Sequence[str] = (),
+    include_superseded: bool = False, include_bookkeeping: bool = False,
+) -> tuple[list[str], list[Any]]:
+    """SQL conditions (and their arguments) for the rows a recall may see: ``project`` and global rows
+    (every project when None), not ``exclude_kinds``, not superseded unless ``include_superseded``, not
+    bookkeeping unless ``include_bookkeeping``. ``alias`` prefixes the columns ("m" -> "m.project")."""
+    col = f"{alias}." if alias else ""
+    where: list[str] = []
+    args: list[Any] = []
+    if not include_bookkeeping:
+        where.append(f"{col}bookkeeping = 0")
+    if not include_superseded:
+        where.append(f"{col}superseded_by IS NULL")
+    if project is not None:
+        where.append(f"{col}project IN (?, '')")
+        args.append(project)
+    for kind in exclude_kinds:
+        where.append(f"{col}kind != ?")
+        args.append(kind)
+    return where, args
+
+
 def _row_dict(row: Sequence[Any]) -> dict[str, Any]:
     keys = [c.strip() for c in COLUMNS.split(",")]
     out = dict(zip(keys, row, strict=True))
@@ -287,17 +310,10 @@ class Store:
         kinds_excluded: Sequence[str] = (), pinned_only: bool = False,
     ) -> list[dict[str, Any]]:
         """Newest first. ``project`` None means every project; a project also gets global ("") rows."""
-        where, args = ["superseded_by IS NULL"], []
-        if project is not None:
-            where.append("project IN (?, '')")
-            args.append(project)
-        if not include_bookkeeping:
-            where.append("bookkeeping = 0")
+        where, args = scope_conditions(project=project, exclude_kinds=kinds_excluded,
+                                       include_bookkeeping=include_bookkeeping)
         if pinned_only:
             where.append("pinned = 1")
-        for kind in kinds_excluded:
-            where.append("kind != ?")
-            args.append(kind)
         sql = f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?"
         return [_row_dict(r) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
 
@@ -310,15 +326,9 @@ class Store:
         ``match`` must already be a safe FTS5 expression (see ``recall.query``). Superseded rows only with
         ``include_superseded`` (an ``as_of`` recall).
         """
-        where, args = ["memories_fts MATCH ?", "m.bookkeeping = 0"], [match]
-        if not include_superseded:
-            where.append("m.superseded_by IS NULL")
-        if project is not None:
-            where.append("m.project IN (?, '')")
-            args.append(project)
-        for kind in exclude_kinds:
-            where.append("m.kind != ?")
-            args.append(kind)
+        where, args = scope_conditions("m", project=project, exclude_kinds=exclude_kinds,
+                                       include_superseded=include_superseded)
+        where, args = ["memories_fts MATCH ?", *where], [match, *args]
         sql = (
             "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
             f" WHERE {' AND '.join(where)} ORDER BY bm25(memories_fts), m.id LIMIT ?"
@@ -409,21 +419,14 @@ class Store:
         exclude_kinds: Sequence[str] = (), include_superseded: bool = False,
     ) -> list[dict[str, Any]]:
         """Non-bookkeeping memories created in ``[start, end)`` (Unix s; None = open), newest first."""
-        where, args = ["bookkeeping = 0"], []
-        if not include_superseded:
-            where.append("superseded_by IS NULL")
+        where, args = scope_conditions(project=project, exclude_kinds=exclude_kinds,
+                                       include_superseded=include_superseded)
         if start is not None:
             where.append("created_at >= ?")
             args.append(start)
         if end is not None:
             where.append("created_at < ?")
             args.append(end)
-        if project is not None:
-            where.append("project IN (?, '')")
-            args.append(project)
-        for kind in exclude_kinds:
-            where.append("kind != ?")
-            args.append(kind)
         sql = f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?"
         return [_row_dict(r) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
 
@@ -466,15 +469,9 @@ class Store:
         ids = list(dict.fromkeys(int(i) for i in entity_ids))
         if not ids:
             return []
-        where, args = [f"me.entity_id IN ({','.join('?' * len(ids))})", "m.bookkeeping = 0"], list(ids)
-        if not include_superseded:
-            where.append("m.superseded_by IS NULL")
-        if project is not None:
-            where.append("m.project IN (?, '')")
-            args.append(project)
-        for kind in exclude_kinds:
-            where.append("m.kind != ?")
-            args.append(kind)
+        where, args = scope_conditions("m", project=project, exclude_kinds=exclude_kinds,
+                                       include_superseded=include_superseded)
+        where, args = [f"me.entity_id IN ({','.join('?' * len(ids))})", *where], [*ids, *args]
         sql = (f"SELECT me.memory_id, me.entity_id FROM memory_entities me JOIN memories m ON m.id = me.memory_id"
                f" WHERE {' AND '.join(where)} ORDER BY m.created_at DESC, m.id DESC LIMIT ?")
         return [(int(a), int(b)) for a, b in self._reader().execute(sql, [*args, limit]).fetchall()]
@@ -485,13 +482,8 @@ class Store:
         """Every current vector in scope: ``(ids, concatenated float32 bytes)`` in id order (for Hopfield)."""
         if self.vector_dim is None:
             return [], b""
-        where, args = ["m.superseded_by IS NULL", "m.bookkeeping = 0", "m.embedded = 1"], []
-        if project is not None:
-            where.append("m.project IN (?, '')")
-            args.append(project)
-        for kind in exclude_kinds:
-            where.append("m.kind != ?")
-            args.append(kind)
+        where, args = scope_conditions("m", project=project, exclude_kinds=exclude_kinds)
+        where.append("m.embedded = 1")
         ids = [int(r[0]) for r in self._reader().execute(
             f"SELECT m.id FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id", args).fetchall()]
         found = self.vectors(ids)
