@@ -47,7 +47,7 @@ def _print(data: Any, as_json: bool, text: str) -> None:
 def cmd_remember(args: argparse.Namespace) -> int:
     from memcue.client import Client
 
-    text = args.text if args.text != "-" else sys.stdin.read().rstrip("\n")
+    text = _clean(args.text) if args.text != "-" else _stdin_text().rstrip("\n")
     if not text.strip():
         print("memcue: nothing to remember: the text is empty", file=sys.stderr)
         return EXIT_USAGE
@@ -80,6 +80,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     from memcue.client import Client
 
     project = None if args.all_projects else _project(args)
+    args.query = _clean(args.query)
     if not args.query.strip():
         print("memcue: the question is empty", file=sys.stderr)
         return EXIT_USAGE
@@ -88,6 +89,12 @@ def cmd_recall(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {"project": project, "limit": args.limit, "mode": "keyword" if args.keyword else "full",
                               "session_id": resolve_session_id(args.session_id, os.environ) or "cli:recall"}
     if args.since or args.until:
+        import datetime as dt
+
+        if args.since and args.until and dt.datetime.fromisoformat(args.until) <= dt.datetime.fromisoformat(
+                args.since):
+            print("memcue: --until must be later than --since", file=sys.stderr)
+            return EXIT_USAGE
         fields["window"] = {"from": args.since, "to": args.until}
     if args.as_of:
         fields["as_of"] = args.as_of
@@ -106,7 +113,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     from memcue.client import Client
 
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = _stdin_text() if args.text == "-" else _clean(args.text)
     if not text.strip():
         print("memcue: the memory text is empty", file=sys.stderr)
         return EXIT_USAGE
@@ -255,6 +262,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"memories: {health['counts']['memories']} ({health['counts']['bookkeeping']} bookkeeping, "
             f"{health['counts']['pending_embeddings']} "
             f"{'waiting for vectors' if health['vector_search'] or health['warming_up'] else 'without vectors'})")
+    reranker = health.get("reranker") or {}
+    if reranker.get("status") not in (None, "off"):
+        text += f"\nreranker: {reranker['status']}" + (f" ({reranker['note']})" if reranker.get("note") else "")
+    if health.get("config_error"):
+        text += f"\nconfig problems (those entries are ignored): {health['config_error']}"
     _print({"running": True, **health}, args.json, text)
     return EXIT_OK
 
@@ -294,10 +306,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keyword", action="store_true", help="BM25 keyword search only")
     p.add_argument("--all-projects", action="store_true", help="search every project")
     p.add_argument("--project", help="project path (default: git top-level of the current directory)")
-    p.add_argument("--since", metavar="TIME", help="only memories written at or after TIME (ISO 8601 date/time)")
-    p.add_argument("--until", metavar="TIME", help="only memories written before TIME (ISO 8601)")
-    p.add_argument("--as-of", metavar="TIME", help="what memcue knew at TIME: versions current then (ISO 8601)")
-    p.add_argument("--valid-at", metavar="TIME", help="facts valid at TIME (ISO 8601)")
+    p.add_argument("--since", metavar="TIME", type=_iso_time,
+                   help="only memories written at or after TIME (ISO 8601 date/time)")
+    p.add_argument("--until", metavar="TIME", type=_iso_time, help="only memories written before TIME (ISO 8601)")
+    p.add_argument("--as-of", metavar="TIME", type=_iso_time,
+                   help="what memcue knew at TIME: versions current then (ISO 8601)")
+    p.add_argument("--valid-at", metavar="TIME", type=_iso_time, help="facts valid at TIME (ISO 8601)")
     p.add_argument("--session-id", default="", help="session for the working set (default: MEMCUE_SESSION_ID, "
                    "CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID; none: a synthetic cli: session)")
     p.set_defaults(fn=cmd_recall)
@@ -323,6 +337,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="leave the demo sidecar running and print its MEMCUE_HOME")
     p.set_defaults(fn=cmd_demo)
     return parser
+
+
+def _clean(text: str) -> str:
+    """A command-line argument as valid text: bytes that were not UTF-8 (kept by Python as lone
+    surrogates) become U+FFFD instead of failing later."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _stdin_text() -> str:
+    """All of stdin as text, undecodable bytes as U+FFFD."""
+    return sys.stdin.buffer.read().decode("utf-8", "replace")
+
+
+def _iso_time(text: str) -> str:
+    """An ISO 8601 date or date-time ("2026-10-01", "2026-10-01T09:30:00Z"), checked here so a typo is a
+    usage error (exit 2) with a clear message."""
+    import datetime as dt
+
+    try:
+        dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 date or date-time (e.g. 2026-10-01 or 2026-10-01T09:30:00Z)") from None
+    return text
 
 
 def _limit(text: str) -> int:

@@ -82,10 +82,18 @@ class Client:
             retry = response.headers.get("retry-after")
             raise SidecarBusy(response.json().get("message", "memcue is busy"), float(retry) if retry else None)
         if response.status_code == 422:
-            problems = [f"{'.'.join(str(p) for p in e.get('loc', [])[1:])}: {e.get('msg')}"
-                        for e in response.json().get("detail", [])]
+            problems = []
+            for e in response.json().get("detail", []):
+                where = ".".join(str(p) for p in e.get("loc", [])[1:])
+                problems.append(f"{where}: {e.get('msg')}" if where else str(e.get("msg")))
             raise ClientError("invalid request: " + "; ".join(problems))
         if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail")
+            except ValueError:
+                detail = None
+            if isinstance(detail, str):
+                raise ClientError(detail)
             raise ClientError(f"{method} {path}: HTTP {response.status_code}: {response.text[:500]}")
         return response.json()
 

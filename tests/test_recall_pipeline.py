@@ -311,3 +311,27 @@ def test_a_failing_channel_reports_error_and_the_recall_goes_on(store: Store, em
     answer = ask(store, embedder, "why did we pin httpx?")
     assert answer["channel_status"][GRAPH] == "error" and "corrupted" in answer["channel_notes"][GRAPH]
     assert answer["tier"] == "supported"
+
+
+def test_valid_at_before_an_update_serves_the_old_version(tmp_path: Path) -> None:
+    s = Store(tmp_path / "va.db")
+    old = s.remember(NewMemory("Deploy window is Tuesday mornings", project="p", created_at=NOW - 30 * DAY))
+    new = s.update(old.id, NewMemory("Deploy window is Thursday afternoons", project="p"))
+    before = ask(s, None, "deploy window", project="p", channels=KEYWORD_CHANNELS,
+                 filters=Filters(valid_at=NOW - 10 * DAY))
+    assert [r["memory_id"] for r in before["results"]] == [old.id]
+    current = ask(s, None, "deploy window", project="p", channels=KEYWORD_CHANNELS,
+                  filters=Filters(valid_at=time.time() + 60))
+    assert [r["memory_id"] for r in current["results"]] == [new.id]
+    s.close()
+
+
+def test_a_time_in_the_question_prefers_memories_written_then(store: Store, embedder: Embedder) -> None:
+    # NOW is Thursday 2026-05-28; "last week" is 05-18..05-25: the password procedure (10 days ago) is in it.
+    answer = ask(store, embedder, "what did we change about the staging database password last week?")
+    assert answer["query_type"] == "time" and answer["channel_status"][TEMPORAL] == "ok"
+    top = answer["results"][0]
+    assert "rotate the staging database password" in top["content"] and top["tier"] == "supported"
+    # The linting convention (15 days ago) is outside the window: never supported for this question.
+    other = ask(store, embedder, "what did we decide about linting and formatting last week?")
+    assert all(r["tier"] != "supported" for r in other["results"] if "ruff" in r["content"])

@@ -33,6 +33,11 @@ BOOKKEEPING = [
     "web-ui: 4 files edited (a.tsx, b.ts)",
     "Subagent finished: Explore (3 tool uses, 9.8s)",
     "Stop hook fired; turn finished in 41.2s",
+    "Edited app.py",
+    "wrote src/a.py, src/b.py",
+    "Created tests/test_x.py",
+    "Tool result: Bash exit 0",
+    "tool output: 3 lines",
 ]
 REAL = [
     "We decided the session ended event should flush the cache because of leaks",
@@ -41,6 +46,10 @@ REAL = [
     "app.py changed because the retry loop double-charged customers",
     "files are stored in S3 under the tenant prefix",
     "Read the docs before deploying: make deploy ENV=staging",
+    "Updated the retry policy to 5 attempts",
+    "Edited app.py because the retry was wrong",
+    "Tool result: the build failed because of ruff",
+    "Deleted the old users table",
 ]
 
 

@@ -9,8 +9,9 @@ Known keys (all optional)::
     [rerank]
     model = "Xenova/ms-marco-MiniLM-L-6-v2"   # a fastembed cross-encoder; off when absent
 
-A file that cannot be read or parsed is reported once in the log and ignored (defaults apply): a broken
-config must not take recall down.
+A file that cannot be read or parsed is ignored (defaults apply), and so is each entry of the wrong name
+or type; the problems are logged and reported by ``/health`` (``config_error``): a broken config must not
+take recall down.
 """
 
 from __future__ import annotations
@@ -41,23 +42,62 @@ def _truthy(value: str | None) -> bool:
 
 def load_config(path: Path, env: dict[str, str] | None = None) -> RecallConfig:
     """Read ``path`` (missing = defaults). ``MEMCUE_NO_SUPPORT_GATE=1`` in ``env`` turns the gate off
-    whatever the file says; ``MEMCUE_RERANK_MODEL`` overrides the file's rerank model."""
+    whatever the file says; ``MEMCUE_RERANK_MODEL`` overrides the file's rerank model.
+
+    Never raises: a file that cannot be parsed is ignored as a whole, and each entry of the wrong type or
+    name (an unknown query type or channel, a negative or non-numeric weight, a non-boolean gate) is left
+    out; every problem is named in ``error`` (and logged), so ``memcue status`` can show it.
+    """
+    from memcue.sidecar.recall.channels import ALL_CHANNELS
+    from memcue.sidecar.recall.classify import QUERY_TYPES
+
     env = dict(os.environ if env is None else env)
     data: dict = {}
-    error = ""
+    problems: list[str] = []
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         pass
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        error = f"{path}: {exc}; using defaults"
-        log.error("config file ignored: %s", error)
-    recall = data.get("recall") if isinstance(data.get("recall"), dict) else {}
+        problems.append(f"cannot read it ({exc}); using defaults")
+    recall = data.get("recall", {})
+    if not isinstance(recall, dict):
+        problems.append("[recall] must be a table")
+        recall = {}
     weights: dict[str, dict[str, float]] = {}
-    for qtype, table in (recall.get("weights") or {}).items():
-        if isinstance(table, dict):
-            weights[str(qtype)] = {str(k): float(v) for k, v in table.items() if isinstance(v, int | float)}
-    gate = bool(recall.get("support_gate", True)) and not _truthy(env.get("MEMCUE_NO_SUPPORT_GATE"))
-    rerank = data.get("rerank") if isinstance(data.get("rerank"), dict) else {}
-    model = env.get("MEMCUE_RERANK_MODEL") or str(rerank.get("model") or "")
+    table = recall.get("weights", {})
+    if not isinstance(table, dict):
+        problems.append("recall.weights must be a table of query types")
+        table = {}
+    for qtype, channels in table.items():
+        if qtype not in QUERY_TYPES:
+            problems.append(f"recall.weights.{qtype}: unknown query type (known: {', '.join(QUERY_TYPES)})")
+            continue
+        if not isinstance(channels, dict):
+            problems.append(f"recall.weights.{qtype} must be a table of channel = weight")
+            continue
+        for name, value in channels.items():
+            if name not in ALL_CHANNELS:
+                problems.append(f"recall.weights.{qtype}.{name}: unknown channel (known: {', '.join(ALL_CHANNELS)})")
+            elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                problems.append(f"recall.weights.{qtype}.{name} = {value!r}: a weight must be a number >= 0")
+            else:
+                weights.setdefault(qtype, {})[name] = float(value)
+    gate = recall.get("support_gate", True)
+    if not isinstance(gate, bool):
+        problems.append(f"recall.support_gate = {gate!r}: must be true or false; the gate stays on")
+        gate = True
+    gate = gate and not _truthy(env.get("MEMCUE_NO_SUPPORT_GATE"))
+    rerank = data.get("rerank", {})
+    if not isinstance(rerank, dict):
+        problems.append("[rerank] must be a table")
+        rerank = {}
+    model = rerank.get("model", "")
+    if not isinstance(model, str):
+        problems.append(f"rerank.model = {model!r}: must be a model name")
+        model = ""
+    model = env.get("MEMCUE_RERANK_MODEL") or model
+    error = f"{path}: " + "; ".join(problems) if problems else ""
+    if error:
+        log.error("config problems, ignored: %s", error)
     return RecallConfig(support_gate=gate, weights=weights, rerank_model=model, error=error)

@@ -30,7 +30,7 @@ QUERY_TYPES = (PRESENT_TENSE, REQUEST_RECALL, TIME, EXACT_TERM, MULTI_HOP, MEANI
 #: strongest single channel for the default MiniLM model; semantic below it (equal weights ranked below
 #: BM25 alone, benchmarks/results/locomo_recall.md); the temporal channel counts fully only for time
 #: questions, the entity graph most for multi-hop ones; Hopfield adds associative candidates at a low weight.
-#: Tuned on LoCoMo (benchmarks/locomo_recall.py --ablation); see benchmarks/results/locomo_recall.md.
+#: Checked on LoCoMo stage by stage (benchmarks/locomo_ablation.py; benchmarks/results/locomo_ablation.md).
 CHANNEL_WEIGHTS: dict[str, dict[str, float]] = {
     MEANING: {SEMANTIC: 0.5, BM25: 1.0, TEMPORAL: 0.2, GRAPH: 0.3, HOPFIELD: 0.1},
     EXACT_TERM: {SEMANTIC: 0.3, BM25: 1.0, TEMPORAL: 0.2, GRAPH: 0.5, HOPFIELD: 0.0},

@@ -5,7 +5,8 @@
   superseded later is served; one superseded before is not).
 - ``valid_at``: facts valid at that time: ``valid_from`` (or ``created_at``) <= t < ``valid_to``.
 
-Without ``as_of``, superseded rows are never served.
+Without ``as_of`` or ``valid_at``, superseded rows are never served; under ``valid_at`` alone an old version
+is served when it was the one valid then (its ``valid_to`` is when the update replaced it).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ class Filters:
 
     @property
     def include_superseded(self) -> bool:
-        """Superseded rows may be served only under an ``as_of``."""
-        return self.as_of is not None
+        """Superseded rows may be served only under an ``as_of`` or a ``valid_at``."""
+        return self.as_of is not None or self.valid_at is not None
 
     @property
     def active(self) -> bool:
@@ -44,7 +45,7 @@ class Filters:
         if self.window_end is not None and created >= self.window_end:
             return False
         if self.as_of is None:
-            if row["superseded_by"] is not None:
+            if row["superseded_by"] is not None and self.valid_at is None:
                 return False
         else:
             if created > self.as_of:

@@ -12,6 +12,7 @@ question asks what the user requested.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import datetime as dt
 import time
 import uuid
 from collections.abc import Callable
@@ -269,6 +270,16 @@ def _unknown_names(store: Store, query: str, project: str | None) -> tuple[list[
     return unknown, people
 
 
+def _window(temporal: ChannelResult) -> tuple[float, float] | None:
+    """The time window the temporal channel read in the question, as ``(start, end)`` Unix seconds (open
+    sides infinite), or None when it read none."""
+    bounds = temporal.detail.get("window") if temporal.status in ("ok", "no_candidates") else None
+    if not bounds or all(b is None for b in bounds):
+        return None
+    start, end = (dt.datetime.fromisoformat(b).timestamp() if b else None for b in bounds)
+    return (float("-inf") if start is None else start, float("inf") if end is None else end)
+
+
 def _pinned(store: Store, req: RecallRequest, filters: Filters, now: float,
             judged: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The scope's pinned memories not already among ``judged``, newest first, as related results."""
@@ -362,6 +373,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     keys, gibberish = key_terms(store.doc_frequencies(kq.terms, project=req.project), kq.terms) \
         if survivors else ([], False)
     question = tiers.is_question(req.query)
+    window = _window(channels[TEMPORAL])
     judged: list[dict[str, Any]] = []
     for mid, score in survivors:
         row, ev = rows[mid], evidence[mid]
@@ -370,7 +382,9 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
                                 query_terms=len(kq.terms), rerank=rerank_scores.get(mid),
                                 shared_entity=bool(shared.get(mid)), gibberish=gibberish, unknown_names=unknown,
                                 question=question, query_people=people, content=row["content"],
-                                owner=owners.get(mid, ""), session_context=mid in session_boost)
+                                owner=owners.get(mid, ""), session_context=mid in session_boost,
+                                temporal=ev.temporal, in_window=None if window is None else (
+                                    window[0] <= row["created_at"] < window[1]))
         label, reason = tiers.judge(support) if services.config.support_gate else (tiers.SUPPORTED, "gate_off")
         channel_scores = {name: round(s[mid], 4) for name, s in scores.items() if mid in s}
         if ev.cosine is not None:
@@ -385,8 +399,10 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
             item["unknown_names"] = unknown
         judged.append(item)
 
-    # Captured prompts answer "what did I ask…" first; otherwise they rank below saved memories.
-    judged.sort(key=lambda r: (r["memory_kind"] == "request") != asks_requests)
+    # Captured prompts answer "what did I ask…" first; otherwise they rank below saved memories. When the
+    # question names a time, memories written then come before the others.
+    judged.sort(key=lambda r: ((r["memory_kind"] == "request") != asks_requests,
+                               window is not None and not window[0] <= r["created_at"] < window[1]))
     supported = [r for r in judged if r["tier"] in (tiers.SUPPORTED, tiers.WEAK)]
     if supported and ranking_enabled():
         for r in supported:

@@ -10,6 +10,8 @@ Each memory is judged on its own, from its ``Support`` features:
 - a named entity in common with the query;
 - whether the query looks like gibberish (most of its words are in no memory), or names something
   (a person, a file, an identifier) that no memory in scope names at all;
+- time: when the question names a time ("last week"), a memory written then and on topic (the temporal
+  channel's evidence) is support, and one written at another time is at most weak;
 - session context: the memory sits right next to one of the best matches in the same session (the reply
   to a matched question, say): shown as weak context, never injected;
 - the owner check: a memory attributed to one speaker ("Name: …") does not support a question about another
@@ -98,6 +100,8 @@ class Support:
     content: str = ""
     owner: str = ""
     session_context: bool = False
+    in_window: bool | None = None
+    temporal: bool = False
 
     @property
     def key_coverage(self) -> float:
@@ -128,8 +132,9 @@ class Support:
 
 def judge(s: Support) -> tuple[str, str]:
     """``(label, reason)`` for one memory: label ``supported``, ``weak`` or ``related``; reason says what
-    carried a supported/weak label: "close" (meaning), "words" (it carries the query's rare words),
-    "reranker", "context" (session neighbour), "owner" (someone else's words), or "" for related."""
+    carried a supported/weak label: "close" (meaning), "words" (it carries the query's rare words), "time"
+    (in the question's time window, on topic), "reranker", "context" (session neighbour), "owner" (someone
+    else's words), or "" for related."""
     if s.gibberish:
         return RELATED, ""
     if s.unknown_names and (s.cosine is None or s.cosine < UNKNOWN_NAME_COSINE):
@@ -146,6 +151,10 @@ def judge(s: Support) -> tuple[str, str]:
         if worded and near:
             return SUPPORTED, "words"
         return (WEAK, "close") if close else (RELATED, "")
+    if s.in_window is False:  # the question names a time and this memory is from another: context at most
+        return (WEAK, "close") if close or worded else (RELATED, "")
+    if s.temporal and near:  # the temporal channel found it in the question's window, on topic
+        return SUPPORTED, "time"
     if s.owner_mismatch:  # someone else's words: shown to a person (labelled), never injected
         return (WEAK, "owner") if close or worded or s.shared_entity else (RELATED, "")
     if strong or (close and (worded or s.shared_entity)):

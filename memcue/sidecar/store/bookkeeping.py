@@ -44,6 +44,10 @@ _PATTERNS = [
     re.compile(r"^(?:grep|glob|search)\s*:\s*\d+\s+(?:matches|results|hits|files)\b(?P<rest>.*)$"),
     re.compile(r"^memor(?:y|ies)\s+(?:saved|stored|updated|written|added)\b(?P<rest>.*)$"),
     re.compile(rf"^\d+\s+files?\s+(?:{_FILE_VERBS})\b(?P<paths>\s*:?.*)$"),
+    # A file verb and nothing but paths: "Edited app.py", "wrote src/a.py, src/b.py".
+    re.compile(rf"^(?:{_FILE_VERBS}|edit|write|create|delete|update|modify)\s+(?P<paths>[^\s:]+(?:[,\s]+\S+)*)$"),
+    # Tool receipts with a label: "Tool result: Bash exit 0", "tool output: 3 lines".
+    re.compile(r"^tool\s+(?:result|output|call|use|response)s?\s*:\s*(?P<rest>.*)$"),
 ]
 # A tail that carries reasoning makes the row a real memory, not bookkeeping.
 _REASONING = re.compile(
