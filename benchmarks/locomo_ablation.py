@@ -8,7 +8,8 @@ for every configuration, each answerable question (categories 1-4) is asked thro
 
 - ``full``: the default pipeline, as answered (after the evidence floor and support tiers);
 - ``full_ungated``: the same ranking with the support gate off (``RecallConfig(support_gate=False)``);
-- ``bm25`` / ``semantic`` / ``plain_rrf``: single channels, and semantic + BM25 at equal weights;
+- ``bm25`` / ``semantic`` / ``plain_rrf``: single channels alone (no boosts), and semantic + BM25 at equal
+  weights (no boosts): the baselines;
 - ``no_<stage>``: the full pipeline without one channel (temporal, graph, hopfield), without every
   boost, or without one boost (owner, session context, entity, agreement).
 
@@ -62,8 +63,8 @@ DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) /
 CONFIGS: dict[str, dict[str, Any]] = {
     "full": {},
     "full_ungated": {"gate": False},
-    "bm25": {"channels": (BM25,), "gate": False},
-    "semantic": {"channels": (SEMANTIC,), "gate": False},
+    "bm25": {"channels": (BM25,), "gate": False, "boosts": False},
+    "semantic": {"channels": (SEMANTIC,), "gate": False, "boosts": False},
     "plain_rrf": {"channels": (SEMANTIC, BM25), "weights": {SEMANTIC: 1.0, BM25: 1.0}, "gate": False,
                   "boosts": False},
     "no_temporal": {"drop": TEMPORAL, "gate": False},
@@ -74,6 +75,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "no_session_context": {"boost_off": "SESSION_CONTEXT_GAMMA", "gate": False},
     "no_entity_boost": {"boost_off": "ENTITY_BOOST", "gate": False},
     "no_agreement_boost": {"boost_off": "AGREEMENT_BOOST", "gate": False},
+    "no_time_window_boost": {"boost_off": "TIME_WINDOW_BOOST", "gate": False},
 }
 
 
@@ -106,7 +108,7 @@ def build_store(path: Path, memories: list[dict[str, Any]], emb: Embedder) -> No
 def boosts_off(off: bool | str) -> Iterator[None]:
     """Zero the boost constants for one configuration (this process only): every one when ``off`` is True,
     the one named by ``off`` when it is a name."""
-    names = ("ENTITY_BOOST", "AGREEMENT_BOOST", "OWNER_BOOST", "SESSION_CONTEXT_GAMMA")
+    names = ("ENTITY_BOOST", "AGREEMENT_BOOST", "OWNER_BOOST", "SESSION_CONTEXT_GAMMA", "TIME_WINDOW_BOOST")
     saved = {n: getattr(boosts, n) for n in names}
     for n in names:
         if off is True or off == n:

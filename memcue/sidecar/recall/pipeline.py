@@ -349,13 +349,15 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     unknown, people = _unknown_names(store, req.query, req.project) if evidence else ([], [])
     owners = {mid: tiers.owner_of(rows[mid]["content"], rows[mid]["metadata"]) for mid in evidence}
     fused = [(m, s) for m, s in fused if m in evidence]
+    window = _window(channels[TEMPORAL])
+    in_window = set() if window is None else {m for m in evidence if window[0] <= rows[m]["created_at"] < window[1]}
     session_boost = session_context(fused, store.session_neighbours([m for m, _ in fused[:SESSION_CONTEXT_TOP]]))
     fused, boosts = apply_boosts(fused,
                                  shared_entities={m: len(v) for m, v in shared.items()},
                                  evidence_channels={m: ev.channels for m, ev in evidence.items()},
                                  working_set_bias=bias,
                                  owner_match={m for m, o in owners.items() if o and o in people},
-                                 session_boost=session_boost)
+                                 session_boost=session_boost, in_window=in_window)
     survivors = [(mid, score) for mid, score in fused if passes_floor(evidence[mid])]
 
     reranker = services.reranker
@@ -373,7 +375,6 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     keys, gibberish = key_terms(store.doc_frequencies(kq.terms, project=req.project), kq.terms) \
         if survivors else ([], False)
     question = tiers.is_question(req.query)
-    window = _window(channels[TEMPORAL])
     judged: list[dict[str, Any]] = []
     for mid, score in survivors:
         row, ev = rows[mid], evidence[mid]
@@ -399,10 +400,8 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
             item["unknown_names"] = unknown
         judged.append(item)
 
-    # Captured prompts answer "what did I ask…" first; otherwise they rank below saved memories. When the
-    # question names a time, memories written then come before the others.
-    judged.sort(key=lambda r: ((r["memory_kind"] == "request") != asks_requests,
-                               window is not None and not window[0] <= r["created_at"] < window[1]))
+    # Captured prompts answer "what did I ask…" first; otherwise they rank below saved memories.
+    judged.sort(key=lambda r: (r["memory_kind"] == "request") != asks_requests)
     supported = [r for r in judged if r["tier"] in (tiers.SUPPORTED, tiers.WEAK)]
     if supported and ranking_enabled():
         for r in supported:
