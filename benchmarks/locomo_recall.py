@@ -105,13 +105,13 @@ def ask_all(client: Client, questions: list[Question], ids: dict[int, str], run:
 def gates_off(pipeline: Any) -> Iterator[None]:
     """Switch off the pipeline's evidence floor and support-tier gate (this process only)."""
     tiers = pipeline.tiers
-    saved = (pipeline.passes_floor, tiers.support_label)
+    saved = (pipeline.passes_floor, tiers.judge)
     pipeline.passes_floor = lambda ev, *a, **k: True
-    tiers.support_label = lambda ev: tiers.SUPPORTED
+    tiers.judge = lambda ev: (tiers.SUPPORTED, "gate_off")
     try:
         yield
     finally:
-        pipeline.passes_floor, tiers.support_label = saved
+        pipeline.passes_floor, tiers.judge = saved
 
 
 def ungated(
@@ -126,8 +126,8 @@ def ungated(
         from memcue.sidecar.store.memories import Store
     except ImportError as exc:
         return f"memcue internals not importable: {exc}"
-    if not hasattr(pipeline, "passes_floor") or not hasattr(pipeline.tiers, "support_label"):
-        return "the pipeline no longer has passes_floor / tiers.support_label to switch off"
+    if not hasattr(pipeline, "passes_floor") or not hasattr(pipeline.tiers, "judge"):
+        return "the pipeline no longer has passes_floor / tiers.judge to switch off"
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     store = Store(loc.database)
     embedder = Embedder(loc.models_dir)

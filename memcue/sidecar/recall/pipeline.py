@@ -303,11 +303,13 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     """
     services = services or RecallServices()
     started = time.perf_counter()
+    # 1. Classify: the query type and its channel weights.
     now = time.time() if req.now is None else float(req.now)
     qc = qclass.classify(req.query, services.config.weights, req.weights)
     filters = req.filters
     if qc.query_type == qclass.PRESENT_TENSE and SEMANTIC in req.channels:
         return _present_tense(store, req, now, started, qc, filters)
+    # 2. Channels, concurrently, each bounded by the channel time limit.
     asks_requests = qc.query_type == qclass.REQUEST_RECALL
     exclude = () if (req.include_requests or asks_requests) else ("request",)
     limit = max(1, min(int(req.limit), 100))
@@ -319,6 +321,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     names = tuple(n for n in ALL_CHANNELS if n in req.channels and (n in (SEMANTIC, BM25) or qc.weights.get(n, 0) > 0))
     channels, incomplete = _run_channels(ctx, names, services, req.channel_timeout_s)
 
+    # 3. Weighted RRF, then what each candidate has going for it (cosine, BM25, entity, time, pinned).
     rankings = {name: [mid for mid, _ in r.items] for name, r in channels.items() if r.items}
     fused = weighted_rrf(rankings, qc.weights)
     scores = {name: dict(r.items) for name, r in channels.items()}
@@ -342,6 +345,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
         evidence[mid] = Evidence(cosine=cosines.get(mid), bm25=scores.get(BM25, {}).get(mid, 0.0),
                                  entity=mid in entity_evidence, temporal=mid in temporal_evidence,
                                  pinned=row["pinned"])
+    # 4. Boosts (entity, agreement, owner, time window, session context, working set).
     seeds = (query_entity_ids(store, req.query, project=req.project, include_superseded=filters.include_superseded)
              if channels[GRAPH].status == "ok" else {})
     shared = shared_entities(store, seeds, list(evidence)) if seeds else {}
@@ -358,7 +362,10 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
                                  working_set_bias=bias,
                                  owner_match={m for m, o in owners.items() if o and o in people},
                                  session_boost=session_boost, in_window=in_window)
+    # 5. The evidence floor, before any limit.
     survivors = [(mid, score) for mid, score in fused if passes_floor(evidence[mid])]
+
+    # 6. Optional cross-encoder rerank of the head (never waits for a model).
 
     reranker = services.reranker
     rerank_scores: dict[int, float] = {}
@@ -372,6 +379,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
             survivors = head + survivors[RERANK_DEPTH:]
         reranker_status = reranker.status
 
+    # 7. Support tiers, each memory judged on its own.
     keys, gibberish = key_terms(store.doc_frequencies(kq.terms, project=req.project), kq.terms) \
         if survivors else ([], False)
     question = tiers.is_question(req.query)
@@ -400,6 +408,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
             item["unknown_names"] = unknown
         judged.append(item)
 
+    # 8. Order, ranking mode, the answer's tier and the session's working set.
     # Captured prompts answer "what did I ask…" first; otherwise they rank below saved memories.
     judged.sort(key=lambda r: (r["memory_kind"] == "request") != asks_requests)
     supported = [r for r in judged if r["tier"] in (tiers.SUPPORTED, tiers.WEAK)]
