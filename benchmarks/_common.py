@@ -22,14 +22,26 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def git_commit() -> str | None:
-    """The repository's ``HEAD`` commit hash, or None when git is missing, fails or takes over 5 s."""
+def _git(*args: str) -> str | None:
+    """stdout of ``git -C REPO <args>``, or None when git is missing, fails or takes over 10 s."""
     try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=False)
+        out = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10,
+                             check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return out.stdout if out.returncode == 0 else None
+
+
+def git_commit() -> str | None:
+    """The repository's ``HEAD`` commit hash, or None when git is unavailable."""
+    out = _git("rev-parse", "HEAD")
+    return (out or "").strip() or None
+
+
+def git_dirty() -> bool | None:
+    """True when the working tree has uncommitted changes; None when git is unavailable."""
+    out = _git("status", "--porcelain")
+    return None if out is None else bool(out.strip())
 
 
 def _quantile(ordered: list[float], q: float) -> float:

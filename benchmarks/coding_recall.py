@@ -47,7 +47,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, RESULTS_DIR, git_commit, percentile, say, stop_sidecar, write_results
+from _common import REPO, RESULTS_DIR, git_commit, git_dirty, percentile, say, stop_sidecar, write_results
 
 import memcue
 from memcue.client import Client, ClientError
@@ -531,16 +530,6 @@ def markdown(report: dict[str, Any]) -> str:
 # -- main ------------------------------------------------------------------------------------------
 
 
-def _dirty() -> bool | None:
-    """True when the working tree has uncommitted changes; None when git is unavailable."""
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain"], capture_output=True, text=True,
-                             timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(out.stdout.strip()) if out.returncode == 0 else None
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line options (``--help`` lists them)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -629,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "meta": {
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "git_commit": git_commit(), "dirty": _dirty(),
+            "git_commit": git_commit(), "dirty": git_dirty(),
             "sidecar_version": health.get("version"), "memcue_package": str(Path(memcue.__file__).parent),
             "model_id": health["model"]["id"], "model_state": health["model"]["state"],
             "vector_search": health.get("vector_search"),
