@@ -54,8 +54,9 @@ def cmd_remember(args: argparse.Namespace) -> int:
     with Client() as client:
         client.ensure_running()
         out = client.remember(text, kind=args.kind, project=_project(args), pinned=args.pinned, source="cli")
-    note = " (flagged as bookkeeping: listable, never recalled)" if out["bookkeeping"] else ""
-    _print(out, args.json, f"remembered #{out['id']}{note}")
+    note = " (flagged as bookkeeping: kept, never recalled or injected)" if out["bookkeeping"] else ""
+    said = f"already remembered as #{out['id']} (counted again)" if out.get("duplicate") else f"remembered #{out['id']}"
+    _print(out, args.json, f"{said}{note}")
     return EXIT_OK
 
 
@@ -71,8 +72,11 @@ def _format_recall(answer: dict[str, Any]) -> str:
     if answer.get("note"):
         lines.append(answer["note"])
     statuses = ", ".join(f"{k}={v}" for k, v in answer.get("channel_status", {}).items())
-    lines.append(f"[{answer['tier']} · {answer.get('retrieval_time_ms', 0):.0f} ms · {statuses}]"
-                 " (ranked by fused rank; sim = cosine similarity, keywords = BM25 matched)")
+    tier = answer["tier"]
+    if tier == "supported" and answer["results"] and all(r["tier"] == "weak" for r in answer["results"]):
+        tier = "supported, weak matches only"
+    legend = " (ranked by fused rank; sim = cosine similarity, keywords = BM25 matched)" if answer["results"] else ""
+    lines.append(f"[{tier} · {answer.get('retrieval_time_ms', 0):.0f} ms · {statuses}]{legend}")
     return "\n".join(lines)
 
 
@@ -145,6 +149,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     from memcue.sidecar.models import RememberIn
 
     path = Path(args.file)
+    if not path.is_file():
+        print(f"memcue: {path}: no such file", file=sys.stderr)
+        return EXIT_USAGE
     rows, errors = [], []
     default_project = _project(args)
     with open(path, encoding="utf-8", errors="replace") as fh:
@@ -322,7 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", help="change the kind (default: keep it)")
     p.set_defaults(fn=cmd_update)
 
-    p = add("import", "Import memories from a JSONL file (one {\"content\": ...} object per line).")
+    p = add("import", "Import memories from a JSONL file: one {\"content\": ...} object per line, optionally with "
+                      "kind, project, pinned, session_id, source_id (idempotent re-import), created_at (Unix s) "
+                      "and metadata.")
     p.add_argument("file")
     scope(p)
     p.set_defaults(fn=cmd_import)

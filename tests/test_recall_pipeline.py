@@ -335,3 +335,15 @@ def test_a_time_in_the_question_prefers_memories_written_then(store: Store, embe
     # The linting convention (15 days ago) is outside the window: never supported for this question.
     other = ask(store, embedder, "what did we decide about linting and formatting last week?")
     assert all(r["tier"] != "supported" for r in other["results"] if "ruff" in r["content"])
+
+
+def test_a_pure_time_question_answers_from_that_time(store: Store, embedder: Embedder, tmp_path: Path) -> None:
+    answer = ask(store, embedder, "what did we do yesterday?")
+    assert answer["tier"] == "supported"
+    assert "WeasyPrint" in contents(answer)[0] and answer["results"][0]["support"] == "time"
+    s = Store(tmp_path / "nopin.db")  # no pinned memory to fall back on
+    s.remember_many([NewMemory(c, kind=k, project="billing", created_at=NOW - d * DAY)
+                     for c, k, d, p in MEMORIES if not p])
+    embed_all(s, embedder)
+    empty = ask(s, embedder, "what did we decide in January?")
+    assert empty["tier"] == "none" and empty["note"] == "Nothing in memcue was written in January."

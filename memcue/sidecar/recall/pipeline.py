@@ -435,6 +435,8 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
         tier, out, note, reason = "none", [], tiers.NOTE_EMPTY_QUERY, "no_candidates"
     else:
         tier, out, note, reason = "none", [], tiers.NOTE_NO_CANDIDATES, "no_candidates"
+    if tier == "none" and window is not None and channels[TEMPORAL].status == "no_candidates":
+        note = tiers.NOTE_NOTHING_THEN.format(expression=channels[TEMPORAL].detail.get("expression") or "then")
     if warming and tier != tiers.SUPPORTED:
         note = tiers.NOTE_WARMING
     if tier == tiers.SUPPORTED and not is_synthetic(req.session_id):

@@ -58,6 +58,7 @@ NOTE_RELATED = "I don't have this exactly — here are the closest memories."
 NOTE_NONE = "That isn't in memcue."
 NOTE_NO_CANDIDATES = "Nothing in memory matched this question."
 NOTE_EMPTY_QUERY = "The question is empty: there is nothing to recall."
+NOTE_NOTHING_THEN = "Nothing in memcue was written {expression}."
 NOTE_WARMING = "memcue is still warming up — results may be incomplete."
 
 _QUESTION = re.compile(
@@ -135,9 +136,11 @@ def judge(s: Support) -> tuple[str, str]:
     carried a supported/weak label: "close" (meaning), "words" (it carries the query's rare words), "time"
     (in the question's time window, on topic), "reranker", "context" (session neighbour), "owner" (someone
     else's words), or "" for related."""
-    if s.gibberish:
-        return RELATED, ""
     if s.unknown_names and (s.cosine is None or s.cosine < UNKNOWN_NAME_COSINE):
+        return RELATED, ""
+    if s.temporal:  # written in the question's time window and on its topic (or the question asks only "when")
+        return SUPPORTED, "time"
+    if s.gibberish:
         return RELATED, ""
     if s.rerank is not None:
         return (SUPPORTED, "reranker") if s.rerank > RERANK_SUPPORT else (RELATED, "")
@@ -153,8 +156,6 @@ def judge(s: Support) -> tuple[str, str]:
         return (WEAK, "close") if close else (RELATED, "")
     if s.in_window is False:  # the question names a time and this memory is from another: context at most
         return (WEAK, "close") if close or worded else (RELATED, "")
-    if s.temporal and near:  # the temporal channel found it in the question's window, on topic
-        return SUPPORTED, "time"
     if s.owner_mismatch:  # someone else's words: shown to a person (labelled), never injected
         return (WEAK, "owner") if close or worded or s.shared_entity else (RELATED, "")
     if strong or (close and (worded or s.shared_entity)):
