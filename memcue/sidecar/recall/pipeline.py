@@ -388,7 +388,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
         row, ev = rows[mid], evidence[mid]
         cues = cue_terms(kq.terms, row["content"])
         support = tiers.Support(cosine=ev.cosine, baseline=row.get("baseline"), cue_terms=cues, key_terms=keys,
-                                query_terms=len(kq.terms), rerank=rerank_scores.get(mid),
+                                rerank=rerank_scores.get(mid),
                                 shared_entity=bool(shared.get(mid)), gibberish=gibberish, unknown_names=unknown,
                                 question=question, query_people=people, content=row["content"],
                                 owner=owners.get(mid, ""), session_context=mid in session_boost,

@@ -91,7 +91,6 @@ class Support:
     baseline: float | None = None
     cue_terms: list[str] = field(default_factory=list)
     key_terms: list[str] = field(default_factory=list)
-    query_terms: int = 0
     rerank: float | None = None
     shared_entity: bool = False
     gibberish: bool = False
