@@ -26,6 +26,7 @@ from memcue.sidecar.models import (
     UpdateIn,
     unix_seconds,
 )
+from memcue.sidecar.questions import Busy, Questions
 from memcue.sidecar.recall.channels import ALL_CHANNELS
 from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.pipeline import FULL_CHANNELS, KEYWORD_CHANNELS, RecallRequest
@@ -46,10 +47,18 @@ def create_app(engine: Engine) -> FastAPI:
     """Build the FastAPI app serving ``engine``."""
     app = FastAPI(title="memcue sidecar", version=__version__)
     limiter = anyio.CapacityLimiter(WORKER_THREADS)
+    questions = Questions(engine.recall, lambda: engine.store.generation, limiter)
+    engine.question_stats = questions.stats
 
     @app.exception_handler(ValueError)
     async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
         return JSONResponse(status_code=422, content={"detail": [{"loc": ["body"], "msg": str(exc)}]})
+
+    @app.exception_handler(Busy)
+    async def busy(request: Request, exc: Busy) -> JSONResponse:
+        return JSONResponse(status_code=503, headers={"Retry-After": str(exc.retry_after_s)},
+                            content={"code": "RECALL_BUSY", "retryable": True, "message": str(exc),
+                                     "retry_after_s": exc.retry_after_s})
 
     @app.get("/health")
     async def health() -> dict:
@@ -89,7 +98,7 @@ def create_app(engine: Engine) -> FastAPI:
                                 include_requests=body.include_requests, weights=body.weights, filters=filters,
                                 now=unix_seconds(body.now))
         if body.budget_s is None:
-            return await anyio.to_thread.run_sync(engine.recall, request, limiter=limiter)
+            return await questions.ask(request)
         started = time.perf_counter()
         answer, by = await engine.recall_within(request, body.budget_s, limiter)
         if answer is None:

@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,6 +20,17 @@ import numpy as np
 from memcue.sidecar.assets import ModelFolder, assemble_default_model
 
 log = logging.getLogger("memcue.embedding")
+
+
+#: Query embeddings kept by the LRU cache (issue 4: 256 by default; ``MEMCUE_EMBEDDING_CACHE_SIZE``).
+EMBEDDING_CACHE_SIZE = 256
+
+
+def _cache_size() -> int:
+    try:
+        return max(0, int(os.environ.get("MEMCUE_EMBEDDING_CACHE_SIZE", "") or EMBEDDING_CACHE_SIZE))
+    except ValueError:
+        return EMBEDDING_CACHE_SIZE
 
 
 class ModelNotReady(RuntimeError):
@@ -36,6 +48,10 @@ class Embedder:
         self.error = ""
         self.ready = threading.Event()
         self.on_ready: Callable[[], None] | None = None
+        self.cache_size = _cache_size()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self.cache_hits = self.cache_misses = 0
 
     @property
     def model_id(self) -> str:
@@ -87,5 +103,26 @@ class Embedder:
         return [np.asarray(v, dtype=np.float32) for v in model.embed(list(texts), batch_size=32)]
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One vector for a query. Raises ``ModelNotReady``."""
-        return self.embed([text])[0]
+        """One vector for a query, from an LRU cache of ``cache_size`` recent queries (``MEMCUE_EMBEDDING_CACHE_SIZE``,
+        default ``EMBEDDING_CACHE_SIZE``; 0 turns it off). Raises ``ModelNotReady``."""
+        if self.cache_size <= 0:
+            return self.embed([text])[0]
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                self.cache_hits += 1
+                return hit
+        vector = self.embed([text])[0]
+        vector.setflags(write=False)  # shared between callers: nobody may change it
+        with self._cache_lock:
+            self.cache_misses += 1
+            self._cache[text] = vector
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return vector
+
+    def cache_stats(self) -> dict[str, int]:
+        """The query-embedding cache: size limit, entries, hits and misses."""
+        return {"size": self.cache_size, "entries": len(self._cache), "hits": self.cache_hits,
+                "misses": self.cache_misses}

@@ -55,6 +55,8 @@ class Engine:
         if self.config.rerank_model:
             self.services.reranker = Reranker(self.config.rerank_model, locations.models_dir)
         self._probes: np.ndarray | None = None
+        #: Set by the HTTP app: the question scheduler's settings and counters for ``/health``.
+        self.question_stats: Any = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
@@ -102,6 +104,8 @@ class Engine:
                          "note": self.services.reranker.note if self.services.reranker else
                          "no reranker configured (config [rerank] model or MEMCUE_RERANK_MODEL)"},
             "config_error": self.config.error,
+            "questions": self.question_stats() if self.question_stats else {},
+            "embedding_cache": emb.cache_stats() if emb else {},
             "schema_version": self.store.schema_version,
             "counts": self.store.counts(),
             "data_dir": str(self.locations.root),

@@ -1,0 +1,175 @@
+"""Serving questions (``POST /recall`` without a budget, the CLI, later MCP): slots, single flight and the
+answer cache.
+
+- **Slots**: at most ``RECALL_SLOTS`` full recalls run at once. A question that finds every slot busy
+  waits up to ``RECALL_WAIT_S`` for one, then gets ``Busy`` (HTTP 503, ``code: RECALL_BUSY``, a
+  ``Retry-After``). Hook loads never come here: they keep their own deadline and keyword race.
+- **Single flight**: identical questions asked at the same moment share one run.
+- **Answer cache**: a complete answer (no channel left incomplete) is reused for ``ANSWER_TTL_S`` while
+  nothing is written: the key carries the store's write ``generation``, so any remember, update or
+  forget drops it at once.
+
+Settings come from the environment (``MEMCUE_RECALL_SLOTS``, ``MEMCUE_RECALL_WAIT_S``,
+``MEMCUE_ANSWER_CACHE_TTL_S``; ``MEMCUE_RECALL_DELAY_S`` adds a pause inside each run, for tests and
+benchmarks of a busy sidecar only).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from memcue.sidecar.recall.pipeline import RecallRequest
+
+#: Full recalls at once (issue 4: three slots by default).
+RECALL_SLOTS = 3
+#: How long a question waits for a slot before it is told to come back (s; issue 4).
+RECALL_WAIT_S = 12.0
+#: How long a complete answer is reused while nothing is written (s; issue 4).
+ANSWER_TTL_S = 8.0
+#: Answers kept at most.
+ANSWER_CACHE_SIZE = 256
+BUSY_MESSAGE = "memcue is answering other questions right now. Ask again in about {n} seconds; nothing was lost."
+
+
+class Busy(Exception):
+    """Every slot stayed busy for the whole wait. ``retry_after_s``: a suggested wait (s, >= 1)."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(BUSY_MESSAGE.format(n=retry_after_s))
+        self.retry_after_s = retry_after_s
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+@dataclass
+class _Flight:
+    done: anyio.Event = field(default_factory=anyio.Event)
+    answer: dict[str, Any] | None = None
+    error: BaseException | None = None
+
+
+def fingerprint(request: RecallRequest) -> tuple[Any, ...]:
+    """What makes two questions the same: every field of the request (the session too: its working set
+    biases the order)."""
+    return (request.query, request.project, request.limit, request.session_id, request.channels,
+            request.include_requests, tuple(sorted((request.weights or {}).items())), request.filters, request.now,
+            request.channel_timeout_s)
+
+
+class Questions:
+    """Runs questions through ``recall`` (a blocking function of a ``RecallRequest``) under the rules in
+    the module docstring. ``generation`` reads the store's write counter. Counters (``runs``,
+    ``cache_hits``, ``joined``, ``busy``) feed ``/health``."""
+
+    def __init__(self, recall: Callable[[RecallRequest], dict[str, Any]], generation: Callable[[], int],
+                 limiter: anyio.CapacityLimiter) -> None:
+        self._recall = recall
+        self._generation = generation
+        self._limiter = limiter
+        self.slots = max(1, int(_env_float("MEMCUE_RECALL_SLOTS", RECALL_SLOTS)))
+        self.wait_s = max(0.0, _env_float("MEMCUE_RECALL_WAIT_S", RECALL_WAIT_S))
+        self.ttl_s = max(0.0, _env_float("MEMCUE_ANSWER_CACHE_TTL_S", ANSWER_TTL_S))
+        self._delay_s = max(0.0, _env_float("MEMCUE_RECALL_DELAY_S", 0.0))
+        self._semaphore: anyio.Semaphore | None = None
+        self._flights: dict[tuple[Any, ...], _Flight] = {}
+        self._cache: OrderedDict[tuple[Any, ...], tuple[float, dict[str, Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._waiting = 0
+        self._mean_run_s = 0.05
+        self.runs = self.cache_hits = self.joined = self.busy = 0
+
+    def stats(self) -> dict[str, Any]:
+        """Settings and counters for ``/health``."""
+        return {"slots": self.slots, "wait_s": self.wait_s, "answer_ttl_s": self.ttl_s, "runs": self.runs,
+                "cache_hits": self.cache_hits, "joined": self.joined, "busy": self.busy,
+                "cached_answers": len(self._cache)}
+
+    async def ask(self, request: RecallRequest) -> dict[str, Any]:
+        """The answer to ``request``: from the cache, from an identical question already running, or from a
+        new run in a free slot. Raises ``Busy`` when no slot frees up in time, and what ``recall`` raises."""
+        key = (fingerprint(request), self._generation())
+        cached = self._cached(key)
+        if cached is not None:
+            self.cache_hits += 1
+            return {**cached, "answer_source": "cache"}
+        flight = self._flights.get(key)
+        if flight is not None:
+            self.joined += 1
+            await flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            assert flight.answer is not None
+            return {**flight.answer, "answer_source": "shared"}
+        flight = self._flights[key] = _Flight()
+        try:
+            answer = await self._run(request)
+            if not answer.get("incomplete_channels") and self.ttl_s > 0:
+                self._store(key, answer)
+            flight.answer = answer
+            return {**answer, "answer_source": "run"}
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            flight.done.set()
+            self._flights.pop(key, None)
+
+    async def _run(self, request: RecallRequest) -> dict[str, Any]:
+        if self._semaphore is None:
+            self._semaphore = anyio.Semaphore(self.slots)
+        self._waiting += 1
+        try:
+            with anyio.move_on_after(self.wait_s) as waited:
+                await self._semaphore.acquire()
+            if waited.cancelled_caught:
+                self.busy += 1
+                queued = self._waiting + self.slots
+                raise Busy(max(1, math.ceil(self._mean_run_s * queued / self.slots)))
+        finally:
+            self._waiting -= 1
+        try:
+            started = time.perf_counter()
+            if self._delay_s:
+                await anyio.sleep(self._delay_s)
+            answer = await anyio.to_thread.run_sync(self._recall, request, limiter=self._limiter)
+            self.runs += 1
+            self._mean_run_s = 0.8 * self._mean_run_s + 0.2 * (time.perf_counter() - started)
+            return answer
+        finally:
+            self._semaphore.release()
+
+    def _cached(self, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is None:
+                return None
+            if hit[0] < time.monotonic():
+                del self._cache[key]
+                return None
+            self._cache.move_to_end(key)
+            return hit[1]
+
+    def _store(self, key: tuple[Any, ...], answer: dict[str, Any]) -> None:
+        with self._lock:
+            self._cache[key] = (time.monotonic() + self.ttl_s, answer)
+            self._cache.move_to_end(key)
+            now = time.monotonic()
+            for old in [k for k, (expires, _) in self._cache.items() if expires < now or k[1] != key[1]]:
+                del self._cache[old]
+            while len(self._cache) > ANSWER_CACHE_SIZE:
+                self._cache.popitem(last=False)
