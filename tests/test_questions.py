@@ -69,6 +69,7 @@ def test_identical_questions_share_one_run_and_the_answer_is_cached_until_a_writ
     sc = start_sidecar(home, MEMCUE_RECALL_DELAY_S="0.5")
     try:
         sc.client.remember_batch(ROWS)
+        sc.client.wait_idle(timeout_s=120)  # vectors in place: answers are complete, so cacheable
         answers = _ask_together(lambda: Client(sc.loc, timeout_s=30), ["why is httpx pinned?"] * 4)
         assert all(isinstance(a, dict) for a in answers), answers
         sources = sorted(a["answer_source"] for a in answers)  # type: ignore[index]
@@ -89,6 +90,7 @@ def test_answer_cache_expires(home: Path) -> None:
     sc = start_sidecar(home, MEMCUE_ANSWER_CACHE_TTL_S="0.3")
     try:
         sc.client.remember_batch(ROWS)
+        sc.client.wait_idle(timeout_s=120)
         assert sc.client.recall("webhook retries", project="p")["answer_source"] == "run"
         assert sc.client.recall("webhook retries", project="p")["answer_source"] == "cache"
         time.sleep(0.5)

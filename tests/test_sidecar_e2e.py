@@ -423,6 +423,10 @@ def test_socket_is_up_before_the_model_and_recall_answers_keyword_only_while_war
         assert answer["warming_up"] is True
         assert answer["channel_status"]["semantic"] == "warming"
         assert answer["results"][0]["content"].startswith("rotate the build-cache key")
-        assert answer["note"] != "That isn't in memcue."
+        assert answer["note"] == "memcue is still warming up — results may be incomplete."
+        assert answer["tier"] == "related" and len(answer["results"]) <= 5
+        assert all(r["tier"] == "related" for r in answer["results"])
+        nothing = sc.client.recall("zxqv blorft", project="p")
+        assert nothing["note"] != "That isn't in memcue." and nothing["warming_up"] is True
     finally:
         sc.stop()

@@ -5,9 +5,9 @@ answer cache.
   waits up to ``RECALL_WAIT_S`` for one, then gets ``Busy`` (HTTP 503, ``code: RECALL_BUSY``, a
   ``Retry-After``). Hook loads never come here: they keep their own deadline and keyword race.
 - **Single flight**: identical questions asked at the same moment share one run.
-- **Answer cache**: a complete answer (no channel left incomplete) is reused for ``ANSWER_TTL_S`` while
-  nothing is written: the key carries the store's write ``generation``, so any remember, update or
-  forget drops it at once.
+- **Answer cache**: a complete answer (no channel left incomplete, not warming up) is reused for
+  ``ANSWER_TTL_S`` while nothing is written: the key carries the store's state (write generation and
+  vector signature), so any remember, update or forget, and any new vector, drops it at once.
 
 Settings come from the environment (``MEMCUE_RECALL_SLOTS``, ``MEMCUE_RECALL_WAIT_S``,
 ``MEMCUE_ANSWER_CACHE_TTL_S``; ``MEMCUE_RECALL_DELAY_S`` adds a pause inside each run, for tests and
@@ -73,10 +73,10 @@ def fingerprint(request: RecallRequest) -> tuple[Any, ...]:
 
 class Questions:
     """Runs questions through ``recall`` (a blocking function of a ``RecallRequest``) under the rules in
-    the module docstring. ``generation`` reads the store's write counter. Counters (``runs``,
-    ``cache_hits``, ``joined``, ``busy``) feed ``/health``."""
+    the module docstring. ``generation`` reads the store's state (any hashable value that changes on a
+    write). Counters (``runs``, ``cache_hits``, ``joined``, ``busy``) feed ``/health``."""
 
-    def __init__(self, recall: Callable[[RecallRequest], dict[str, Any]], generation: Callable[[], int],
+    def __init__(self, recall: Callable[[RecallRequest], dict[str, Any]], generation: Callable[[], Any],
                  limiter: anyio.CapacityLimiter) -> None:
         self._recall = recall
         self._generation = generation
@@ -118,7 +118,7 @@ class Questions:
         flight = self._flights[key] = _Flight()
         try:
             answer = await self._run(request)
-            if not answer.get("incomplete_channels") and self.ttl_s > 0:
+            if not answer.get("incomplete_channels") and not answer.get("warming_up") and self.ttl_s > 0:
                 self._store(key, answer)
             flight.answer = answer
             return {**answer, "answer_source": "run"}

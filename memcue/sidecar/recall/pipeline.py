@@ -66,6 +66,8 @@ RERANK_DEPTH = 30
 #: of work, not last month's).
 PRESENT_LIMIT = 5
 PRESENT_SPAN_S = 36 * 3600.0
+#: Keyword results a recall shows while the model loads (issue 4: up to five, labelled related).
+WARMING_LIMIT = 5
 #: Best results a recall offers to the session's working set.
 WORKING_SET_OFFER = 5
 #: Channels of a full recall and of a keyword-only one.
@@ -421,6 +423,12 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
             r["score"] = r.pop("fused_score")
     warming = SEMANTIC in req.channels and is_warming(store, embedder)
     pinned = [] if supported or not req.query.strip() else _pinned(store, req, filters, now, judged)
+    if warming and (supported or judged):
+        # While the model loads, only keyword evidence exists: show it, unjudged, as related (never as an
+        # answer, and never "That isn't in memcue.").
+        out = [{**r, "tier": tiers.RELATED} for r in (supported or judged)][:WARMING_LIMIT]
+        return _response(req, out, "related", tiers.NOTE_WARMING, None, qc, channels, incomplete, started, warming,
+                         keys=keys, reranker_status=reranker_status)
     if supported:
         tier, out, note, reason = tiers.SUPPORTED, supported[:limit], "", None
     elif judged or pinned:
