@@ -117,3 +117,24 @@ def test_query_embedding_lru(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, em
     for text in ("a", "b", "c", "a"):
         small.embed_query(text)
     assert small.cache_stats()["entries"] == 2 and small.cache_hits == 0  # "a" was evicted by "c"
+
+
+def test_background_embedding_steps_aside_while_a_question_runs(home: Path) -> None:
+    sc = start_sidecar(home, MEMCUE_RECALL_DELAY_S="2.0")
+    try:
+        sc.client.remember_batch(ROWS)
+        sc.client.wait_idle(timeout_s=120)
+        holder = threading.Thread(target=lambda: Client(sc.loc, timeout_s=30).recall("httpx", project="p"))
+        holder.start()
+        time.sleep(0.3)  # the question holds its slot for 2 s
+        sc.client.remember_batch([{"content": f"note {i} about the billing export format", "project": "p"}
+                                  for i in range(40)])
+        time.sleep(0.8)
+        during = sc.client.health()
+        assert during["counts"]["pending_embeddings"] == 40  # nothing embedded while the question runs
+        assert during["background_yields"] >= 1
+        holder.join(30)
+        after = sc.client.wait_idle(timeout_s=120)
+        assert after["counts"]["pending_embeddings"] == 0
+    finally:
+        sc.stop()

@@ -47,7 +47,8 @@ def create_app(engine: Engine) -> FastAPI:
     """Build the FastAPI app serving ``engine``."""
     app = FastAPI(title="memcue sidecar", version=__version__)
     limiter = anyio.CapacityLimiter(WORKER_THREADS)
-    questions = Questions(engine.recall, lambda: (engine.store.generation, engine.store.vector_signature()), limiter)
+    questions = Questions(engine.recall, lambda: (engine.store.generation, engine.store.vector_signature()), limiter,
+                          engine.question_running)
     engine.question_stats = questions.stats
 
     @app.exception_handler(ValueError)

@@ -6,10 +6,12 @@ the worker thread embeds pending rows when the model is ready and ingests the sp
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -34,6 +36,8 @@ log = logging.getLogger("memcue.engine")
 EMBED_BATCH = 32
 #: How often the worker wakes without being told (s): picks up spool files and missed rows.
 WORKER_TICK_S = 1.0
+#: Longest the background work (embedding backfill, baselines) steps aside for running questions (s; issue 4).
+STEP_ASIDE_MAX_S = 20.0
 
 
 class Engine:
@@ -57,6 +61,12 @@ class Engine:
         self._probes: np.ndarray | None = None
         #: Set by the HTTP app: the question scheduler's settings and counters for ``/health``.
         self.question_stats: Any = None
+        self._questions = 0
+        self._questions_lock = threading.Lock()
+        self._quiet = threading.Event()
+        self._quiet.set()
+        #: How many times the background worker waited for questions to finish (``/health``).
+        self.background_yields = 0
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
@@ -105,6 +115,7 @@ class Engine:
                          "no reranker configured (config [rerank] model or MEMCUE_RERANK_MODEL)"},
             "config_error": self.config.error,
             "questions": self.question_stats() if self.question_stats else {},
+            "background_yields": self.background_yields,
             "embedding_cache": emb.cache_stats() if emb else {},
             "schema_version": self.store.schema_version,
             "counts": self.store.counts(),
@@ -138,6 +149,26 @@ class Engine:
         return await race(lambda: self.recall(request), lambda: self.recall(keyword),
                           budget_s=budget_s, limiter=limiter)
 
+    @contextlib.contextmanager
+    def question_running(self) -> Iterator[None]:
+        """Mark a question as running: background work (embedding backfill, baselines) waits meanwhile."""
+        with self._questions_lock:
+            self._questions += 1
+            self._quiet.clear()
+        try:
+            yield
+        finally:
+            with self._questions_lock:
+                self._questions -= 1
+                if self._questions == 0:
+                    self._quiet.set()
+
+    def _step_aside(self) -> None:
+        """Wait (at most ``STEP_ASIDE_MAX_S``) while questions run, so they get the CPU."""
+        if not self._quiet.is_set():
+            self.background_yields += 1
+            self._quiet.wait(STEP_ASIDE_MAX_S)
+
     # -- background ----------------------------------------------------------------------------
     def _work(self) -> None:
         bind_tried = False
@@ -149,6 +180,8 @@ class Engine:
                     bind_tried = True
                     if not self.store.bind_model(emb.model_id, emb.dim) and self.store.vec.available:
                         log.warning("vector search off: %s", self.store.vector_note)  # no sqlite-vec: said at start
+                if emb is not None and self.store.vector_dim is not None:
+                    self._step_aside()
                 if emb is not None and self.store.vector_dim is not None and self._embed_pending(emb):
                     continue
                 if emb is not None and self.store.vector_dim is not None and self._backfill_baselines(emb):

@@ -16,6 +16,7 @@ benchmarks of a busy sidecar only).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -73,12 +74,15 @@ def fingerprint(request: RecallRequest) -> tuple[Any, ...]:
 
 class Questions:
     """Runs questions through ``recall`` (a blocking function of a ``RecallRequest``) under the rules in
-    the module docstring. ``generation`` reads the store's state (any hashable value that changes on a
+    the module docstring; ``running`` marks a run (background work steps aside). ``generation`` reads the
+    store's state (any hashable value that changes on a
     write). Counters (``runs``, ``cache_hits``, ``joined``, ``busy``) feed ``/health``."""
 
     def __init__(self, recall: Callable[[RecallRequest], dict[str, Any]], generation: Callable[[], Any],
-                 limiter: anyio.CapacityLimiter) -> None:
+                 limiter: anyio.CapacityLimiter,
+                 running: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext) -> None:
         self._recall = recall
+        self._running = running
         self._generation = generation
         self._limiter = limiter
         self.slots = max(1, int(_env_float("MEMCUE_RECALL_SLOTS", RECALL_SLOTS)))
@@ -144,9 +148,10 @@ class Questions:
             self._waiting -= 1
         try:
             started = time.perf_counter()
-            if self._delay_s:
-                await anyio.sleep(self._delay_s)
-            answer = await anyio.to_thread.run_sync(self._recall, request, limiter=self._limiter)
+            with self._running():
+                if self._delay_s:
+                    await anyio.sleep(self._delay_s)
+                answer = await anyio.to_thread.run_sync(self._recall, request, limiter=self._limiter)
             self.runs += 1
             self._mean_run_s = 0.8 * self._mean_run_s + 0.2 * (time.perf_counter() - started)
             return answer
