@@ -17,7 +17,7 @@ import os
 import time
 from types import ModuleType
 
-from memcue import adapters
+from memcue import __version__, adapters
 from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent
 from memcue.hooks import logging_
 from memcue.hooks.client import SidecarError, SidecarUnreachable, post_json, spawn_sidecar
@@ -56,13 +56,15 @@ DRAIN_S = 0.2
 class Outcome:
     """What a sidecar call produced: the context to inject, whether to spool the prompt, and why."""
 
-    __slots__ = ("context", "spool", "error", "answered_by")
+    __slots__ = ("context", "spool", "error", "answered_by", "version")
 
-    def __init__(self, context: str = "", spool: bool = False, error: str = "", answered_by: str = "") -> None:
+    def __init__(self, context: str = "", spool: bool = False, error: str = "", answered_by: str = "",
+                 version: str = "") -> None:
         self.context = context
         self.spool = spool
         self.error = error
         self.answered_by = answered_by
+        self.version = version
 
 
 def deadline_seconds(event: str) -> float:
@@ -162,7 +164,8 @@ def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
     context = answer.get("context")
     if not isinstance(context, str):
         return Outcome(error="sidecar answer has no context string")
-    return Outcome(context=scrub_surrogates(context), answered_by=str(answer.get("answered_by", "")))
+    return Outcome(context=scrub_surrogates(context), answered_by=str(answer.get("answered_by", "")),
+                   version=str(answer.get("version") or ""))
 
 
 def _spool_prompt(event: HookEvent) -> None:
@@ -246,6 +249,10 @@ def run(argv: list[str], started: float) -> None:
     _disarm_watchdog()
     if output:
         _write_stdout(output)
+    if outcome.version and outcome.version != __version__:
+        from memcue.hooks.upgrade import restart_if_other_version  # only on a mismatch: off the common path
+
+        restart_if_other_version(outcome.version)
     if os.environ.get(DEBUG_ENV):
         now = time.monotonic()
         log(
