@@ -64,13 +64,24 @@ def _format_recall(answer: dict[str, Any]) -> str:
     lines = []
     for rank, r in enumerate(answer["results"], 1):
         label = "" if r["tier"] == "supported" else f" [{r['tier']}]"
-        cos = r["channel_scores"].get("semantic")
-        evidence = [f"sim {cos:.2f}" if cos is not None else "", "keywords" if r["cue_terms"] else ""]
+        cos = (r.get("channel_scores") or {}).get("semantic")
+        evidence = [f"sim {cos:.2f}" if cos is not None else "", "keywords" if r.get("cue_terms") else ""]
         why = ", ".join(e for e in evidence if e)
-        lines.append(f"{rank}. #{r['memory_id']} ({r['memory_kind']}, {r['age_label']}; {why}){label}\n"
-                     f"   {r['content']}")
+        lines.append(f"{rank}. #{r['memory_id']} ({r['memory_kind']}, {r['age_label']}{'; ' + why if why else ''})"
+                     f"{label}\n"
+                     f"   {r.get('content', r.get('preview', ''))}")
+        context = r.get("context") or {}
+        for key in ("session", "entities"):
+            for item in context.get(key, []):
+                lines.append(f"     {key}: #{item['memory_id']} {item['content'][:100]}")
+        if context.get("replaced_by"):
+            lines.append(f"     replaced by #{context['replaced_by']['memory_id']}")
     if answer.get("note"):
         lines.append(answer["note"])
+    layers = answer.get("layers") or {}
+    if layers.get("left_out") or layers.get("shortened") or layers.get("context_dropped"):
+        lines.append(f"(to fit {layers['max_tokens']} tokens: {layers['left_out']} left out, "
+                     f"{len(layers['shortened'])} shortened, context dropped from {layers['context_dropped']})")
     statuses = ", ".join(f"{k}={v}" for k, v in answer.get("channel_status", {}).items())
     tier = answer["tier"]
     if tier == "supported" and answer["results"] and all(r["tier"] == "weak" for r in answer["results"]):
@@ -91,6 +102,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     from memcue.session import resolve_session_id
 
     fields: dict[str, Any] = {"project": project, "limit": args.limit, "mode": "keyword" if args.keyword else "full",
+                              "depth": args.depth, "max_tokens": args.max_tokens,
                               "session_id": resolve_session_id(args.session_id, os.environ) or "cli:recall"}
     if args.since or args.until:
         import datetime as dt
@@ -319,6 +331,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as-of", metavar="TIME", type=_iso_time,
                    help="what memcue knew at TIME: versions current then (ISO 8601)")
     p.add_argument("--valid-at", metavar="TIME", type=_iso_time, help="facts valid at TIME (ISO 8601)")
+    p.add_argument("--depth", type=int, choices=(0, 1, 2), default=1,
+                   help="0: a glance (one-line previews), 1: full memories (default), 2: with session/entity context")
+    p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                   help="never more than N tokens of memory text (drops context, then shortens, then leaves out)")
     p.add_argument("--session-id", default="", help="session for the working set (default: MEMCUE_SESSION_ID, "
                    "CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID; none: a synthetic cli: session)")
     p.set_defaults(fn=cmd_recall)

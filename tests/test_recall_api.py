@@ -103,3 +103,34 @@ def test_session_context_boost_lifts_the_neighbour_of_a_top_match(tmp_path: Path
     assert boost == {ids[1]: pytest.approx(SESSION_CONTEXT_GAMMA * 0.06),
                      ids[0]: pytest.approx(SESSION_CONTEXT_GAMMA * 0.02)}
     store.close()
+
+
+def test_layers_depth_and_token_cap_and_expand(loaded: Sidecar) -> None:
+    from memcue.sidecar.tokens import TokenCounter
+
+    c = loaded.client
+    c.remember_batch([{"content": "httpx 0.28 broke the proxy settings of the billing client", "project": "p",
+                       "session_id": "s-9"},
+                      {"content": "We pinned httpx in the billing client until the proxy fix ships", "project": "p",
+                       "session_id": "s-9", "kind": "decision"}])
+    c.wait_idle(timeout_s=120)
+    glance = c.recall("why did we pin httpx?", project="p", depth=0)
+    top = glance["results"][0]
+    assert set(top) >= {"memory_id", "tier", "score", "preview"} and "content" not in top
+    assert len(top["preview"]) <= 120 and glance["layers"]["depth"] == 0
+    deep = c.recall("why did we pin httpx?", project="p", depth=2)
+    pinned = next(r for r in deep["results"] if r["content"].startswith("We pinned httpx in the billing"))
+    assert pinned["context"]["session"] and pinned["context"]["session"][0]["content"].startswith("httpx 0.28")
+    assert "source" in pinned["context"]
+    counter = TokenCounter(loaded.loc.tiktoken_cache)  # the sidecar seeded o200k_base there
+    full = c.recall("httpx proxy billing", project="p", depth=2)
+    full_tokens = sum(counter.count(r["content"]) for r in full["results"])
+    capped = c.recall("httpx proxy billing", project="p", depth=2, max_tokens=max(8, full_tokens // 3))
+    layers = capped["layers"]
+    assert layers["tokens"] <= layers["max_tokens"]
+    assert layers["context_dropped"] or layers["shortened"] or layers["left_out"]
+    assert sum(counter.count(r["content"]) for r in capped["results"]) <= layers["max_tokens"]
+    expanded = c._call("POST", "/expand", json={"ids": f"{pinned['memory_id']},999999"})
+    assert expanded["success"] and expanded["not_found"] == [999999]
+    assert expanded["items"][0]["context"]["session"]
+    assert c._call("POST", "/expand", json={"ids": [999998]})["success"] is False

@@ -17,6 +17,7 @@ from memcue import __version__
 from memcue.sidecar.engine import Engine
 from memcue.sidecar.hook_service import handle_hook
 from memcue.sidecar.models import (
+    ExpandIn,
     HookIn,
     HookOut,
     RecallIn,
@@ -87,6 +88,10 @@ def create_app(engine: Engine) -> FastAPI:
         result = await anyio.to_thread.run_sync(engine.update, body.memory_id, memory, limiter=limiter)
         return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate)
 
+    @app.post("/expand")
+    async def expand(body: ExpandIn) -> dict:
+        return await anyio.to_thread.run_sync(engine.expand, body.id_list(), limiter=limiter)
+
     @app.post("/recall")
     async def recall(body: RecallIn) -> dict:
         window = body.window or None
@@ -97,7 +102,7 @@ def create_app(engine: Engine) -> FastAPI:
                                 session_id=body.session_id,
                                 channels=KEYWORD_CHANNELS if body.mode == "keyword" else FULL_CHANNELS,
                                 include_requests=body.include_requests, weights=body.weights, filters=filters,
-                                now=unix_seconds(body.now))
+                                now=unix_seconds(body.now), depth=body.depth, max_tokens=body.max_tokens)
         if body.budget_s is None:
             return await questions.ask(request)
         started = time.perf_counter()

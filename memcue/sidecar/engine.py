@@ -24,6 +24,7 @@ from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.race import race
 from memcue.sidecar.recall import temporal
 from memcue.sidecar.recall.baseline import baselines, probe_vectors
+from memcue.sidecar.recall.layers import apply_layers, context_for
 from memcue.sidecar.recall.pipeline import KEYWORD_CHANNELS, RecallRequest, RecallServices, is_warming, recall
 from memcue.sidecar.recall.rerank import Reranker
 from memcue.sidecar.spool import SpoolReader
@@ -138,8 +139,21 @@ class Engine:
 
     # -- reads ---------------------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
-        """Run the recall pipeline (blocking; call from a worker thread)."""
-        return recall(self.store, self.embedder, request, self.services)
+        """Run the recall pipeline and shape the results by ``request.depth`` and ``request.max_tokens``
+        (blocking; call from a worker thread). Raises ``ValueError`` for a bad request."""
+        answer = recall(self.store, self.embedder, request, self.services)
+        return apply_layers(answer, depth=request.depth, max_tokens=request.max_tokens, count=self.tokens.count,
+                            store=self.store)
+
+    def expand(self, ids: list[int]) -> dict[str, Any]:
+        """Memories by id at depth 2 (text plus session, entity and version context): ``{"success", "items",
+        "not_found"}``; success is False when no id resolves."""
+        rows = self.store.fetch(ids)
+        items = [{"memory_id": mid, "fact_id": mid, "content": rows[mid]["content"], "memory_kind": rows[mid]["kind"],
+                  "project": rows[mid]["project"], "created_at": rows[mid]["created_at"],
+                  "superseded_by": rows[mid]["superseded_by"], "bookkeeping": rows[mid]["bookkeeping"],
+                  "context": context_for(self.store, mid)} for mid in dict.fromkeys(ids) if mid in rows]
+        return {"success": bool(items), "items": items, "not_found": [i for i in dict.fromkeys(ids) if i not in rows]}
 
     async def recall_within(self, request: RecallRequest, budget_s: float,
                             limiter: anyio.CapacityLimiter) -> tuple[dict[str, Any] | None, str]:

@@ -74,6 +74,20 @@ class RecallIn(BaseModel):
     as_of: dt.datetime | None = None
     valid_at: dt.datetime | None = None
     now: dt.datetime | None = None
+    depth: int = Field(default=1, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1, le=100_000)
+
+
+class ExpandIn(BaseModel):
+    """``POST /expand``: memory (or fact) ids as a list or a comma-separated string."""
+
+    ids: list[int] | str
+
+    def id_list(self) -> list[int]:
+        """The ids as integers. Raises ``ValueError`` for a part that is not a number."""
+        if isinstance(self.ids, list):
+            return self.ids
+        return [int(part) for part in self.ids.replace(" ", "").split(",") if part]
 
 
 class UpdateIn(BaseModel):

@@ -69,7 +69,7 @@ def fingerprint(request: RecallRequest) -> tuple[Any, ...]:
     biases the order)."""
     return (request.query, request.project, request.limit, request.session_id, request.channels,
             request.include_requests, tuple(sorted((request.weights or {}).items())), request.filters, request.now,
-            request.channel_timeout_s)
+            request.channel_timeout_s, request.depth, request.max_tokens)
 
 
 class Questions:

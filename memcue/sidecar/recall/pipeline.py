@@ -93,7 +93,8 @@ class RecallRequest:
     """A recall: ``query`` text; ``project`` None for every project; ``limit`` results at most; ``channels``
     to run (a subset of ``ALL_CHANNELS``); ``include_requests`` to let captured prompts answer; ``weights``
     overriding the query type's channel weights; ``filters`` (window / as_of / valid_at); ``now`` the asking
-    time (Unix s, default the clock) for relative dates; ``channel_timeout_s`` per channel (s)."""
+    time (Unix s, default the clock) for relative dates; ``channel_timeout_s`` per channel (s); ``depth``
+    (0, 1, 2) and ``max_tokens`` shape the results (``recall.layers``, applied by the engine)."""
 
     query: str
     project: str | None = None
@@ -105,6 +106,8 @@ class RecallRequest:
     filters: Filters = field(default_factory=Filters)
     now: float | None = None
     channel_timeout_s: float = CHANNEL_TIMEOUT_S
+    depth: int = 1
+    max_tokens: int | None = None
 
 
 def age_label(created_at: float, now: float) -> str:
