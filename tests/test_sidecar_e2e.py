@@ -430,3 +430,23 @@ def test_socket_is_up_before_the_model_and_recall_answers_keyword_only_while_war
         assert nothing["note"] != "That isn't in memcue." and nothing["warming_up"] is True
     finally:
         sc.stop()
+
+
+def test_spool_appended_while_running_is_ingested_by_the_watcher(home: Path) -> None:
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        deadline = time.monotonic() + 10
+        while sc.client.health()["spool_watch"] != "watchfiles" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sc.client.health()["spool_watch"] == "watchfiles"
+        spool = home / "spool" / "hook.jsonl"
+        with open(spool, "a", encoding="utf-8") as fh:  # as a hook that could not reach the sidecar would
+            fh.write(json.dumps({"spool_id": "late1", "op": "remember", "ts": time.time(), "content": "late prompt",
+                                 "kind": "request", "project": "p", "session_id": "s", "source": "hook:claude-code"})
+                     + "\n")
+        deadline = time.monotonic() + 10
+        while sc.client.health()["counts"]["memories"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sc.client.health()["counts"]["memories"] == 1
+    finally:
+        sc.stop()

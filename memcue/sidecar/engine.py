@@ -68,6 +68,8 @@ class Engine:
         self._quiet.set()
         #: How many times the background worker waited for questions to finish (``/health``).
         self.background_yields = 0
+        #: How the spool is followed while running: "watchfiles", or why it is polled.
+        self.spool_watch = f"polling every {WORKER_TICK_S:g} s"
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
@@ -82,6 +84,7 @@ class Engine:
             self.services.reranker.start()
         self._worker = threading.Thread(target=self._work, name="memcue-worker", daemon=True)
         self._worker.start()
+        threading.Thread(target=self._watch_spool, name="memcue-spool-watch", daemon=True).start()
         threading.Thread(target=temporal.warm_up, name="memcue-dateparser-warm", daemon=True).start()
 
     def stop(self) -> None:
@@ -117,6 +120,7 @@ class Engine:
             "config_error": self.config.error,
             "questions": self.question_stats() if self.question_stats else {},
             "background_yields": self.background_yields,
+            "spool_watch": self.spool_watch,
             "embedding_cache": emb.cache_stats() if emb else {},
             "schema_version": self.store.schema_version,
             "counts": self.store.counts(),
@@ -184,6 +188,21 @@ class Engine:
             self._quiet.wait(STEP_ASIDE_MAX_S)
 
     # -- background ----------------------------------------------------------------------------
+    def _watch_spool(self) -> None:
+        """Wake the worker as soon as a hook appends to the spool (watchfiles); the worker's
+        ``WORKER_TICK_S`` poll stays as the fallback when watching is not possible."""
+        try:
+            from watchfiles import watch
+
+            self.locations.spool_dir.mkdir(parents=True, exist_ok=True)
+            self.spool_watch = "watchfiles"
+            for _changes in watch(self.locations.spool_dir, stop_event=self._stop, debounce=50, step=20,
+                                  raise_interrupt=False):
+                self._wake.set()
+        except Exception as exc:  # noqa: BLE001 - polling still ingests the spool
+            self.spool_watch = f"polling every {WORKER_TICK_S:g} s ({type(exc).__name__}: {exc})"
+            log.warning("spool watch off, polling instead: %s", exc)
+
     def _work(self) -> None:
         bind_tried = False
         while not self._stop.is_set():
