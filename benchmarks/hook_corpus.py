@@ -172,13 +172,13 @@ def payload(prompt: str, cwd: str, session_id: str) -> dict[str, Any]:
             "cwd": cwd, "permission_mode": "default", "hook_event_name": "UserPromptSubmit", "prompt": prompt}
 
 
-def seed_rows(project: str, rng: random.Random) -> list[dict[str, Any]]:
-    """``SEED_TOTAL`` rows for ``/remember/batch`` in ``project``: the demo seed first, then generated
-    variants; ``created_at`` (unix s) is now minus each memory's ``age_days``."""
+def seed_rows(project: str, rng: random.Random, total: int = SEED_TOTAL) -> list[dict[str, Any]]:
+    """``total`` rows (default ``SEED_TOTAL``) for ``/remember/batch`` in ``project``: the demo seed first,
+    then generated variants; ``created_at`` (unix s) is now minus each memory's ``age_days``."""
     now = time.time()
     base = load_seed()
-    rows = base + generated_memories(max(0, SEED_TOTAL - len(base)), rng)
+    rows = base + generated_memories(max(0, total - len(base)), rng)
     return [{"content": m["content"], "kind": m["kind"], "pinned": bool(m.get("pinned")), "project": project,
              "created_at": now - float(m.get("age_days", 0)) * 86400, "source": "bench",
              "source_id": f"bench:{i}", "metadata": {"tags": m.get("tags", [])}}
-            for i, m in enumerate(rows[:SEED_TOTAL])]
+            for i, m in enumerate(rows[:total])]

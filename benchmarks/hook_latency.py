@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 from _common import RESULTS_DIR, git_commit, percentiles, say, stop_sidecar, write_results
-from hook_corpus import payload, prompts, seed_rows
+from hook_corpus import SEED_TOTAL, payload, prompts, seed_rows
 
 from memcue.client import Client
 from memcue.hooks.locations import Locations
@@ -216,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR,
                         help="results folder (default benchmarks/results)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (sidecar stopped)")
+    parser.add_argument("--memories", type=int, default=SEED_TOTAL,
+                        help=f"memories in the store (default {SEED_TOTAL}); results go to hook_latency_<N>.* "
+                             "when not the default")
     args = parser.parse_args(argv)
 
     rng = random.Random(20240607)
@@ -236,8 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         health = client.ensure_running()
         say(f"sidecar {health['version']} up (pid {health['pid']}) in {root}")
-        rows = seed_rows(project, rng)
-        client.remember_batch(rows)
+        rows = seed_rows(project, rng, args.memories)
+        for start in range(0, len(rows), 5000):
+            client.remember_batch(rows[start:start + 5000])
         t0 = time.monotonic()
         health = client.wait_idle(timeout_s=900)
         say(f"seeded {len(rows)} memories, vectors ready in {time.monotonic() - t0:.1f} s "
@@ -280,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         say(f"kept {root}")
     else:
         shutil.rmtree(root, ignore_errors=True)
-    write_results(args.out, "hook_latency", report, markdown(report), ensure_ascii=False)
+    name = "hook_latency" if args.memories == SEED_TOTAL else f"hook_latency_{args.memories}"
+    write_results(args.out, name, report, markdown(report), ensure_ascii=False)
     return 0
 
 
