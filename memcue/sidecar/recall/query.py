@@ -8,6 +8,7 @@ rare. A prompt is never searched as one phrase.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -76,6 +77,7 @@ def compounds(text: str) -> list[list[str]]:
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light suffix-stripping stem, enough to match "retries" with "retry", "formatting" with "format" and
     "changed" with "change" when naming cue terms (FTS5's porter stemmer does the matching itself)."""
@@ -121,5 +123,5 @@ def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...]) -> tuple[list[st
 
 def cue_terms(query_terms: tuple[str, ...], content: str) -> list[str]:
     """The query terms that ``content`` carries (compared by ``stem``), in query order."""
-    have = {stem(w) for w in words(content)}
+    have = set(map(stem, set(words(content))))
     return [t for t in query_terms if stem(t) in have]
