@@ -289,10 +289,10 @@ def test_C16_no_channel_crosses_projects(tmp_path: Path, embedder: Embedder) -> 
 def test_a_slow_channel_times_out_and_the_recall_goes_on(store: Store, embedder: Embedder,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Fault injection: the temporal channel hangs (as a stuck dateparser would); the others answer."""
-    from memcue.sidecar.recall import pipeline
+    from memcue.sidecar.recall import channel_runner
 
-    real = pipeline.temporal_channel
-    monkeypatch.setattr(pipeline, "temporal_channel", lambda ctx: (time.sleep(1.0), real(ctx))[1])
+    real = channel_runner.temporal_channel
+    monkeypatch.setattr(channel_runner, "temporal_channel", lambda ctx: (time.sleep(1.0), real(ctx))[1])
     started = time.perf_counter()
     answer = ask(store, embedder, "what did we decide last month about httpx?", channel_timeout_s=0.3)
     assert time.perf_counter() - started < 0.9
@@ -302,12 +302,12 @@ def test_a_slow_channel_times_out_and_the_recall_goes_on(store: Store, embedder:
 
 def test_a_failing_channel_reports_error_and_the_recall_goes_on(store: Store, embedder: Embedder,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from memcue.sidecar.recall import pipeline
+    from memcue.sidecar.recall import channel_runner
 
     def broken(ctx: object) -> None:
         raise RuntimeError("graph store corrupted")
 
-    monkeypatch.setattr(pipeline, "graph_channel", broken)
+    monkeypatch.setattr(channel_runner, "graph_channel", broken)
     answer = ask(store, embedder, "why did we pin httpx?")
     assert answer["channel_status"][GRAPH] == "error" and "corrupted" in answer["channel_notes"][GRAPH]
     assert answer["tier"] == "supported"

@@ -20,7 +20,8 @@ from memcue import __version__
 from memcue.sidecar.engine import Engine
 from memcue.sidecar.injection import injectable
 from memcue.sidecar.models import HookIn, HookOut
-from memcue.sidecar.recall.pipeline import RecallRequest, age_label
+from memcue.sidecar.recall.answer import age_label
+from memcue.sidecar.recall.pipeline import RecallRequest
 from memcue.sidecar.render import Block, render_block
 from memcue.sidecar.store.memories import NewMemory
 

@@ -11,11 +11,8 @@ question asks what the user requested.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import datetime as dt
 import time
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +23,9 @@ from memcue.sidecar.config import RecallConfig
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall import classify as qclass
 from memcue.sidecar.recall import tiers
+from memcue.sidecar.recall.answer import contract_response, result_item
 from memcue.sidecar.recall.boosts import SESSION_CONTEXT_TOP, apply_boosts, session_context
+from memcue.sidecar.recall.channel_runner import run_channels
 from memcue.sidecar.recall.channels import (
     ALL_CHANNELS,
     BM25,
@@ -36,18 +35,15 @@ from memcue.sidecar.recall.channels import (
     TEMPORAL,
     ChannelContext,
     ChannelResult,
-    bm25_channel,
-    semantic_channel,
 )
 from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.floor import Evidence, passes_floor
 from memcue.sidecar.recall.fusion import weighted_rrf
-from memcue.sidecar.recall.graph import graph_channel, query_entity_ids, shared_entities
-from memcue.sidecar.recall.hopfield import HopfieldIndex, hopfield_channel
+from memcue.sidecar.recall.graph import query_entity_ids, shared_entities
+from memcue.sidecar.recall.hopfield import HopfieldIndex
 from memcue.sidecar.recall.query import cue_terms, key_terms, keyword_query, words
 from memcue.sidecar.recall.ranking import ranking_enabled, rerank_by_ranking
 from memcue.sidecar.recall.rerank import Reranker
-from memcue.sidecar.recall.temporal import temporal_channel
 from memcue.sidecar.recall.working_set import WorkingSets
 from memcue.sidecar.store.entities import extract_entities
 from memcue.sidecar.store.memories import Store
@@ -73,9 +69,6 @@ WORKING_SET_OFFER = 5
 #: Channels of a full recall and of a keyword-only one.
 FULL_CHANNELS = ALL_CHANNELS
 KEYWORD_CHANNELS = (BM25,)
-
-_EXECUTOR = cf.ThreadPoolExecutor(max_workers=len(ALL_CHANNELS), thread_name_prefix="memcue-channel")
-
 
 @dataclass
 class RecallServices:
@@ -110,22 +103,6 @@ class RecallRequest:
     max_tokens: int | None = None
 
 
-def age_label(created_at: float, now: float) -> str:
-    """Human age of a memory: "today", "yesterday", "5 days ago", "3 weeks ago", "4 months ago"."""
-    days = max(0.0, now - created_at) / 86400
-    if days < 1:
-        return "today"
-    if days < 2:
-        return "yesterday"
-    if days < 14:
-        return f"{int(days)} days ago"
-    if days < 60:
-        return f"{int(days // 7)} weeks ago"
-    if days < 730:
-        return f"{int(days // 30)} months ago"
-    return f"{int(days // 365)} years ago"
-
-
 def is_warming(store: Store, embedder: Embedder | None) -> bool:
     """True while vector search is still coming: the model loads, or it loaded and vectors are not bound yet.
 
@@ -134,47 +111,6 @@ def is_warming(store: Store, embedder: Embedder | None) -> bool:
     if embedder is None or embedder.state == "error" or not store.vec.available or store.vector_note:
         return False
     return embedder.state == "warming" or store.vector_dim is None
-
-
-def _run_channels(ctx: ChannelContext, names: tuple[str, ...], services: RecallServices,
-                  timeout_s: float) -> tuple[dict[str, ChannelResult], list[str]]:
-    """Run the named channels concurrently; those not done within ``timeout_s`` (s) come back ``timeout``."""
-    funcs: dict[str, Callable[[ChannelContext], ChannelResult]] = {
-        SEMANTIC: lambda c: semantic_channel(c.store, c.embedder, c.query, project=c.project, k=c.k,
-                                             exclude_kinds=c.exclude_kinds, vector=c.vector,
-                                             include_superseded=c.include_superseded),
-        BM25: lambda c: bm25_channel(c.store, c.keywords, project=c.project, k=c.k, exclude_kinds=c.exclude_kinds,
-                                     include_superseded=c.include_superseded),
-        TEMPORAL: temporal_channel,
-        GRAPH: graph_channel,
-        HOPFIELD: lambda c: hopfield_channel(c, services.hopfield),
-    }
-
-    def timed(name: str) -> ChannelResult:
-        t0 = time.perf_counter()
-        result = funcs[name](ctx)
-        result.elapsed_ms = (time.perf_counter() - t0) * 1000
-        return result
-
-    results: dict[str, ChannelResult] = {}
-    futures = {_EXECUTOR.submit(timed, name): name for name in names}
-    done, pending = cf.wait(futures, timeout=timeout_s)
-    for fut in done:
-        name = futures[fut]
-        try:
-            results[name] = fut.result()
-        except Exception as exc:  # noqa: BLE001 - a channel's failure is its status
-            results[name] = ChannelResult(name, "error", note=f"{type(exc).__name__}: {exc}")
-    incomplete = []
-    for fut in pending:
-        name = futures[fut]
-        fut.cancel()
-        incomplete.append(name)
-        results[name] = ChannelResult(name, "timeout", note=f"did not finish within {timeout_s:g} s")
-    for name in ALL_CHANNELS:
-        if name not in results:
-            results[name] = ChannelResult(name, "disabled", note="not run in keyword mode")
-    return {name: results[name] for name in ALL_CHANNELS}, sorted(incomplete, key=ALL_CHANNELS.index)
 
 
 def _embed(store: Store, embedder: Embedder | None, req: RecallRequest) -> np.ndarray | None:
@@ -196,70 +132,13 @@ def _present_tense(store: Store, req: RecallRequest, now: float, started: float,
     rows = [r for r in rows if filters.keeps(r)][:min(PRESENT_LIMIT, req.limit)]
     if rows:
         rows = [r for r in rows if r["created_at"] >= rows[0]["created_at"] - PRESENT_SPAN_S]
-    results = [_result(r, 1.0 / (i + 1), tiers.SUPPORTED, now, {}, []) for i, r in enumerate(rows)]
+    results = [result_item(r, 1.0 / (i + 1), tiers.SUPPORTED, now, {}, []) for i, r in enumerate(rows)]
     statuses = {name: ChannelResult(name, "disabled", note="present-tense question: newest memories answer it")
                 for name in ALL_CHANNELS}
     tier = tiers.SUPPORTED if results else "none"
-    return _response(req, results, tier, "" if results else tiers.NOTE_NO_CANDIDATES,
+    return contract_response(req, results, tier, "" if results else tiers.NOTE_NO_CANDIDATES,
                      None if results else "no_candidates", qc, statuses, [], started, False, keys=[],
                      reranker_status="off", extra={"answered_from": "newest_memories"})
-
-
-def _result(row: dict[str, Any], score: float, tier: str, now: float, channel_scores: dict[str, float],
-            cues: list[str]) -> dict[str, Any]:
-    return {
-        "fact_id": row["id"],
-        "memory_id": row["id"],
-        "content": row["content"],
-        "score": round(score, 5),
-        "tier": tier,
-        "memory_kind": row["kind"],
-        "project": row["project"],
-        "pinned": row["pinned"],
-        "created_at": row["created_at"],
-        "age_label": age_label(row["created_at"], now),
-        "seen_count": row.get("seen_count", 1),
-        "superseded_by": row.get("superseded_by"),
-        "channel_scores": channel_scores,
-        "cue_terms": cues,
-    }
-
-
-def _response(req: RecallRequest, results: list[dict[str, Any]], tier: str, note: str, reason: str | None,
-              qc: qclass.QueryClass, channels: dict[str, ChannelResult], incomplete: list[str], started: float,
-              warming: bool, *, keys: list[str], reranker_status: str,
-              extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    keyword_only = SEMANTIC not in req.channels
-    out = {
-        "query": req.query,
-        "results": results,
-        "tier": tier,
-        "note": note,
-        "query_type": qc.query_type,
-        "query_terms": list(keyword_query(req.query).terms),
-        "key_terms": keys,
-        "channel_weights": {name: qc.weights.get(name, 0.0) for name in ALL_CHANNELS},
-        "channel_status": {name: r.status for name, r in channels.items()},
-        "channel_notes": {name: r.note for name, r in channels.items() if r.note},
-        "channel_details": {name: r.detail for name, r in channels.items() if r.detail},
-        "channel_ms": {name: round(r.elapsed_ms, 2) for name, r in channels.items()},
-        "incomplete_channels": incomplete,
-        "retrieval_time_ms": round((time.perf_counter() - started) * 1000, 2),
-        "retrieval_mode": "keyword" if keyword_only else "full",
-        "query_id": uuid.uuid4().hex[:16],
-        "abstained": tier == "none",
-        "abstention_reason": reason,
-        "warming_up": warming,
-        "reranker_status": reranker_status,
-        "filters": req.filters.describe(),
-        "calibration_status": "uncalibrated",
-        "answer_confidence": None,
-        "answerability": "unjudged",
-        "answerability_reason": "no answer check is configured",
-        "layers": {},
-    }
-    out.update(extra or {})
-    return out
 
 
 def _unknown_names(store: Store, query: str, project: str | None) -> tuple[list[str], list[str]]:
@@ -294,7 +173,7 @@ def _pinned(store: Store, req: RecallRequest, filters: Filters, now: float,
     out = []
     for row in rows:
         if row["id"] not in seen and filters.keeps(row):
-            item = _result(row, 0.0, tiers.RELATED, now, {}, [])
+            item = result_item(row, 0.0, tiers.RELATED, now, {}, [])
             item["support"] = "pinned"
             out.append(item)
     return out[:RELATED_LIMIT]
@@ -324,7 +203,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
                          k=CHANNEL_DEPTH * (3 if filters.active else 1), exclude_kinds=exclude, now=now,
                          vector=vector, embedder=embedder, include_superseded=filters.include_superseded)
     names = tuple(n for n in ALL_CHANNELS if n in req.channels and (n in (SEMANTIC, BM25) or qc.weights.get(n, 0) > 0))
-    channels, incomplete = _run_channels(ctx, names, services, req.channel_timeout_s)
+    channels, incomplete = run_channels(ctx, names, services.hopfield, req.channel_timeout_s)
 
     # 3. Weighted RRF, then what each candidate has going for it (cosine, BM25, entity, time, pinned).
     rankings = {name: [mid for mid, _ in r.items] for name, r in channels.items() if r.items}
@@ -405,7 +284,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
             channel_scores.setdefault(SEMANTIC, round(ev.cosine, 4))
         if mid in rerank_scores:
             channel_scores["rerank"] = round(rerank_scores[mid], 4)
-        item = _result(row, score, label, now, channel_scores, cues)
+        item = result_item(row, score, label, now, channel_scores, cues)
         item["support"] = reason
         if mid in boosts:
             item["boost"] = round(boosts[mid], 5)
@@ -430,8 +309,8 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
         # While the model loads, only keyword evidence exists: show it, unjudged, as related (never as an
         # answer, and never "That isn't in memcue.").
         out = [{**r, "tier": tiers.RELATED} for r in (supported or judged)][:WARMING_LIMIT]
-        return _response(req, out, "related", tiers.NOTE_WARMING, None, qc, channels, incomplete, started, warming,
-                         keys=keys, reranker_status=reranker_status)
+        return contract_response(req, out, "related", tiers.NOTE_WARMING, None, qc, channels, incomplete,
+                                 started, warming, keys=keys, reranker_status=reranker_status)
     if supported:
         tier, out, note, reason = tiers.SUPPORTED, supported[:limit], "", None
     elif judged or pinned:
@@ -452,5 +331,5 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
         note = tiers.NOTE_WARMING
     if tier == tiers.SUPPORTED and not is_synthetic(req.session_id):
         services.working_sets.offer(req.session_id, [r["memory_id"] for r in out[:WORKING_SET_OFFER]])
-    return _response(req, out, tier, note, reason, qc, channels, incomplete, started, warming, keys=keys,
+    return contract_response(req, out, tier, note, reason, qc, channels, incomplete, started, warming, keys=keys,
                      reranker_status=reranker_status)

@@ -1,0 +1,90 @@
+"""The recall contract's shape (DESIGN.md section 4): one result per memory and the whole response."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from memcue.sidecar.recall.channels import ALL_CHANNELS, SEMANTIC, ChannelResult
+from memcue.sidecar.recall.classify import QueryClass
+from memcue.sidecar.recall.query import keyword_query
+
+if TYPE_CHECKING:
+    from memcue.sidecar.recall.pipeline import RecallRequest
+
+
+def age_label(created_at: float, now: float) -> str:
+    """Human age of a memory: "today", "yesterday", "5 days ago", "3 weeks ago", "4 months ago"."""
+    days = max(0.0, now - created_at) / 86400
+    if days < 1:
+        return "today"
+    if days < 2:
+        return "yesterday"
+    if days < 14:
+        return f"{int(days)} days ago"
+    if days < 60:
+        return f"{int(days // 7)} weeks ago"
+    if days < 730:
+        return f"{int(days // 30)} months ago"
+    return f"{int(days // 365)} years ago"
+
+
+def result_item(row: dict[str, Any], score: float, tier: str, now: float, channel_scores: dict[str, float],
+                cues: list[str]) -> dict[str, Any]:
+    """One result of the recall contract for the memory ``row`` (a ``Store.fetch`` dict)."""
+    return {
+        "fact_id": row["id"],
+        "memory_id": row["id"],
+        "content": row["content"],
+        "score": round(score, 5),
+        "tier": tier,
+        "memory_kind": row["kind"],
+        "project": row["project"],
+        "pinned": row["pinned"],
+        "created_at": row["created_at"],
+        "age_label": age_label(row["created_at"], now),
+        "seen_count": row.get("seen_count", 1),
+        "superseded_by": row.get("superseded_by"),
+        "channel_scores": channel_scores,
+        "cue_terms": cues,
+    }
+
+
+def contract_response(req: RecallRequest, results: list[dict[str, Any]], tier: str, note: str,
+                      reason: str | None, qc: QueryClass, channels: dict[str, ChannelResult],
+                      incomplete: list[str], started: float, warming: bool, *, keys: list[str],
+                      reranker_status: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole recall contract (DESIGN.md section 4) for one answer; ``started`` is the
+    ``time.perf_counter()`` at the start of the recall."""
+    keyword_only = SEMANTIC not in req.channels
+    out = {
+        "query": req.query,
+        "results": results,
+        "tier": tier,
+        "note": note,
+        "query_type": qc.query_type,
+        "query_terms": list(keyword_query(req.query).terms),
+        "key_terms": keys,
+        "channel_weights": {name: qc.weights.get(name, 0.0) for name in ALL_CHANNELS},
+        "channel_status": {name: r.status for name, r in channels.items()},
+        "channel_notes": {name: r.note for name, r in channels.items() if r.note},
+        "channel_details": {name: r.detail for name, r in channels.items() if r.detail},
+        "channel_ms": {name: round(r.elapsed_ms, 2) for name, r in channels.items()},
+        "incomplete_channels": incomplete,
+        "retrieval_time_ms": round((time.perf_counter() - started) * 1000, 2),
+        "retrieval_mode": "keyword" if keyword_only else "full",
+        "query_id": uuid.uuid4().hex[:16],
+        "abstained": tier == "none",
+        "abstention_reason": reason,
+        "warming_up": warming,
+        "reranker_status": reranker_status,
+        "filters": req.filters.describe(),
+        "calibration_status": "uncalibrated",
+        "answer_confidence": None,
+        "answerability": "unjudged",
+        "answerability_reason": "no answer check is configured",
+        "layers": {},
+    }
+    out.update(extra or {})
+    return out
