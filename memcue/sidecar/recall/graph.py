@@ -46,7 +46,8 @@ from dataclasses import dataclass
 from memcue.sidecar.recall.channels import GRAPH, ChannelContext, ChannelResult
 from memcue.sidecar.recall.query import STOP_WORDS, words
 from memcue.sidecar.store.entities import MAYBE_NAME, extract_entities
-from memcue.sidecar.store.memories import Store, scope_conditions
+from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store.rows import scope_conditions
 
 log = logging.getLogger("memcue.recall")
 

@@ -21,16 +21,14 @@ from memcue.sidecar.store.bookkeeping import is_bookkeeping
 from memcue.sidecar.store.db import connect
 from memcue.sidecar.store.entities import extract_entities, link_entities
 from memcue.sidecar.store.migrations import ensure_vector_table, migrate, schema_version
+from memcue.sidecar.store.recall_queries import RecallQueries
+from memcue.sidecar.store.rows import COLUMNS, row_dict, scope_conditions
 from memcue.sidecar.store.sanitize import sanitize_text
 
 #: ``embedded`` values: 0 waiting for a vector, 1 has one, 2 never embedded (bookkeeping rows).
 PENDING, EMBEDDED, SKIPPED = 0, 1, 2
 #: ``doc_frequencies`` stops counting here: a word in this many memories is common.
 DF_CAP = 1000
-COLUMNS = (
-    "id, content, kind, project, session_id, created_at, updated_at, pinned, bookkeeping, "
-    "superseded_by, source, source_id, embedded, metadata, seen_count, valid_from, valid_to, superseded_at, baseline"
-)
 
 
 @dataclass
@@ -61,39 +59,7 @@ class WriteResult:
     duplicate: bool = False
 
 
-def scope_conditions(
-    alias: str = "", *, project: str | None = None, exclude_kinds: Sequence[str] = (),
-    include_superseded: bool = False, include_bookkeeping: bool = False,
-) -> tuple[list[str], list[Any]]:
-    """SQL conditions (and their arguments) for the rows a recall may see: ``project`` and global rows
-    (every project when None), not ``exclude_kinds``, not superseded unless ``include_superseded``, not
-    bookkeeping unless ``include_bookkeeping``. ``alias`` prefixes the columns ("m" -> "m.project")."""
-    col = f"{alias}." if alias else ""
-    where: list[str] = []
-    args: list[Any] = []
-    if not include_bookkeeping:
-        where.append(f"{col}bookkeeping = 0")
-    if not include_superseded:
-        where.append(f"{col}superseded_by IS NULL")
-    if project is not None:
-        where.append(f"{col}project IN (?, '')")
-        args.append(project)
-    for kind in exclude_kinds:
-        where.append(f"{col}kind != ?")
-        args.append(kind)
-    return where, args
-
-
-def _row_dict(row: Sequence[Any]) -> dict[str, Any]:
-    keys = [c.strip() for c in COLUMNS.split(",")]
-    out = dict(zip(keys, row, strict=True))
-    out["pinned"] = bool(out["pinned"])
-    out["bookkeeping"] = bool(out["bookkeeping"])
-    out["metadata"] = json.loads(out["metadata"] or "{}")
-    return out
-
-
-class Store:
+class Store(RecallQueries):
     """Rows, keyword index and vector index in one SQLite file at ``path``.
 
     Raises ``apsw.Error`` when the file cannot be opened or migrated.
@@ -303,7 +269,7 @@ class Store:
             return {}
         marks = ",".join("?" * len(ids))
         rows = self._reader().execute(f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})", ids).fetchall()
-        return {int(r[0]): _row_dict(r) for r in rows}
+        return {int(r[0]): row_dict(r) for r in rows}
 
     def list_memories(
         self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
@@ -315,7 +281,7 @@ class Store:
         if pinned_only:
             where.append("pinned = 1")
         sql = f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?"
-        return [_row_dict(r) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
+        return [row_dict(r) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
 
     def bm25(
         self, match: str, *, project: str | None, limit: int, exclude_kinds: Sequence[str] = (),
@@ -380,22 +346,6 @@ class Store:
             f"SELECT id FROM memories WHERE id IN ({marks}) AND superseded_by IS NULL", ids).fetchall()
         return {int(r[0]) for r in rows}
 
-    def session_neighbours(self, ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
-        """For each memory, the previous and next non-bookkeeping memory of the same session (by
-        ``created_at``, then id): ``id -> (previous id or None, next id or None)``. Memories without a
-        session have no neighbours."""
-        ids = list(dict.fromkeys(int(i) for i in ids))
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        side = ("SELECT m.id FROM memories m WHERE m.session_id = s.session_id AND m.bookkeeping = 0"
-                " AND (m.created_at, m.id) {op} (s.created_at, s.id)"
-                " ORDER BY m.created_at {order}, m.id {order} LIMIT 1")
-        sql = (f"SELECT s.id, ({side.format(op='<', order='DESC')}), ({side.format(op='>', order='ASC')})"
-               f" FROM memories s WHERE s.id IN ({marks}) AND s.session_id != ''")
-        rows = self._reader().execute(sql, ids).fetchall()
-        return {int(r[0]): (r[1], r[2]) for r in rows}
-
     def vector_signature(self, exclude_kinds: Sequence[str] = ()) -> tuple[Any, ...]:
         """Changes whenever the set of current vectors of the kinds not in ``exclude_kinds`` may have changed
         (a vector written, a row superseded, the vector table bound): a cache key for vector matrices.
@@ -413,82 +363,6 @@ class Store:
         rows = self._reader().execute(
             "SELECT id FROM memories WHERE embedded = 1 AND baseline IS NULL ORDER BY id LIMIT ?", (limit,)).fetchall()
         return [int(r[0]) for r in rows]
-
-    def in_window(
-        self, start: float | None, end: float | None, *, project: str | None, limit: int,
-        exclude_kinds: Sequence[str] = (), include_superseded: bool = False,
-    ) -> list[dict[str, Any]]:
-        """Non-bookkeeping memories created in ``[start, end)`` (Unix s; None = open), newest first."""
-        where, args = scope_conditions(project=project, exclude_kinds=exclude_kinds,
-                                       include_superseded=include_superseded)
-        if start is not None:
-            where.append("created_at >= ?")
-            args.append(start)
-        if end is not None:
-            where.append("created_at < ?")
-            args.append(end)
-        sql = f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?"
-        return [_row_dict(r) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
-
-    # -- entity graph ----------------------------------------------------------------------------
-    def entity_ids(self, names: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """Known entities among ``names`` (lowercase): ``name -> (entity id, df)``."""
-        names = list(dict.fromkeys(names))
-        if not names:
-            return {}
-        marks = ",".join("?" * len(names))
-        rows = self._reader().execute(f"SELECT name, id, df FROM entities WHERE name IN ({marks})", names).fetchall()
-        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
-
-    def entity_neighbours(self, entity_ids: Sequence[int], limit: int = 200) -> list[tuple[int, int, int]]:
-        """Co-occurrence edges leaving ``entity_ids``: ``(src, dst, weight)``, heaviest first, at most ``limit``."""
-        ids = list(dict.fromkeys(int(i) for i in entity_ids))
-        if not ids:
-            return []
-        marks = ",".join("?" * len(ids))
-        rows = self._reader().execute(
-            f"SELECT src, dst, weight FROM entity_edges WHERE src IN ({marks}) ORDER BY weight DESC, dst LIMIT ?",
-            [*ids, limit]).fetchall()
-        return [(int(a), int(b), int(w)) for a, b, w in rows]
-
-    def entity_dfs(self, entity_ids: Sequence[int]) -> dict[int, int]:
-        """``df`` (memories carrying it) per entity id."""
-        ids = list(dict.fromkeys(int(i) for i in entity_ids))
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self._reader().execute(f"SELECT id, df FROM entities WHERE id IN ({marks})", ids).fetchall()
-        return {int(a): int(b) for a, b in rows}
-
-    def memories_with_entities(
-        self, entity_ids: Sequence[int], *, project: str | None, limit: int, exclude_kinds: Sequence[str] = (),
-        include_superseded: bool = False,
-    ) -> list[tuple[int, int]]:
-        """``(memory id, entity id)`` links for memories carrying any of ``entity_ids`` (in scope, not
-        bookkeeping), newest memories first, at most ``limit`` links."""
-        ids = list(dict.fromkeys(int(i) for i in entity_ids))
-        if not ids:
-            return []
-        where, args = scope_conditions("m", project=project, exclude_kinds=exclude_kinds,
-                                       include_superseded=include_superseded)
-        where, args = [f"me.entity_id IN ({','.join('?' * len(ids))})", *where], [*ids, *args]
-        sql = (f"SELECT me.memory_id, me.entity_id FROM memory_entities me JOIN memories m ON m.id = me.memory_id"
-               f" WHERE {' AND '.join(where)} ORDER BY m.created_at DESC, m.id DESC LIMIT ?")
-        return [(int(a), int(b)) for a, b in self._reader().execute(sql, [*args, limit]).fetchall()]
-
-    def vector_matrix(
-        self, *, project: str | None, exclude_kinds: Sequence[str] = ()
-    ) -> tuple[list[int], bytes]:
-        """Every current vector in scope: ``(ids, concatenated float32 bytes)`` in id order (for Hopfield)."""
-        if self.vector_dim is None:
-            return [], b""
-        where, args = scope_conditions("m", project=project, exclude_kinds=exclude_kinds)
-        where.append("m.embedded = 1")
-        ids = [int(r[0]) for r in self._reader().execute(
-            f"SELECT m.id FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id", args).fetchall()]
-        found = self.vectors(ids)
-        ids = [i for i in ids if i in found]
-        return ids, b"".join(found[i] for i in ids)
 
     def doc_frequencies(self, terms: Sequence[str], cap: int = DF_CAP, *, project: str | None = None) -> dict[str, int]:
         """How many indexed memories (in ``project`` and global rows; all projects when None) contain each

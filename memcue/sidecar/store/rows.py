@@ -1,0 +1,45 @@
+"""Row helpers shared by the store's queries: the column list, row decoding and scope conditions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+COLUMNS = (
+    "id, content, kind, project, session_id, created_at, updated_at, pinned, bookkeeping, "
+    "superseded_by, source, source_id, embedded, metadata, seen_count, valid_from, valid_to, superseded_at, baseline"
+)
+
+
+def scope_conditions(
+    alias: str = "", *, project: str | None = None, exclude_kinds: Sequence[str] = (),
+    include_superseded: bool = False, include_bookkeeping: bool = False,
+) -> tuple[list[str], list[Any]]:
+    """SQL conditions (and their arguments) for the rows a recall may see: ``project`` and global rows
+    (every project when None), not ``exclude_kinds``, not superseded unless ``include_superseded``, not
+    bookkeeping unless ``include_bookkeeping``. ``alias`` prefixes the columns ("m" -> "m.project")."""
+    col = f"{alias}." if alias else ""
+    where: list[str] = []
+    args: list[Any] = []
+    if not include_bookkeeping:
+        where.append(f"{col}bookkeeping = 0")
+    if not include_superseded:
+        where.append(f"{col}superseded_by IS NULL")
+    if project is not None:
+        where.append(f"{col}project IN (?, '')")
+        args.append(project)
+    for kind in exclude_kinds:
+        where.append(f"{col}kind != ?")
+        args.append(kind)
+    return where, args
+
+
+def row_dict(row: Sequence[Any]) -> dict[str, Any]:
+    """A ``memories`` row (``COLUMNS`` order) as a dict, flags as bools and metadata decoded."""
+    keys = [c.strip() for c in COLUMNS.split(",")]
+    out = dict(zip(keys, row, strict=True))
+    out["pinned"] = bool(out["pinned"])
+    out["bookkeeping"] = bool(out["bookkeeping"])
+    out["metadata"] = json.loads(out["metadata"] or "{}")
+    return out
