@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memcue.cli_text import clean, format_recall, iso_time, limit, progress, stdin_text
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY = 0, 1, 2, 75
 
 EPILOG = """examples:
@@ -47,7 +49,7 @@ def _print(data: Any, as_json: bool, text: str) -> None:
 def cmd_remember(args: argparse.Namespace) -> int:
     from memcue.client import Client
 
-    text = _clean(args.text) if args.text != "-" else _stdin_text().rstrip("\n")
+    text = clean(args.text) if args.text != "-" else stdin_text().rstrip("\n")
     if not text.strip():
         print("memcue: nothing to remember: the text is empty", file=sys.stderr)
         return EXIT_USAGE
@@ -60,42 +62,11 @@ def cmd_remember(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _format_recall(answer: dict[str, Any]) -> str:
-    lines = []
-    for rank, r in enumerate(answer["results"], 1):
-        label = "" if r["tier"] == "supported" else f" [{r['tier']}]"
-        cos = (r.get("channel_scores") or {}).get("semantic")
-        evidence = [f"sim {cos:.2f}" if cos is not None else "", "keywords" if r.get("cue_terms") else ""]
-        why = ", ".join(e for e in evidence if e)
-        lines.append(f"{rank}. #{r['memory_id']} ({r['memory_kind']}, {r['age_label']}{'; ' + why if why else ''})"
-                     f"{label}\n"
-                     f"   {r.get('content', r.get('preview', ''))}")
-        context = r.get("context") or {}
-        for key in ("session", "entities"):
-            for item in context.get(key, []):
-                lines.append(f"     {key}: #{item['memory_id']} {item['content'][:100]}")
-        if context.get("replaced_by"):
-            lines.append(f"     replaced by #{context['replaced_by']['memory_id']}")
-    if answer.get("note"):
-        lines.append(answer["note"])
-    layers = answer.get("layers") or {}
-    if layers.get("left_out") or layers.get("shortened") or layers.get("context_dropped"):
-        lines.append(f"(to fit {layers['max_tokens']} tokens: {layers['left_out']} left out, "
-                     f"{len(layers['shortened'])} shortened, context dropped from {layers['context_dropped']})")
-    statuses = ", ".join(f"{k}={v}" for k, v in answer.get("channel_status", {}).items())
-    tier = answer["tier"]
-    if tier == "supported" and answer["results"] and all(r["tier"] == "weak" for r in answer["results"]):
-        tier = "supported, weak matches only"
-    legend = " (ranked by fused rank; sim = cosine similarity, keywords = BM25 matched)" if answer["results"] else ""
-    lines.append(f"[{tier} · {answer.get('retrieval_time_ms', 0):.0f} ms · {statuses}]{legend}")
-    return "\n".join(lines)
-
-
 def cmd_recall(args: argparse.Namespace) -> int:
     from memcue.client import Client
 
     project = None if args.all_projects else _project(args)
-    args.query = _clean(args.query)
+    args.query = clean(args.query)
     if not args.query.strip():
         print("memcue: the question is empty", file=sys.stderr)
         return EXIT_USAGE
@@ -119,7 +90,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     with Client() as client:
         client.ensure_running()
         answer = client.recall(args.query, **fields)
-    text = _format_recall(answer)
+    text = format_recall(answer)
     if not answer["results"] and project is not None:
         text += f"\n(searched project {project or '(global)'}; --all-projects searches every project)"
     _print(answer, args.json, text)
@@ -129,7 +100,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     from memcue.client import Client
 
-    text = _stdin_text() if args.text == "-" else _clean(args.text)
+    text = stdin_text() if args.text == "-" else clean(args.text)
     if not text.strip():
         print("memcue: the memory text is empty", file=sys.stderr)
         return EXIT_USAGE
@@ -141,17 +112,6 @@ def cmd_update(args: argparse.Namespace) -> int:
         out = client.update(body)
     _print(out, args.json, f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
     return EXIT_OK
-
-
-def _progress(done: int, total: int, label: str) -> None:
-    if not sys.stderr.isatty():
-        return
-    width = 30
-    filled = int(width * done / total) if total else width
-    sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -196,7 +156,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             for out in client.remember_batch(rows[i:i + 500]):
                 duplicates += out["duplicate"]
                 stored += not out["duplicate"]
-            _progress(min(i + 500, len(rows)), len(rows), "importing")
+            progress(min(i + 500, len(rows)), len(rows), "importing")
     data = {"stored": stored, "duplicates": duplicates, "errors": errors}
     text = f"imported {stored} memories ({duplicates} already stored, {len(errors)} bad lines skipped)"
     if args.json:
@@ -321,16 +281,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("recall", "Find the memories that are evidence for QUERY.")
     p.add_argument("query", help="the question, in your own words")
-    p.add_argument("--limit", type=_limit, default=10, help="results at most, 1-100 (default 10)")
+    p.add_argument("--limit", type=limit, default=10, help="results at most, 1-100 (default 10)")
     p.add_argument("--keyword", action="store_true", help="BM25 keyword search only")
     p.add_argument("--all-projects", action="store_true", help="search every project")
     p.add_argument("--project", help="project path (default: git top-level of the current directory)")
-    p.add_argument("--since", metavar="TIME", type=_iso_time,
+    p.add_argument("--since", metavar="TIME", type=iso_time,
                    help="only memories written at or after TIME (ISO 8601 date/time)")
-    p.add_argument("--until", metavar="TIME", type=_iso_time, help="only memories written before TIME (ISO 8601)")
-    p.add_argument("--as-of", metavar="TIME", type=_iso_time,
+    p.add_argument("--until", metavar="TIME", type=iso_time, help="only memories written before TIME (ISO 8601)")
+    p.add_argument("--as-of", metavar="TIME", type=iso_time,
                    help="what memcue knew at TIME: versions current then (ISO 8601)")
-    p.add_argument("--valid-at", metavar="TIME", type=_iso_time, help="facts valid at TIME (ISO 8601)")
+    p.add_argument("--valid-at", metavar="TIME", type=iso_time, help="facts valid at TIME (ISO 8601)")
     p.add_argument("--depth", type=int, choices=(0, 1, 2), default=1,
                    help="0: a glance (one-line previews), 1: full memories (default), 2: with session/entity context")
     p.add_argument("--max-tokens", type=int, default=None, metavar="N",
@@ -362,37 +322,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="leave the demo sidecar running and print its MEMCUE_HOME")
     p.set_defaults(fn=cmd_demo)
     return parser
-
-
-def _clean(text: str) -> str:
-    """A command-line argument as valid text: bytes that were not UTF-8 (kept by Python as lone
-    surrogates) become U+FFFD instead of failing later."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def _stdin_text() -> str:
-    """All of stdin as text, undecodable bytes as U+FFFD."""
-    return sys.stdin.buffer.read().decode("utf-8", "replace")
-
-
-def _iso_time(text: str) -> str:
-    """An ISO 8601 date or date-time ("2026-10-01", "2026-10-01T09:30:00Z"), checked here so a typo is a
-    usage error (exit 2) with a clear message."""
-    import datetime as dt
-
-    try:
-        dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 date or date-time (e.g. 2026-10-01 or 2026-10-01T09:30:00Z)") from None
-    return text
-
-
-def _limit(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError("must be between 1 and 100")
-    return value
 
 
 def _version() -> str:

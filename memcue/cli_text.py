@@ -1,0 +1,83 @@
+"""Text helpers of the ``memcue`` command: reading arguments and stdin safely, and formatting answers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def format_recall(answer: dict[str, Any]) -> str:
+    """A recall answer as the text ``memcue recall`` prints."""
+    lines = []
+    for rank, r in enumerate(answer["results"], 1):
+        label = "" if r["tier"] == "supported" else f" [{r['tier']}]"
+        cos = (r.get("channel_scores") or {}).get("semantic")
+        evidence = [f"sim {cos:.2f}" if cos is not None else "", "keywords" if r.get("cue_terms") else ""]
+        why = ", ".join(e for e in evidence if e)
+        lines.append(f"{rank}. #{r['memory_id']} ({r['memory_kind']}, {r['age_label']}{'; ' + why if why else ''})"
+                     f"{label}\n"
+                     f"   {r.get('content', r.get('preview', ''))}")
+        context = r.get("context") or {}
+        for key in ("session", "entities"):
+            for item in context.get(key, []):
+                lines.append(f"     {key}: #{item['memory_id']} {item['content'][:100]}")
+        if context.get("replaced_by"):
+            lines.append(f"     replaced by #{context['replaced_by']['memory_id']}")
+    if answer.get("note"):
+        lines.append(answer["note"])
+    layers = answer.get("layers") or {}
+    if layers.get("left_out") or layers.get("shortened") or layers.get("context_dropped"):
+        lines.append(f"(to fit {layers['max_tokens']} tokens: {layers['left_out']} left out, "
+                     f"{len(layers['shortened'])} shortened, context dropped from {layers['context_dropped']})")
+    statuses = ", ".join(f"{k}={v}" for k, v in answer.get("channel_status", {}).items())
+    tier = answer["tier"]
+    if tier == "supported" and answer["results"] and all(r["tier"] == "weak" for r in answer["results"]):
+        tier = "supported, weak matches only"
+    legend = " (ranked by fused rank; sim = cosine similarity, keywords = BM25 matched)" if answer["results"] else ""
+    lines.append(f"[{tier} · {answer.get('retrieval_time_ms', 0):.0f} ms · {statuses}]{legend}")
+    return "\n".join(lines)
+
+
+def progress(done: int, total: int, label: str) -> None:
+    """A progress bar on stderr (only on a terminal)."""
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def clean(text: str) -> str:
+    """A command-line argument as valid text: bytes that were not UTF-8 (kept by Python as lone
+    surrogates) become U+FFFD instead of failing later."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def stdin_text() -> str:
+    """All of stdin as text, undecodable bytes as U+FFFD."""
+    return sys.stdin.buffer.read().decode("utf-8", "replace")
+
+
+def iso_time(text: str) -> str:
+    """An ISO 8601 date or date-time ("2026-10-01", "2026-10-01T09:30:00Z"), checked here so a typo is a
+    usage error (exit 2) with a clear message."""
+    import datetime as dt
+
+    try:
+        dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 date or date-time (e.g. 2026-10-01 or 2026-10-01T09:30:00Z)") from None
+    return text
+
+
+def limit(text: str) -> int:
+    """An argparse type: an integer from 1 to 100."""
+    value = int(text)
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError("must be between 1 and 100")
+    return value
