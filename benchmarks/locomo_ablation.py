@@ -95,7 +95,7 @@ def build_store(path: Path, memories: list[dict[str, Any]], emb: Embedder) -> No
     probes = probe_vectors(emb.embed)
     t0, done = time.monotonic(), 0
     while rows := store.pending_embeddings(256):
-        matrix = np.vstack(emb.embed([content for _, content, _, _ in rows]))
+        matrix = np.vstack(emb.embed_bulk([content for _, content, _, _ in rows]))
         store.set_embeddings([(mid, matrix[i].tobytes()) for i, (mid, _, _, _) in enumerate(rows)])
         base = baselines(matrix, probes)
         store.set_baselines([(mid, float(base[i])) for i, (mid, _, _, _) in enumerate(rows)])

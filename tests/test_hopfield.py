@@ -15,8 +15,9 @@ import pytest
 
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall.channels import HOPFIELD, ChannelContext, ChannelResult
-from memcue.sidecar.recall.hopfield import BETA, STEPS, HopfieldIndex, hopfield_channel, retrieve, top_k
+from memcue.sidecar.recall.hopfield import BETA, STEPS, hopfield_channel, retrieve, top_k
 from memcue.sidecar.recall.query import keyword_query
+from memcue.sidecar.recall.vector_index import VectorIndex
 from memcue.sidecar.store.memories import NewMemory, Store
 
 API = [
@@ -65,9 +66,9 @@ def _ctx(store: Store, embedder: Embedder | None, query: str, *, project: str | 
                           exclude_kinds=exclude_kinds, now=time.time(), vector=vector, embedder=embedder)
 
 
-def _run(store: Store, embedder: Embedder | None, query: str, index: HopfieldIndex | None = None,
+def _run(store: Store, embedder: Embedder | None, query: str, index: VectorIndex | None = None,
          **kw: object) -> ChannelResult:
-    return hopfield_channel(_ctx(store, embedder, query, **kw), index or HopfieldIndex())  # type: ignore[arg-type]
+    return hopfield_channel(_ctx(store, embedder, query, **kw), index or VectorIndex())  # type: ignore[arg-type]
 
 
 # -- the update rule itself -----------------------------------------------------------------------
@@ -162,64 +163,70 @@ def test_project_scope_and_excluded_kinds(store: Store, embedder: Embedder) -> N
     assert everywhere.items[0][0] == ids[WEB[0]]
 
 
-def test_a_captured_prompt_does_not_reload_a_scope_without_requests(store: Store, embedder: Embedder) -> None:
-    index = HopfieldIndex()
-    _run(store, embedder, "kafka", index)
+def test_a_captured_prompt_costs_one_row_not_a_reload(store: Store, embedder: Embedder) -> None:
+    index = VectorIndex()
+    first = _run(store, embedder, "kafka", index)
     store.remember(NewMemory("can you check the kafka lag", project="api", kind="request"))
     _embed_pending(store, embedder)
-    _run(store, embedder, "kafka", index)  # the default scope excludes captured prompts
-    assert index.loads == 1
+    again = _run(store, embedder, "kafka", index)  # the default scope excludes captured prompts
+    assert (index.loads, index.refreshed_rows) == (1, 1)
+    assert again.detail["matrix_rows"] == first.detail["matrix_rows"]
 
 
-def test_the_cache_reloads_after_a_write(store: Store, embedder: Embedder) -> None:
-    index = HopfieldIndex()
+def test_the_index_follows_writes_without_reloading(store: Store, embedder: Embedder) -> None:
+    index = VectorIndex()
     query = "what broke in the kafka consumer?"
     first = _run(store, embedder, query, index)
     assert index.loads == 1
     _run(store, embedder, query, index)
-    assert index.loads == 1  # unchanged store: served from memory
+    assert (index.loads, index.refreshed_rows) == (1, 0)  # unchanged store: served from memory
     new = store.remember(NewMemory("The kafka consumer crashed on a poison message; it now goes to a DLQ",
                                    project="api"))
     before_embedding = _run(store, embedder, query, index)
-    assert index.loads == 1  # a row without a vector changes no matrix: no reload
+    assert (index.loads, index.refreshed_rows) == (1, 0)  # a row without a vector changes nothing
     assert new.id not in {mid for mid, _ in before_embedding.items}  # no vector yet
     assert before_embedding.detail["matrix_rows"] == first.detail["matrix_rows"]
     store.remember(NewMemory("please look at the kafka consumer", project="api", kind="request"))
-    _embed_pending(store, embedder)  # both rows get vectors: the note's kind moved, so the scope reloads
+    _embed_pending(store, embedder)  # both rows get vectors: two rows re-read, no reload
     after = _run(store, embedder, query, index)
-    assert index.loads == 2
+    assert (index.loads, index.refreshed_rows) == (1, 2)
     assert after.detail["matrix_rows"] == first.detail["matrix_rows"] + 1
     assert after.items[0][0] == new.id
 
 
 def test_superseded_memories_leave_the_matrix(store: Store, embedder: Embedder) -> None:
-    index = HopfieldIndex()
+    index = VectorIndex()
     old = _ids(store)[API[0]]
     assert old in {mid for mid, _ in _run(store, embedder, "httpx pin", index, k=50).items}
     new = store.update(old, NewMemory("Pinned httpx to 0.28 after the client dropped the proxies argument"))
     _embed_pending(store, embedder)
     got = {mid for mid, _ in _run(store, embedder, "httpx pin", index, k=50).items}
     assert old not in got and new.id in got
+    assert index.loads == 1
 
 
-def test_scopes_are_bounded(store: Store, embedder: Embedder) -> None:
-    index = HopfieldIndex(max_scopes=2)
+def test_every_scope_is_a_mask_over_one_load(store: Store, embedder: Embedder) -> None:
+    index = VectorIndex()
+    rows = {}
     for project in ("api", "web", None, "api"):
-        assert _run(store, embedder, "httpx", index, project=project).status == "ok"
-    assert index.cached_scopes == 2
-    assert index.loads == 4  # "api" was evicted by the third scope and loaded again
+        result = _run(store, embedder, "httpx", index, project=project)
+        assert result.status == "ok"
+        rows[project] = result.detail["matrix_rows"]
+    assert index.loads == 1
+    assert rows == {"api": len(API) + len(GLOBAL), "web": len(WEB) + len(GLOBAL),
+                    None: len(API) + len(WEB) + len(GLOBAL)}
 
 
-def test_concurrent_recalls_share_one_load(store: Store, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Eight recalls hit a stale scope at once; the load is slowed to 0.2 s so they all overlap it."""
-    index = HopfieldIndex()
-    real = store.vector_matrix
+def test_concurrent_recalls_share_one_load(store: Store, embedder: Embedder) -> None:
+    """Eight recalls hit a cold index at once; the load is slowed to 0.2 s so they all overlap it."""
+    index = VectorIndex()
+    real = index._load
 
-    def slow(**kw: object) -> tuple[list[int], bytes]:
+    def slow(s: Store) -> None:
         time.sleep(0.2)
-        return real(**kw)  # type: ignore[arg-type]
+        real(s)
 
-    monkeypatch.setattr(store, "vector_matrix", slow)
+    index._load = slow  # type: ignore[method-assign]
     vector = embedder.embed_query("retry backoff")
     results: list[ChannelResult] = []
     gate = threading.Barrier(8)

@@ -33,8 +33,9 @@ from memcue.sidecar.tokens import TokenCounter
 
 log = logging.getLogger("memcue.engine")
 
-#: Rows embedded per batch by the background worker.
-EMBED_BATCH = 32
+#: Rows embedded per batch by the background worker (about 0.2 s of work on the bulk session, so a question
+#: arriving meanwhile waits at most that long for the CPU).
+EMBED_BATCH = 64
 #: How often the worker wakes without being told (s): picks up spool files and missed rows.
 WORKER_TICK_S = 1.0
 #: Longest the background work (embedding backfill, baselines) steps aside for running questions (s; issue 4).
@@ -122,6 +123,7 @@ class Engine:
             "background_yields": self.background_yields,
             "spool_watch": self.spool_watch,
             "embedding_cache": emb.cache_stats() if emb else {},
+            "vector_index": self.services.vectors.stats(),
             "schema_version": self.store.schema_version,
             "counts": self.store.counts(),
             "data_dir": str(self.locations.root),
@@ -213,12 +215,15 @@ class Engine:
                     bind_tried = True
                     if not self.store.bind_model(emb.model_id, emb.dim) and self.store.vec.available:
                         log.warning("vector search off: %s", self.store.vector_note)  # no sqlite-vec: said at start
+                    elif self.store.vector_dim is not None:
+                        self.services.vectors.refresh(self.store)  # load the vectors now, not on a question
                 if emb is not None and self.store.vector_dim is not None:
                     self._step_aside()
                 if emb is not None and self.store.vector_dim is not None and self._embed_pending(emb):
                     continue
                 if emb is not None and self.store.vector_dim is not None and self._backfill_baselines(emb):
                     continue
+                self.store.optimize_if_due()
             except Exception:  # noqa: BLE001 - the worker must survive anything
                 log.exception("background worker step failed")
             self._wake.wait(WORKER_TICK_S)
@@ -232,7 +237,7 @@ class Engine:
         if not rows:
             return False
         texts = [str(meta.get("embed_text") or content) for _, content, _, meta in rows]
-        matrix = np.vstack([np.asarray(v, dtype=np.float32) for v in emb.embed(texts)])
+        matrix = np.vstack(emb.embed_bulk(texts))
         ids = [mid for mid, _, _, _ in rows]
         self.store.set_embeddings([(mid, matrix[i].tobytes()) for i, mid in enumerate(ids)])
         self.store.set_baselines(list(zip(ids, baselines(matrix, self._probe_matrix(emb)).tolist(), strict=True)))

@@ -23,13 +23,14 @@ from memcue.sidecar.recall.channels import (
     semantic_channel,
 )
 from memcue.sidecar.recall.graph import graph_channel
-from memcue.sidecar.recall.hopfield import HopfieldIndex, hopfield_channel
+from memcue.sidecar.recall.hopfield import hopfield_channel
 from memcue.sidecar.recall.temporal import temporal_channel
+from memcue.sidecar.recall.vector_index import VectorIndex
 
 _EXECUTOR = cf.ThreadPoolExecutor(max_workers=len(ALL_CHANNELS), thread_name_prefix="memcue-channel")
 
 
-def run_channels(ctx: ChannelContext, names: tuple[str, ...], hopfield: HopfieldIndex,
+def run_channels(ctx: ChannelContext, names: tuple[str, ...], vectors: VectorIndex,
                  timeout_s: float) -> tuple[dict[str, ChannelResult], list[str]]:
     """Run the named channels concurrently; those not done within ``timeout_s`` (s) come back ``timeout``
     and are listed as incomplete. Returns every channel's result (``disabled`` when not run) in
@@ -37,12 +38,12 @@ def run_channels(ctx: ChannelContext, names: tuple[str, ...], hopfield: Hopfield
     funcs: dict[str, Callable[[ChannelContext], ChannelResult]] = {
         SEMANTIC: lambda c: semantic_channel(c.store, c.embedder, c.query, project=c.project, k=c.k,
                                              exclude_kinds=c.exclude_kinds, vector=c.vector,
-                                             include_superseded=c.include_superseded),
+                                             include_superseded=c.include_superseded, index=vectors),
         BM25: lambda c: bm25_channel(c.store, c.keywords, project=c.project, k=c.k, exclude_kinds=c.exclude_kinds,
                                      include_superseded=c.include_superseded),
         TEMPORAL: temporal_channel,
         GRAPH: graph_channel,
-        HOPFIELD: lambda c: hopfield_channel(c, hopfield),
+        HOPFIELD: lambda c: hopfield_channel(c, vectors),
     }
 
     def timed(name: str) -> ChannelResult:

@@ -14,6 +14,7 @@ import numpy as np
 
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall.query import KeywordQuery
+from memcue.sidecar.recall.vector_index import VectorIndex
 from memcue.sidecar.store.memories import Store
 
 log = logging.getLogger("memcue.recall")
@@ -46,7 +47,8 @@ class ChannelContext:
     """What every channel gets: the ``store``; the ``query`` text and its ``keywords``; ``project`` scope
     (None = every project); ``k`` candidates at most; ``exclude_kinds`` (captured prompts unless asked);
     ``now`` the asking time (Unix s) for relative dates; ``vector`` the query embedding (unit length) or
-    None; ``include_superseded`` for an ``as_of`` recall."""
+    None; ``include_superseded`` for an ``as_of`` recall; ``vectors`` the sidecar's in-memory index (None:
+    channels read vectors from the store)."""
 
     store: Store
     query: str
@@ -58,6 +60,7 @@ class ChannelContext:
     vector: np.ndarray | None = None
     embedder: Embedder | None = None
     include_superseded: bool = False
+    vectors: VectorIndex | None = None
 
 
 def bm25_channel(
@@ -88,11 +91,13 @@ def semantic_channel(
     exclude_kinds: tuple[str, ...],
     vector: np.ndarray | None = None,
     include_superseded: bool = False,
+    index: VectorIndex | None = None,
 ) -> ChannelResult:
-    """sqlite-vec KNN by cosine similarity over the query's embedding. Score: cosine similarity.
+    """Nearest memories by cosine similarity to the query's embedding. Score: cosine similarity.
 
-    Superseded rows stay in the vector index (an ``as_of`` recall may serve them); without
-    ``include_superseded`` the search asks for twice ``k`` and drops them."""
+    With ``index`` (the sidecar's in-memory ``VectorIndex``) one matrix product does it; without, sqlite-vec's
+    KNN, which keeps superseded rows (an ``as_of`` recall may serve them), so without ``include_superseded``
+    it asks for twice ``k`` and drops them."""
     if store.vector_dim is None:
         status = "disabled" if not store.vec.available else "warming"
         if embedder is not None and embedder.state == "error":
@@ -108,11 +113,15 @@ def semantic_channel(
     try:
         if vector is None:
             vector = embedder.embed_query(text)
-        rows = store.knn(vector.astype(np.float32).tobytes(), project=project, k=k if include_superseded else 2 * k,
-                         exclude_kinds=exclude_kinds)
-        if not include_superseded:
-            current = store.current_ids([mid for mid, _ in rows])
-            rows = [(mid, score) for mid, score in rows if mid in current]
+        if index is not None:
+            rows = index.search(store, vector, project=project, k=k, exclude_kinds=exclude_kinds,
+                                include_superseded=include_superseded)
+        else:
+            rows = store.knn(vector.astype(np.float32).tobytes(), project=project,
+                             k=k if include_superseded else 2 * k, exclude_kinds=exclude_kinds)
+            if not include_superseded:
+                current = store.current_ids([mid for mid, _ in rows])
+                rows = [(mid, score) for mid, score in rows if mid in current]
     except Exception as exc:  # noqa: BLE001
         log.exception("semantic channel failed")
         return ChannelResult(SEMANTIC, "error", note=f"{type(exc).__name__}: {exc}")

@@ -36,34 +36,19 @@ alone but puts a median 0.62 of the weight on one memory (near one-hot), so a wr
 whole list after it. The range 8–20 often quoted for unit vectors assumes cosines spread over ~[0, 0.8];
 this model's are compressed into ~[0.1, 0.6], which needs a larger β for the same spread.
 
-Cost (measured on this 2-core machine, OPENBLAS_NUM_THREADS=1 as the sidecar sets it, 384-dim float32,
-real SQLite store holding random unit vectors, medians of 5 loads and 200 queries):
-
-=========  ==========================  ==================================  ===============
-rows       compute (1 step + top 40)   matrix load (``vector_matrix``)     cached lookup
-=========  ==========================  ==================================  ===============
-6,000      0.3 ms                      ~60 ms                              < 0.01 ms
-27,000     4.0–4.4 ms                  ~380–470 ms                         < 0.01 ms
-=========  ==========================  ==================================  ===============
-
-The load is almost all ``Store.vectors`` (vec0 rowid lookups, ~340 ms at 27k); it is paid on the first
-recall after any write, because every write bumps ``Store.generation``.
+Cost: the matrix is the sidecar's ``VectorIndex`` (shared with the semantic channel, kept current
+incrementally), scoped by a mask; one step over 27,000 rows × 384 dims is two matrix-vector products,
+about 4 ms on this 2-core machine (OPENBLAS_NUM_THREADS=1).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-import weakref
-from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from memcue.sidecar.recall.channels import HOPFIELD, ChannelContext, ChannelResult
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.recall.vector_index import VectorIndex, best
 
 log = logging.getLogger("memcue.recall")
 
@@ -71,124 +56,16 @@ log = logging.getLogger("memcue.recall")
 BETA = 30.0
 #: Update steps from the query state. One measured best; a second drifts toward dense clusters.
 STEPS = 1
-#: Scopes (project × excluded kinds) whose matrices stay cached; each costs rows × dim × 4 bytes
-#: (27,000 × 384 float32 ≈ 41 MB), so at most ~166 MB for four full-store scopes.
-MAX_SCOPES = 4
 
 
-@dataclass
-class _Entry:
-    """One cached scope: memory ``ids`` (int64, shape (n,)) and ``matrix`` (float32, shape (n, d), unit rows),
-    valid while the store's ``signature`` is unchanged."""
-
-    store_ref: weakref.ref[Store]
-    signature: tuple[Any, ...]
-    ids: np.ndarray
-    matrix: np.ndarray
-
-
-def _signature(store: Store, exclude_kinds: tuple[str, ...]) -> tuple[Any, ...]:
-    """What tells a cached matrix it is stale: ``Store.vector_signature`` for the scope's kinds (a vector
-    written, a row superseded, the table bound). A captured prompt written by the prompt hook does not
-    make a scope that excludes requests reload."""
-    return store.vector_signature(exclude_kinds)
-
-
-class HopfieldIndex:
-    """The embedding matrix per scope, held in memory and reloaded when the store changed.
-
-    A scope is ``(store, project, excluded kinds)``; at most ``max_scopes`` stay cached (least recently used
-    goes first). Thread-safe: lookups take a short lock; a load holds only its scope's lock, so a second
-    recall for the same stale scope waits for the first load and reuses it, while other scopes answer.
-    ``beta`` and ``steps`` are the retrieval constants the channel uses (defaults ``BETA``, ``STEPS``).
-    ``loads`` counts matrix loads and ``last_load_ms`` is the duration of the latest one (ms).
-    """
-
-    def __init__(self, *, beta: float = BETA, steps: int = STEPS, max_scopes: int = MAX_SCOPES) -> None:
-        if beta <= 0 or steps < 1 or max_scopes < 1:
-            raise ValueError("beta must be > 0, steps >= 1 and max_scopes >= 1")
-        self.beta = float(beta)
-        self.steps = int(steps)
-        self.max_scopes = int(max_scopes)
-        self.loads = 0
-        self.last_load_ms = 0.0
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
-        self._loading: dict[tuple[Any, ...], threading.Lock] = {}
-
-    @property
-    def cached_scopes(self) -> int:
-        """How many scopes hold a matrix now (at most ``max_scopes``)."""
-        with self._lock:
-            return len(self._cache)
-
-    def clear(self) -> None:
-        """Drop every cached matrix."""
-        with self._lock:
-            self._cache.clear()
-
-    def matrix(
-        self, store: Store, *, project: str | None, exclude_kinds: tuple[str, ...] | list[str] = ()
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, X)`` for a scope: ids int64 shape (n,), X float32 shape (n, d) with unit rows, in id order.
-
-        Current (not superseded), non-bookkeeping, embedded rows of ``project`` plus global rows (every
-        project when ``project`` is None), without ``exclude_kinds``. Empty store or no bound vector table:
-        shapes (0,) and (0, 0). Raises what ``Store.vector_matrix`` raises (``apsw.Error``).
-        """
-        key = (id(store), store.path, project, tuple(sorted(set(exclude_kinds))))
-        hit = self._lookup(key, store, key[3])
-        if hit is not None:
-            return hit
-        with self._lock:
-            scope_lock = self._loading.setdefault(key, threading.Lock())
-        with scope_lock:
-            hit = self._lookup(key, store, key[3])  # another thread may have loaded it while we waited
-            if hit is not None:
-                return hit
-            return self._load(key, store, project, tuple(exclude_kinds))
-
-    def _lookup(self, key: tuple[Any, ...], store: Store,
-                exclude_kinds: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
-        signature = _signature(store, exclude_kinds)
-        with self._lock:
-            entry = self._cache.get(key)
-            if entry is not None and entry.store_ref() is store and entry.signature == signature:
-                self._cache.move_to_end(key)
-                return entry.ids, entry.matrix
-        return None
-
-    def _load(
-        self, key: tuple[Any, ...], store: Store, project: str | None, exclude_kinds: tuple[str, ...]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        signature = _signature(store, key[3])  # read before loading: a write during the load makes the entry stale
-        t0 = time.perf_counter()
-        ids_list, blob = store.vector_matrix(project=project, exclude_kinds=exclude_kinds)
-        ids = np.asarray(ids_list, dtype=np.int64)
-        if not ids_list:
-            matrix = np.zeros((0, 0), dtype=np.float32)
-        else:
-            matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(ids_list), -1).copy()
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            np.divide(matrix, norms, out=matrix, where=norms > 0)  # stored vectors are unit already; be sure
-        elapsed = (time.perf_counter() - t0) * 1000
-        with self._lock:
-            self.loads += 1
-            self.last_load_ms = elapsed
-            self._cache[key] = _Entry(weakref.ref(store), signature, ids, matrix)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.max_scopes:
-                old, _ = self._cache.popitem(last=False)
-                self._loading.pop(old, None)
-        return ids, matrix
-
-
-def retrieve(matrix: np.ndarray, query: np.ndarray, *, beta: float = BETA, steps: int = STEPS) -> np.ndarray:
+def retrieve(matrix: np.ndarray, query: np.ndarray, *, beta: float = BETA, steps: int = STEPS,
+             mask: np.ndarray | None = None) -> np.ndarray:
     """Run ``steps`` modern-Hopfield updates ``ξ ← Xᵀ softmax(β X ξ)`` from ``query`` and score every row.
 
-    ``matrix``: float32 (n, d), unit rows, n ≥ 1. ``query``: (d,), unit length. Returns float32 (n,): each
-    row's cosine with the unit-normalised retrieved state (in [-1, 1]). Raises ``ValueError`` when the
-    dimensions differ.
+    ``matrix``: float32 (n, d), unit rows, n ≥ 1. ``query``: (d,), unit length. ``mask``: bool (n,), the rows
+    that are stored patterns (all when None; at least one True); the others get no attention and score -inf.
+    Returns float32 (n,): each row's cosine with the unit-normalised retrieved state (in [-1, 1]). Raises
+    ``ValueError`` when the dimensions differ.
     """
     if matrix.ndim != 2 or query.shape != (matrix.shape[1],):
         raise ValueError(f"query has shape {query.shape}, the matrix {matrix.shape}: dimensions differ")
@@ -196,6 +73,8 @@ def retrieve(matrix: np.ndarray, query: np.ndarray, *, beta: float = BETA, steps
     for _ in range(steps):
         logits = matrix @ xi
         logits *= beta
+        if mask is not None:
+            logits[~mask] = -np.inf
         logits -= logits.max()
         weights = np.exp(logits)
         weights /= weights.sum()
@@ -203,25 +82,19 @@ def retrieve(matrix: np.ndarray, query: np.ndarray, *, beta: float = BETA, steps
         norm = float(np.linalg.norm(xi))
         if norm > 0:
             xi /= norm
-    return np.clip(matrix @ xi, -1.0, 1.0)  # float32 rounding can overshoot a cosine of 1 by ~1e-7
+    scores = np.clip(matrix @ xi, -1.0, 1.0)  # float32 rounding can overshoot a cosine of 1 by ~1e-7
+    if mask is not None:
+        scores[~mask] = -np.inf
+    return scores
 
 
 def top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
     """The ``k`` best ``(memory_id, score)`` pairs, best first; equal scores by ascending id (deterministic)."""
-    n = scores.shape[0]
-    if k <= 0 or n == 0:
-        return []
-    if k < n:
-        # Include every row tied with the k-th score, then order by (score desc, id asc) and cut.
-        kth = np.partition(scores, n - k)[n - k]
-        pick = np.flatnonzero(scores >= kth)
-    else:
-        pick = np.arange(n)
-    order = np.lexsort((ids[pick], -scores[pick]))[:k]
-    return [(int(ids[pick[i]]), float(scores[pick[i]])) for i in order]
+    return best(ids, scores, k)
 
 
-def hopfield_channel(ctx: ChannelContext, index: HopfieldIndex) -> ChannelResult:
+def hopfield_channel(ctx: ChannelContext, index: VectorIndex, *, beta: float = BETA, steps: int = STEPS
+                     ) -> ChannelResult:
     """Associative candidates for ``ctx.vector`` from the scope's embedding matrix (never raises).
 
     Statuses: ``empty`` (blank query), ``warming`` (model loading or vectors not bound yet; no query
@@ -244,17 +117,19 @@ def hopfield_channel(ctx: ChannelContext, index: HopfieldIndex) -> ChannelResult
             return ChannelResult(HOPFIELD, "warming", note="the embedding model is loading", evidence=set())
         return ChannelResult(HOPFIELD, "no_embedding", note="no embedding for this query", evidence=set())
     try:
-        ids, matrix = index.matrix(store, project=ctx.project, exclude_kinds=ctx.exclude_kinds)
-        detail = {"beta": index.beta, "steps": index.steps, "matrix_rows": int(ids.shape[0])}
-        if ids.shape[0] == 0:
+        scope = index.scope(store, project=ctx.project, exclude_kinds=ctx.exclude_kinds,
+                            include_superseded=ctx.include_superseded)
+        rows = scope.rows
+        detail = {"beta": beta, "steps": steps, "matrix_rows": rows}
+        if rows == 0:
             return ChannelResult(HOPFIELD, "no_candidates", note="no embedded memories in scope",
                                  evidence=set(), detail=detail)
         query = np.asarray(ctx.vector, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(query))
         if norm > 0:
             query = query / norm
-        scores = retrieve(matrix, query, beta=index.beta, steps=index.steps)
-        items = top_k(ids, scores, ctx.k)
+        scores = retrieve(scope.matrix, query, beta=beta, steps=steps, mask=scope.mask)
+        items = top_k(scope.ids, scores, ctx.k)
     except Exception as exc:  # noqa: BLE001 - a channel never raises
         log.exception("hopfield channel failed")
         return ChannelResult(HOPFIELD, "error", note=f"{type(exc).__name__}: {exc}", evidence=set())

@@ -40,10 +40,10 @@ from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.floor import Evidence, passes_floor
 from memcue.sidecar.recall.fusion import weighted_rrf
 from memcue.sidecar.recall.graph import query_entity_ids, shared_entities
-from memcue.sidecar.recall.hopfield import HopfieldIndex
 from memcue.sidecar.recall.query import cue_terms, key_terms, keyword_query, words
 from memcue.sidecar.recall.ranking import ranking_enabled, rerank_by_ranking
 from memcue.sidecar.recall.rerank import Reranker
+from memcue.sidecar.recall.vector_index import VectorIndex
 from memcue.sidecar.recall.working_set import WorkingSets
 from memcue.sidecar.store.entities import extract_entities
 from memcue.sidecar.store.memories import Store
@@ -72,10 +72,10 @@ KEYWORD_CHANNELS = (BM25,)
 
 @dataclass
 class RecallServices:
-    """Long-lived helpers one sidecar shares between recalls: the Hopfield matrix cache, the optional
+    """Long-lived helpers one sidecar shares between recalls: the in-memory vector index, the optional
     reranker, the session working sets and the config."""
 
-    hopfield: HopfieldIndex = field(default_factory=HopfieldIndex)
+    vectors: VectorIndex = field(default_factory=VectorIndex)
     reranker: Reranker | None = None
     working_sets: WorkingSets = field(default_factory=WorkingSets)
     config: RecallConfig = field(default_factory=RecallConfig)
@@ -201,9 +201,10 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     vector = _embed(store, embedder, req)
     ctx = ChannelContext(store=store, query=req.query, keywords=kq, project=req.project,
                          k=CHANNEL_DEPTH * (3 if filters.active else 1), exclude_kinds=exclude, now=now,
-                         vector=vector, embedder=embedder, include_superseded=filters.include_superseded)
+                         vector=vector, embedder=embedder, include_superseded=filters.include_superseded,
+                         vectors=services.vectors)
     names = tuple(n for n in ALL_CHANNELS if n in req.channels and (n in (SEMANTIC, BM25) or qc.weights.get(n, 0) > 0))
-    channels, incomplete = run_channels(ctx, names, services.hopfield, req.channel_timeout_s)
+    channels, incomplete = run_channels(ctx, names, services.vectors, req.channel_timeout_s)
 
     # 3. Weighted RRF, then what each candidate has going for it (cosine, BM25, entity, time, pinned).
     rankings = {name: [mid for mid, _ in r.items] for name, r in channels.items() if r.items}
@@ -214,8 +215,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     cosines = dict(scores.get(SEMANTIC, {}))
     if vector is not None:
         missing = [mid for mid in candidate_ids if mid not in cosines]
-        for mid, blob in store.vectors(missing).items():
-            cosines[mid] = float(np.frombuffer(blob, dtype=np.float32) @ vector)
+        cosines.update(services.vectors.cosines(store, missing, vector))
     entity_evidence = channels[GRAPH].evidence or set()
     temporal_evidence = channels[TEMPORAL].evidence
     if temporal_evidence is None:

@@ -155,10 +155,13 @@ def _run(ctx: ChannelContext) -> ChannelResult:
     cosines: dict[int, float] = {}
     if topic and ctx.vector is not None:
         query_vec = np.asarray(ctx.vector, dtype=np.float32)
-        for mid, blob in ctx.store.vectors(list(by_id)).items():
-            vec = np.frombuffer(blob, dtype=np.float32)
-            if vec.shape == query_vec.shape:
-                cosines[mid] = max(0.0, float(vec @ query_vec))
+        if ctx.vectors is not None:
+            cosines = {mid: max(0.0, c) for mid, c in ctx.vectors.cosines(ctx.store, list(by_id), query_vec).items()}
+        else:
+            for mid, blob in ctx.store.vectors(list(by_id)).items():
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape == query_vec.shape:
+                    cosines[mid] = max(0.0, float(vec @ query_vec))
     for mid, row in by_id.items():
         if not topic:
             evidence.add(mid)

@@ -20,6 +20,7 @@ import apsw
 from memcue.sidecar.store.bookkeeping import is_bookkeeping
 from memcue.sidecar.store.db import connect
 from memcue.sidecar.store.entities import extract_entities, link_entities
+from memcue.sidecar.store.journal import VectorJournal
 from memcue.sidecar.store.migrations import ensure_vector_table, migrate, schema_version
 from memcue.sidecar.store.recall_queries import RecallQueries
 from memcue.sidecar.store.rows import COLUMNS, row_dict, scope_conditions
@@ -29,6 +30,11 @@ from memcue.sidecar.store.sanitize import sanitize_text
 PENDING, EMBEDDED, SKIPPED = 0, 1, 2
 #: ``doc_frequencies`` stops counting here: a word in this many memories is common.
 DF_CAP = 1000
+#: How long a counted document frequency is reused (s), and how many (project, cap, term) counts are kept.
+DF_CACHE_TTL_S = 30.0
+DF_CACHE_SIZE = 8192
+#: Inserted rows between two refreshes of the query planner's statistics (``Store.optimize_if_due``).
+OPTIMIZE_EVERY = 1000
 
 
 @dataclass
@@ -72,11 +78,21 @@ class Store(RecallQueries):
         self._local = threading.local()
         self._writer, self.vec = connect(self.path, want_vec=want_vec)
         migrate(self._writer)
+        # Query-planner statistics (SQLite's advice for long-lived connections: optimize with 0x10002 at
+        # open, then now and then); without them a pinned lookup scans the project's rows.
+        self._writer.execute("PRAGMA optimize=0x10002")
         self.generation = 0
+        #: Rows inserted through this Store (``optimize_if_due`` counts from it).
+        self.rows_written = 0
+        self._optimized_at = 0
         #: Per memory kind, how many times its vectors changed (set_embeddings) plus ``_version_changes``
         #: (updates, which hide a row): a vector cache of some kinds is stale only when these move.
         self.vector_generations: dict[str, int] = {}
         self._version_changes = 0
+        #: Ids whose vector or currency changed, for in-memory vector indexes (``recall.vector_index``).
+        self.vector_journal = VectorJournal()
+        self._df_cache: dict[tuple[str | None, int, str], tuple[int, float]] = {}
+        self._df_lock = threading.Lock()
         self.vector_dim: int | None = None
         self.vector_note = "" if self.vec.available else f"sqlite-vec unavailable: {self.vec.error}"
 
@@ -96,6 +112,16 @@ class Store(RecallQueries):
             finally:
                 self._writer.close()
 
+    def optimize_if_due(self, every: int = OPTIMIZE_EVERY) -> bool:
+        """Refresh the query planner's statistics (``PRAGMA optimize``) once ``every`` rows were inserted
+        since the last refresh; True when it ran. Cheap when nothing needs analysing."""
+        if self.rows_written - self._optimized_at < every:
+            return False
+        with self._write_lock:
+            self._writer.execute("PRAGMA optimize")
+        self._optimized_at = self.rows_written
+        return True
+
     # -- meta and model ----------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         rows = self._reader().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
@@ -107,6 +133,11 @@ class Store(RecallQueries):
                 "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+    def delete_meta(self, key: str) -> None:
+        """Forget ``key`` in the ``meta`` table (no error when absent)."""
+        with self._write_lock, self._writer:
+            self._writer.execute("DELETE FROM meta WHERE key = ?", (key,))
 
     @property
     def schema_version(self) -> int:
@@ -133,6 +164,7 @@ class Store(RecallQueries):
         with self._write_lock, self._writer:
             ensure_vector_table(self._writer, dim)
         self.vector_dim = dim
+        self.vector_journal.reset()
         self.vector_note = ""
         return True
 
@@ -201,6 +233,7 @@ class Store(RecallQueries):
                 if not flagged:
                     link_entities(self._writer, new_id, extract_entities(content))
                 results.append(WriteResult(new_id, flagged))
+                self.rows_written += 1
             self.generation += 1
         return results
 
@@ -233,6 +266,7 @@ class Store(RecallQueries):
                 " WHERE id = ?", (new.id, now, now, memory_id))
             self.generation += 1
             self._version_changes += 1
+        self.vector_journal.record([int(memory_id)])
         return new
 
     def pending_embeddings(self, limit: int = 64) -> list[tuple[int, str, str, dict[str, Any]]]:
@@ -260,6 +294,7 @@ class Store(RecallQueries):
                     " SELECT id, ?, project, kind FROM memories WHERE id = ?", (blob, mid)
                 )
                 self._writer.execute("UPDATE memories SET embedded = 1 WHERE id = ?", (mid,))
+        self.vector_journal.record(mid for mid, _ in items)
 
     # -- reads -------------------------------------------------------------------------------
     def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
@@ -367,10 +402,20 @@ class Store(RecallQueries):
     def doc_frequencies(self, terms: Sequence[str], cap: int = DF_CAP, *, project: str | None = None) -> dict[str, int]:
         """How many indexed memories (in ``project`` and global rows; all projects when None) contain each
         term, through FTS5's own tokenizer. Counts stop at ``cap``: past that a word is simply common.
-        ``terms`` must be plain words."""
+        ``terms`` must be plain words.
+
+        Counts above zero are reused for ``DF_CACHE_TTL_S`` (s) even across writes: a word's frequency barely
+        moves in that time, and counting a common word costs about a millisecond per recall. A word no
+        memory carries is counted every time, so a new word is known as soon as it is written."""
         conn = self._reader()
         out = {}
+        now = time.monotonic()
         for term in terms:
+            key = (project, cap, term)
+            hit = self._df_cache.get(key)
+            if hit is not None and now - hit[1] < DF_CACHE_TTL_S:
+                out[term] = hit[0]
+                continue
             phrase = '"' + term.replace('"', '""') + '"'
             if project is None:
                 sql, args = "SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?", (phrase, cap)
@@ -378,7 +423,12 @@ class Store(RecallQueries):
                 sql = ("SELECT 1 FROM memories_fts f JOIN memories m ON m.id = f.rowid"
                        " WHERE memories_fts MATCH ? AND m.project IN (?, '') LIMIT ?")
                 args = (phrase, project, cap)
-            out[term] = int(conn.execute(f"SELECT count(*) FROM ({sql})", args).fetchall()[0][0])
+            count = out[term] = int(conn.execute(f"SELECT count(*) FROM ({sql})", args).fetchall()[0][0])
+            if count > 0:
+                with self._df_lock:
+                    self._df_cache[key] = (count, now)
+                    while len(self._df_cache) > DF_CACHE_SIZE:
+                        self._df_cache.pop(next(iter(self._df_cache)))
         return out
 
     def doc_count(self, project: str | None = None) -> int:

@@ -130,6 +130,24 @@ def m006_session_order(conn: apsw.Connection) -> None:
     conn.execute("CREATE INDEX memories_session_created ON memories(session_id, created_at, id)")
 
 
+@migration
+def m007_serving_indexes(conn: apsw.Connection) -> None:
+    # memories_scope makes the counts of a recall's scope (the graph's N, doc_count) index-only: 19 ms ->
+    # 0.5 ms at 24k rows. memories_pinned serves the pinned fallback without reading the project's rows.
+    conn.execute(
+        """
+        CREATE INDEX memories_scope ON memories(project, bookkeeping, superseded_by);
+        CREATE INDEX memories_pinned ON memories(pinned, project) WHERE pinned = 1;
+        """
+    )
+
+
+@migration
+def m008_missing_baselines(conn: apsw.Connection) -> None:
+    # The worker asks for embedded rows without a baseline on every wake; without this it reads the table.
+    conn.execute("CREATE INDEX memories_no_baseline ON memories(id) WHERE embedded = 1 AND baseline IS NULL")
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
