@@ -108,11 +108,15 @@ def hook_log(home: Path) -> str:
     return path.read_text("utf-8") if path.exists() else ""
 
 
+def spool_files(home: Path) -> list[Path]:
+    """The spool files under ``home`` (one per writer), sorted by name."""
+    return sorted((home / "spool").glob("*.jsonl")) if (home / "spool").is_dir() else []
+
+
 def spool_records(home: Path) -> list[dict[str, Any]]:
-    path = home / "spool" / "hook.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    """Every spooled record under ``home``, oldest first (by ``ts``) across the writers' files."""
+    records = [json.loads(line) for path in spool_files(home) for line in path.read_text("utf-8").splitlines()]
+    return sorted(records, key=lambda r: r["ts"])
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

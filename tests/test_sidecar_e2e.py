@@ -240,7 +240,7 @@ def test_C01_sigstopped_sidecar_fails_open_without_escalation(sidecar) -> None:
     hook_log = (sidecar.root / "logs" / "hook.log").read_text()
     assert hook_log.count("timed out waiting for the answer") == 10
     assert "started pid=" not in hook_log
-    spool_file = sidecar.root / "spool" / "hook.jsonl"
+    (spool_file,) = (sidecar.root / "spool").glob("hook-claude-code-*.jsonl")  # one session: one writer's file
     spooled = [json.loads(line) for line in spool_file.read_text().splitlines()]
     assert [r["content"] for r in spooled] == prompts
     # Resumed, the sidecar gets each prompt twice: the request it had queued (if it still reads it) and
@@ -249,7 +249,7 @@ def test_C01_sigstopped_sidecar_fails_open_without_escalation(sidecar) -> None:
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            if store.get_meta("spool_offset:hook.jsonl") == str(spool_file.stat().st_size):
+            if store.get_meta(f"spool_offset:{spool_file.name}") == str(spool_file.stat().st_size):
                 break
             time.sleep(0.1)
         else:

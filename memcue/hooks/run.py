@@ -114,12 +114,15 @@ def _request_body(event: HookEvent, budget: Budget, deadline: float) -> dict[str
     }
 
 
-def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn: bool) -> dict[str, object]:
+def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn: bool,
+                wait_for_start: bool = True) -> dict[str, object]:
     """POST the event to ``/hooks/{harness}/{event}`` and return the sidecar's JSON answer.
 
     ``deadline`` is a ``time.monotonic()`` value (s). When nothing listens on the socket and
-    ``may_spawn`` is true, starts the sidecar once and retries every ``POLL_INTERVAL_S`` until the
-    deadline. Raises ``SidecarError`` (or ``SidecarUnreachable``) when no answer came.
+    ``may_spawn`` is true, starts the sidecar once; with ``wait_for_start`` it retries every
+    ``POLL_INTERVAL_S`` until the deadline (session start, case C10), without it the hook goes on at once
+    (a prompt: the sidecar needs about a second to come up, longer than anyone should wait while typing).
+    Raises ``SidecarError`` (or ``SidecarUnreachable``) when no answer came.
     """
     path = f"/hooks/{event.harness}/{event.event}"
     net_deadline = deadline - FINISH_MARGIN_S
@@ -137,6 +140,8 @@ def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn:
         log(f"could not start the sidecar: {exc}")
         raise first from None
     log(f"sidecar unreachable ({first}); started pid={pid}")
+    if not wait_for_start:
+        raise SidecarUnreachable("started the sidecar; not waiting for it on a prompt (it answers the next one)")
     socket_path = locations().socket
     while True:
         left = net_deadline - time.monotonic()
@@ -154,7 +159,8 @@ def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn:
 
 def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
     try:
-        answer = ask_sidecar(event, budget, deadline, may_spawn=spawn_enabled())
+        answer = ask_sidecar(event, budget, deadline, may_spawn=spawn_enabled(),
+                             wait_for_start=event.event != USER_PROMPT_SUBMIT)
     except SidecarError as exc:
         # Only a 2xx answer proves the sidecar stored the prompt; after a timeout it may or may not
         # have. Spooling then risks a duplicate rather than a loss: the spool record's spool_id is the
@@ -179,7 +185,7 @@ def _spool_prompt(event: HookEvent) -> None:
             harness=event.harness,
             spool_id=str(event.extra.get("request_id") or "") or None,
         )
-        path = spool.append(record)
+        path = spool.append(record, spool.spool_path(event.harness, event.session_id))
         log(f"spooled prompt ({len(event.prompt)} characters) to {path}")
     except Exception as exc:  # a full disk must not break the prompt
         log(f"could not spool the prompt: {exc!r}")

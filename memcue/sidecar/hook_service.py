@@ -69,19 +69,24 @@ async def _prompt(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn
                   limiter: anyio.CapacityLimiter, started: float) -> HookOut:
     prompt = str(ev.get("prompt") or "")
     project = str(ev.get("project") or "") or None
-    if prompt.strip():
-        # The hook spools the same prompt under the same id when it gets no answer: stored once either way.
+    if not prompt.strip():
+        return _nothing(started)
+    limit = prompt_limit()
+    request = RecallRequest(query=prompt, project=project, limit=limit, session_id=str(ev.get("session_id") or ""))
+    try:
+        # Recall first, background work (embedding, baselines) held back meanwhile: the captured prompt's
+        # own embedding would otherwise take a core from this recall (issue 4, hook latency).
+        with engine.question_running():
+            remaining = body.budget_s - (time.perf_counter() - started)
+            answer, answered_by = await engine.recall_within(request, remaining, limiter)
+    finally:
+        # Then capture the prompt, before answering. The hook spools the same prompt under the same id when
+        # it gets no answer: stored once either way.
         request_id = str((ev.get("extra") or {}).get("request_id") or "") or None
         memory = NewMemory(content=prompt, kind="request", project=project or "",
                            session_id=str(ev.get("session_id") or ""), source=f"hook:{harness}",
                            source_id=request_id)
         await anyio.to_thread.run_sync(engine.remember, [memory], limiter=limiter)
-    if not prompt.strip():
-        return _nothing(started)
-    limit = prompt_limit()
-    request = RecallRequest(query=prompt, project=project, limit=limit, session_id=str(ev.get("session_id") or ""))
-    remaining = body.budget_s - (time.perf_counter() - started)
-    answer, answered_by = await engine.recall_within(request, remaining, limiter)
     if answer is None:
         return _nothing(started)
     results = injectable(answer, limit)

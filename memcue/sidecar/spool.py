@@ -3,17 +3,27 @@
 Each spool file is append-only and read from a remembered byte offset (kept in the store's ``meta``
 table), and each record carries a ``spool_id`` that becomes the memory's ``source_id``, so a record is
 stored exactly once even if a file is read twice. Broken lines are logged and skipped, never fatal.
+
+Every writer has its own file (``memcue.hooks.spool.spool_path``). A file read to its end and untouched
+for ``IDLE_REMOVE_S`` is deleted under an exclusive ``flock`` (writers append under a shared one and
+reopen a file deleted under them), so the folder does not grow with every session ever spooled.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
+import time
 from pathlib import Path
 
 from memcue.sidecar.store.memories import NewMemory, Store
 
 log = logging.getLogger("memcue.spool")
+
+#: A fully ingested spool file untouched this long (s) is deleted.
+IDLE_REMOVE_S = 3600.0
 
 
 class SpoolReader:
@@ -49,7 +59,35 @@ class SpoolReader:
             self.store.set_meta(key, str(offset + end))
         if written:
             log.info("ingested %d spooled memories", written)
+        self.remove_idle()
         return written
+
+    def remove_idle(self, idle_s: float = IDLE_REMOVE_S) -> list[str]:
+        """Delete spool files read to their end and untouched for ``idle_s`` (s); returns their names.
+        A file a writer holds (shared lock) or appended to since it was read is kept."""
+        removed: list[str] = []
+        now = time.time()
+        for path in sorted(self.spool_dir.glob("*.jsonl")):
+            key = f"spool_offset:{path.name}"
+            try:
+                st = path.stat()
+                if now - st.st_mtime < idle_s or st.st_size != int(self.store.get_meta(key) or -1):
+                    continue
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except (OSError, ValueError):
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if os.fstat(fd).st_size != st.st_size:
+                    continue  # appended meanwhile: read it first
+                path.unlink()
+                self.store.delete_meta(key)
+                removed.append(path.name)
+            except OSError:
+                continue  # a writer holds it
+            finally:
+                os.close(fd)
+        return removed
 
 
 def _parse(line: bytes, path: Path) -> NewMemory | None:
