@@ -1,6 +1,5 @@
-"""The store's read queries for recall channels and context: time windows, session order, the entity
-graph and the vector matrix. Mixed into ``Store`` (``store.memories``), which provides ``_reader()``
-and ``vectors()``."""
+"""The store's read queries for recall channels and context: time windows, session order and the entity
+graph. Mixed into ``Store`` (``store.memories``), which provides ``_reader()``."""
 
 from __future__ import annotations
 
@@ -19,9 +18,6 @@ class RecallQueries:
     vector_dim: int | None
 
     def _reader(self) -> apsw.Connection:  # provided by Store
-        raise NotImplementedError
-
-    def vectors(self, ids: Iterable[int]) -> dict[int, bytes]:  # provided by Store
         raise NotImplementedError
 
     def session_neighbours(self, ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
@@ -101,17 +97,3 @@ class RecallQueries:
         sql = (f"SELECT me.memory_id, me.entity_id FROM memory_entities me JOIN memories m ON m.id = me.memory_id"
                f" WHERE {' AND '.join(where)} ORDER BY m.created_at DESC, m.id DESC LIMIT ?")
         return [(int(a), int(b)) for a, b in self._reader().execute(sql, [*args, limit]).fetchall()]
-
-    def vector_matrix(
-        self, *, project: str | None, exclude_kinds: Sequence[str] = ()
-    ) -> tuple[list[int], bytes]:
-        """Every current vector in scope: ``(ids, concatenated float32 bytes)`` in id order (for Hopfield)."""
-        if self.vector_dim is None:
-            return [], b""
-        where, args = scope_conditions("m", project=project, exclude_kinds=exclude_kinds)
-        where.append("m.embedded = 1")
-        ids = [int(r[0]) for r in self._reader().execute(
-            f"SELECT m.id FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id", args).fetchall()]
-        found = self.vectors(ids)
-        ids = [i for i in ids if i in found]
-        return ids, b"".join(found[i] for i in ids)
