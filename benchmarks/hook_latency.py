@@ -3,8 +3,9 @@
 Steps: a fresh temporary ``MEMCUE_HOME`` and project folder (a git repo when git is installed; its
 realpath is the project); start the sidecar; seed 1,000 memories into that project (the demo's
 ``seed.jsonl`` plus generated variants in the same style); wait until every memory has its vector;
-run the hook 5 times to warm up; then run ``python -m memcue.hooks claude-code user-prompt-submit`` as
-a subprocess ``--runs`` times (default 100) with real UserPromptSubmit payloads and varied prompts,
+run the hook 5 times to warm up; then run the hook as the installer writes it
+(``python -I -S <memcue>/hooks/launch.py claude-code user-prompt-submit``, ``memcue.hooks.command``) as a
+subprocess ``--runs`` times (default 100) with real UserPromptSubmit payloads and varied prompts,
 timing each from just before the process is started until its output is complete.
 
 For comparison it also measures:
@@ -42,11 +43,13 @@ from _common import RESULTS_DIR, git_commit, percentiles, say, stop_sidecar, wri
 from hook_corpus import SEED_TOTAL, payload, prompts, seed_rows
 
 from memcue.client import Client
+from memcue.hooks import command
 from memcue.hooks.locations import Locations
 
 TARGET_P50_MS = 60.0
 WARMUP_RUNS = 5
-HOOK_ARGS = ["-m", "memcue.hooks", "claude-code", "user-prompt-submit"]
+#: The hook as the installer writes it (``memcue.hooks.command``), minus the interpreter.
+HOOK_ARGS = command("claude-code", "user-prompt-submit")[1:]
 #: The body fields the hook itself sends with every prompt (see memcue/hooks/run.py).
 HOOK_BUDGET = {"budget_s": 2.25, "max_tokens": 600, "max_chars": 9500}
 

@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from hookutil import cleanup_home, hook_env, make_home
+from hookutil import FakeSidecar, cleanup_home, hook_env, make_home, socket_path
+
+import memcue.hooks.launch as launch
 
 #: Runs the hook in-process via runpy and records every top-level module it imported that is not stdlib.
 #: The hook ends with os._exit, so the record is written from a wrapper around it.
@@ -81,3 +83,25 @@ def test_hook_avoids_heavy_stdlib_modules(home: Path, tmp_path: Path) -> None:
     loaded = set(json.loads(out.read_text())["third_party"])
     for heavy in ("asyncio", "email", "http.client", "uuid", "logging", "argparse", "urllib.request", "ssl"):
         assert heavy not in loaded, f"{heavy} is imported on the hook path"
+
+
+def test_fast_launcher_runs_the_hook_without_site(home: Path) -> None:
+    """``python -I -S memcue/hooks/launch.py``: no site-packages, no .pth files, same answer as ``-m``."""
+    payload = json.dumps({"session_id": "s", "cwd": "/tmp", "prompt": "how do we rotate the key?"}).encode()
+    with FakeSidecar(socket_path(home), "memory: rotate the key on every release") as fake:
+        proc = subprocess.run([sys.executable, "-I", "-S", launch.__file__, "claude-code", "user-prompt-submit"],
+                              input=payload, capture_output=True, timeout=20,
+                              env=hook_env(home, MEMCUE_HOOK_SPAWN="0"))
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "rotate the key on every release" in context
+    assert fake.requests and fake.requests[0][1]["event"]["prompt"] == "how do we rotate the key?"
+
+
+def test_fast_launcher_fails_open_when_the_package_is_missing(tmp_path: Path) -> None:
+    lone = tmp_path / "launch.py"  # a copy far from any memcue package: the import fails
+    lone.write_text(Path(launch.__file__).read_text())
+    proc = subprocess.run([sys.executable, "-I", "-S", str(lone), "claude-code", "user-prompt-submit"],
+                          input=b'{"prompt": "hi"}', capture_output=True, timeout=20)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+

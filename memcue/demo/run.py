@@ -2,9 +2,9 @@
 
 Steps: make a temp ``MEMCUE_HOME`` and two project folders (git repos when git is installed); start
 the sidecar; import ``seed.jsonl`` (a few hundred memories of an imagined team, with bookkeeping rows
-and captured prompts); wait for every vector; pipe each payload of ``payloads.json`` through
-``python -m memcue.hooks claude-code <event>`` as a subprocess; print each injected block, the time the
-hook took, and whether the expected memory was injected. Exit code 1 when an expectation failed.
+and captured prompts); wait for every vector; pipe each payload of ``payloads.json`` through the hook
+command the installer writes (``memcue.hooks.command``) as a subprocess; print each injected block, the
+time the hook took, and whether the expected memory was injected. Exit code 1 when an expectation failed.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memcue.client import Client
+from memcue.hooks import command as hook_command
 from memcue.hooks.locations import Locations
 
 EVENTS = {"UserPromptSubmit": "user-prompt-submit", "SessionStart": "session-start"}
@@ -51,7 +52,7 @@ def _make_projects(root: Path) -> dict[str, Path]:
 def run_hook(event: str, payload: dict[str, Any], env: dict[str, str]) -> tuple[str, float, int]:
     """Run the real hook as a subprocess; return (stdout, wall time in ms, exit code)."""
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "memcue.hooks", "claude-code", event],
+    proc = subprocess.run(hook_command("claude-code", event),
                           input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=30)
     return proc.stdout.decode("utf-8", "replace"), (time.perf_counter() - started) * 1000, proc.returncode
 
