@@ -61,3 +61,15 @@ def test_C07_a_single_huge_memory_is_shortened_not_dropped(counter: TokenCounter
 def test_C19_estimate_is_conservative(counter: TokenCounter, tmp_path: Path) -> None:
     for text in ["plain English text about caches and builds. " * 20, "".join(PIECES) * 10, "🎉" * 300]:
         assert estimate_tokens(text) >= counter.count(text)
+
+
+def test_counts_match_a_fresh_o200k_encoding_after_the_python_ranks_are_freed(counter: TokenCounter) -> None:
+    """The counter frees tiktoken's Python copy of the ranks (memory); counting must not change."""
+    import tiktoken
+    from tiktoken_ext.openai_public import o200k_base
+
+    assert counter._encoding is not None and counter._encoding._mergeable_ranks == {}
+    fresh = tiktoken.Encoding(**o200k_base())  # loaded again from the same seeded file
+    for text in ["hello world", "构建缓存 key rotates 🔑 every release", "C:\\new\\table\\x\n\tcode", _memories(1)[0]
+                 ["content"]]:
+        assert counter.count(text) == len(fresh.encode(text, disallowed_special=())) > 0

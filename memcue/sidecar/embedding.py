@@ -1,9 +1,11 @@
 """The embedding model: fastembed ``TextEmbedding`` over the offline model folder, loaded in the background.
 
 Settings measured on a 2-core machine (DESIGN.md section 2): ``threads=1`` (4–5 ms per query, against
-11–32 ms with two threads) and ``enable_cpu_mem_arena=False``. Bulk embedding (the background worker, the
-benchmarks' store builds) uses a second session with two threads, texts sorted by length and batches of
-``BULK_BATCH``: about 300 memories/s against 90/s through the query session (issue 4, measured here).
+11–32 ms with two threads) and ``enable_cpu_mem_arena=False``. Bulk embedding (a backlog in the background
+worker, the benchmarks' store builds) uses a second session with two threads, texts sorted by length and
+batches of ``BULK_BATCH``: about 300 memories/s against 90/s through the query session (issue 4, measured
+here). A session costs about 155 MB resident, so the bulk one exists only while a backlog lasts
+(``release_bulk``), and freed heap is handed back after loading (``trim_heap``).
 ``state`` is "warming" until the model is ready, then "ready", or "error" with ``error`` set; recall never
 waits for it.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from memcue.sidecar.assets import ModelFolder, assemble_default_model
+from memcue.sidecar.heap import trim_heap
 
 log = logging.getLogger("memcue.embedding")
 
@@ -91,6 +94,7 @@ class Embedder:
                 lazy_load=False,
             )
             self.embed(["warm up"])  # first run allocates; do it before answering
+            trim_heap()  # the graph optimiser's temporaries: about 60 MB back to the system
             self.state = "ready"
         except Exception as exc:  # noqa: BLE001 - a failed model means keyword-only service
             self.state = "error"
@@ -133,6 +137,18 @@ class Embedder:
         for pos, i in enumerate(order):
             out[i] = np.asarray(vectors[pos], dtype=np.float32)
         return out
+
+    def release_bulk(self) -> bool:
+        """Drop the bulk session (about 100 MB) once a backlog is done; True when there was one. The next
+        ``embed_bulk`` loads it again (about 0.3 s)."""
+        with self._bulk_lock:
+            had, self._bulk = self._bulk is not None, None
+        if had:
+            import gc
+
+            gc.collect()
+            trim_heap()
+        return had
 
     def embed_query(self, text: str) -> np.ndarray:
         """One vector for a query, from an LRU cache of ``cache_size`` recent queries (``MEMCUE_EMBEDDING_CACHE_SIZE``,

@@ -221,6 +221,8 @@ class Engine:
                     self._step_aside()
                 if emb is not None and self.store.vector_dim is not None and self._embed_pending(emb):
                     continue
+                if emb is not None and emb.release_bulk():
+                    log.info("embedding backlog done; bulk session released")
                 if emb is not None and self.store.vector_dim is not None and self._backfill_baselines(emb):
                     continue
                 self.store.optimize_if_due()
@@ -237,7 +239,9 @@ class Engine:
         if not rows:
             return False
         texts = [str(meta.get("embed_text") or content) for _, content, _, meta in rows]
-        matrix = np.vstack(emb.embed_bulk(texts))
+        # A full batch means a backlog (an import, a restart after a pause): the two-thread bulk session.
+        # A trickle (captured prompts, a remember) goes through the loaded query session.
+        matrix = np.vstack(emb.embed_bulk(texts) if len(rows) == EMBED_BATCH else emb.embed(texts))
         ids = [mid for mid, _, _, _ in rows]
         self.store.set_embeddings([(mid, matrix[i].tobytes()) for i, mid in enumerate(ids)])
         self.store.set_baselines(list(zip(ids, baselines(matrix, self._probe_matrix(emb)).tolist(), strict=True)))

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from memcue.hooks.locations import Locations, locations
+from memcue.sidecar.heap import limit_arenas
 
 log = logging.getLogger("memcue.sidecar")
 
@@ -94,6 +95,7 @@ def _setup_logging(loc: Locations, foreground: bool) -> None:
 def serve(*, foreground: bool = False, load_model: bool = True) -> int:
     """Run the sidecar until SIGTERM/SIGINT. Returns the exit code (0 also when another instance runs)."""
     loc = locations()
+    limit_arenas()
     lock_fd = acquire_lock(loc)
     if lock_fd is None:
         if foreground:

@@ -31,6 +31,7 @@ class TokenCounter:
 
             self._encoding = tiktoken.get_encoding("o200k_base")
             self.mode = "tiktoken"
+            _drop_python_ranks(self._encoding)
         except (AssetError, Exception) as exc:  # noqa: BLE001 - any failure falls back to the estimate
             self.error = f"{type(exc).__name__}: {exc}"
             log.warning("token counting falls back to a character estimate: %s", self.error)
@@ -45,3 +46,24 @@ class TokenCounter:
 def estimate_tokens(text: str) -> int:
     """Conservative token estimate: ceil(UTF-8 bytes / 2)."""
     return math.ceil(len(text.encode("utf-8", "replace")) / 2)
+
+
+def _drop_python_ranks(encoding: object) -> None:
+    """Free the Python copy of the BPE ranks (about 25 MB for o200k_base; issue 4's memory target).
+
+    tiktoken 0.14 keeps ``Encoding._mergeable_ranks`` only to pickle the encoding; encoding and decoding
+    run on the Rust copy made at construction. Guarded: if a tiktoken release renames or starts using the
+    attribute for counting, this does nothing (the check below encodes a sample first and after)."""
+    ranks = getattr(encoding, "_mergeable_ranks", None)
+    if not isinstance(ranks, dict) or not ranks:
+        return
+    sample = "memcue counts tokens: 构建缓存 🔑"
+    before = encoding.encode(sample, disallowed_special=())  # type: ignore[attr-defined]
+    encoding._mergeable_ranks = {}  # type: ignore[attr-defined]
+    try:
+        after = encoding.encode(sample, disallowed_special=())  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - put it back: counting matters more than 25 MB
+        after = None
+    if after != before:
+        encoding._mergeable_ranks = ranks  # type: ignore[attr-defined]
+

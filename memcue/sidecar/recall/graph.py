@@ -168,7 +168,7 @@ def scoped_dfs(
         return {}
     where, args = _scope_sql(project, include_superseded)
     marks = ",".join("?" * len(ids))
-    sql = (f"SELECT e.id, (SELECT count(*) FROM (SELECT 1 FROM memory_entities me JOIN memories m"
+    sql = (f"SELECT e.id, (SELECT count(*) FROM (SELECT 1 FROM memory_entities me CROSS JOIN memories m"
            f" ON m.id = me.memory_id WHERE me.entity_id = e.id AND {where} LIMIT ?))"
            f" FROM entities e WHERE e.id IN ({marks})")
     rows = store._reader().execute(sql, [*args, int(cap), *ids]).fetchall()

@@ -26,10 +26,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memcue.sidecar.heap import trim_heap
 from memcue.sidecar.store.memories import Store
 
-#: Rows the arrays hold before the first growth.
+#: Rows the arrays hold at least; a full load sizes them to the store plus 1/16 for growth.
 INITIAL_CAPACITY = 1024
+#: Vectors read per step of a full load.
+LOAD_BATCH = 4096
 
 
 @dataclass
@@ -107,11 +110,20 @@ class VectorIndex:
         self._store_ref = weakref.ref(store)
         self._bound = (store.path, store.vector_dim)
         dim = store.vector_dim or 0
-        self._arrays = _empty(dim, INITIAL_CAPACITY)
+        conn = store._reader()
+        expected = int(conn.execute("SELECT count(*) FROM memories WHERE embedded = 1").fetchall()[0][0])
+        self._arrays = _empty(dim, max(INITIAL_CAPACITY, expected + expected // 16))
         if dim:
-            rows = store._reader().execute("SELECT rowid, embedding FROM memories_vec").fetchall()
-            self._put(store, [(int(r[0]), bytes(r[1])) for r in rows])
+            meta = _all_meta(store)
+            batch: list[tuple[int, bytes]] = []
+            for mid, blob in conn.execute("SELECT rowid, embedding FROM memories_vec"):
+                batch.append((int(mid), blob))
+                if len(batch) == LOAD_BATCH:  # in batches: never every blob and the matrix at once
+                    self._put(store, batch, meta)
+                    batch = []
+            self._put(store, batch, meta)
         self._journal_at = at
+        trim_heap()  # the batches' and the metadata's temporaries
         self.loads += 1
         self.last_load_ms = (time.perf_counter() - t0) * 1000
 
@@ -125,13 +137,16 @@ class VectorIndex:
         self._put(store, list(found.items()))
         self.refreshed_rows += len(ids)
 
-    def _put(self, store: Store, vectors: list[tuple[int, bytes]]) -> None:
-        """Write rows (new ones appended, known ones overwritten) with their scope fields."""
+    def _put(self, store: Store, vectors: list[tuple[int, bytes]],
+             meta: dict[int, tuple[str, str, bool]] | None = None) -> None:
+        """Write rows (new ones appended, known ones overwritten) with their scope fields (``meta``: id ->
+        (project, kind, current), read from the store when not given)."""
         arrays = self._arrays
         assert arrays is not None
         if not vectors:
             return
-        meta = _row_meta(store, [mid for mid, _ in vectors])
+        if meta is None:
+            meta = _row_meta(store, [mid for mid, _ in vectors])
         size = arrays.dim * 4
         keep = [(mid, blob) for mid, blob in vectors if mid in meta and len(blob) == size]
         for mid, blob in vectors:  # bookkeeping now, or a vector of another size: out of every scope
@@ -242,6 +257,13 @@ def _row_meta(store: Store, ids: list[int]) -> dict[int, tuple[str, str, bool]]:
             f" AND id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         out.update((int(r[0]), (str(r[1]), str(r[2]), bool(r[3]))) for r in rows)
     return out
+
+
+def _all_meta(store: Store) -> dict[int, tuple[str, str, bool]]:
+    """id -> (project, kind, current) for every embedded, non-bookkeeping row (a full load)."""
+    rows = store._reader().execute(
+        "SELECT id, project, kind, superseded_by IS NULL FROM memories WHERE embedded = 1 AND bookkeeping = 0")
+    return {int(r[0]): (str(r[1]), str(r[2]), bool(r[3])) for r in rows}
 
 
 def _empty(dim: int, capacity: int) -> _Arrays:

@@ -15,6 +15,9 @@ import apsw
 
 #: How long a statement waits for a lock before SQLITE_BUSY (ms).
 BUSY_TIMEOUT_MS = 5000
+#: Page cache of a reader connection (KiB). Every thread that reads has its own connection; SQLite's
+#: default 2 MiB each adds up across the channel and request threads, and the OS caches the file anyway.
+READER_CACHE_KIB = 512
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,10 @@ def _load_vec(conn: apsw.Connection) -> VecStatus:
         return VecStatus(False, error=text if text.startswith(type(exc).__name__) else f"{type(exc).__name__}: {text}")
 
 
-def connect(path: Path | str, *, want_vec: bool = True) -> tuple[apsw.Connection, VecStatus]:
-    """Open ``path`` (created if absent) and return the connection and sqlite-vec status.
+def connect(path: Path | str, *, want_vec: bool = True, cache_kib: int | None = None
+            ) -> tuple[apsw.Connection, VecStatus]:
+    """Open ``path`` (created if absent) and return the connection and sqlite-vec status. ``cache_kib``
+    sets the page cache (KiB; SQLite's default when None).
 
     Raises ``apsw.Error`` when the file cannot be opened or is not a database.
     """
@@ -54,5 +59,7 @@ def connect(path: Path | str, *, want_vec: bool = True) -> tuple[apsw.Connection
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    if cache_kib is not None:
+        conn.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
     status = _load_vec(conn) if want_vec else VecStatus(False, error="not requested")
     return conn, status

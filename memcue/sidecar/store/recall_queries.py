@@ -94,6 +94,6 @@ class RecallQueries:
         where, args = scope_conditions("m", project=project, exclude_kinds=exclude_kinds,
                                        include_superseded=include_superseded)
         where, args = [f"me.entity_id IN ({','.join('?' * len(ids))})", *where], [*ids, *args]
-        sql = (f"SELECT me.memory_id, me.entity_id FROM memory_entities me JOIN memories m ON m.id = me.memory_id"
+        sql = (f"SELECT me.memory_id, me.entity_id FROM memory_entities me CROSS JOIN memories m ON m.id = me.memory_id"
                f" WHERE {' AND '.join(where)} ORDER BY m.created_at DESC, m.id DESC LIMIT ?")
         return [(int(a), int(b)) for a, b in self._reader().execute(sql, [*args, limit]).fetchall()]
