@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench bench-locomo bench-hook bench-coding bench-ablation clean
+.PHONY: demo test lint bench bench-locomo bench-hook bench-coding bench-ablation bench-serving clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check memcue tests benchmarks
 
-bench: bench-hook bench-locomo bench-ablation bench-coding
+bench: bench-hook bench-locomo bench-ablation bench-coding bench-serving
 
 bench-hook: $(STAMP)
 	$(BIN)/python benchmarks/hook_latency.py
@@ -37,6 +37,9 @@ bench-ablation: $(STAMP)
 
 bench-coding: $(STAMP)
 	$(BIN)/python benchmarks/coding_recall.py
+
+bench-serving: $(STAMP)
+	$(BIN)/python benchmarks/serving.py --build
 
 clean:
 	rm -rf $(VENV) *.egg-info

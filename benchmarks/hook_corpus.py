@@ -79,13 +79,13 @@ def generated_memories(n: int, rng: random.Random) -> list[dict[str, Any]]:
             text = f"To {task} for {svc}: `{cmd}` (see {ticket} for the background)."
         elif kind == "note":
             text = (f"{rng.choice(_PEOPLE)} owns {rng.choice(_AREAS)} since sprint {rng.randint(10, 60)}; "
-                    f"ask them before changing {mod}.")
+                    f"ask them before changing {mod} ({ticket}).")
         elif kind == "preference":
             use, alt = rng.choice(_TECH)
-            text = f"In {svc}, prefer {use} over {alt}; reviewers flag {alt} in new code ({mod})."
+            text = f"In {svc}, prefer {use} over {alt}; reviewers flag {alt} in new code ({mod}, {ticket})."
         else:
             text = (f"Deployed {svc} v{rng.randint(1, 4)}.{rng.randint(0, 30)}.{rng.randint(0, 9)} to "
-                    f"{rng.choice(['staging', 'prod'])}; {rng.choice(_SYMPTOMS)} checked, none seen.")
+                    f"{rng.choice(['staging', 'prod'])}; {rng.choice(_SYMPTOMS)} checked, none seen ({ticket}).")
         out.append({"content": text, "kind": kind, "age_days": round(rng.uniform(0, 120), 1)})
     return out
 
