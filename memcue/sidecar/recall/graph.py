@@ -134,7 +134,12 @@ def _query_names(text: str) -> tuple[list[str], set[str]]:
 
 # -- read-only helpers over the store's reader connection ------------------------------------------------------
 
-_N_CACHE: weakref.WeakKeyDictionary[Store, dict[tuple[int, str | None, bool], int]] = weakref.WeakKeyDictionary()
+_N_CACHE: weakref.WeakKeyDictionary[Store, dict[tuple[str | None, bool], tuple[int, int, float]]] = (
+    weakref.WeakKeyDictionary())
+#: After a write, N is reused for this long (s) when it is at least ``SCOPE_SIZE_EXACT_BELOW`` (smaller
+#: scopes are recounted at once: cheap, and there one memory moves the IDF).
+SCOPE_SIZE_TTL_S = 10.0
+SCOPE_SIZE_EXACT_BELOW = 2000
 
 
 def _scope_sql(project: str | None, include_superseded: bool) -> tuple[str, list[object]]:
@@ -143,17 +148,21 @@ def _scope_sql(project: str | None, include_superseded: bool) -> tuple[str, list
 
 
 def scope_size(store: Store, project: str | None, include_superseded: bool = False) -> int:
-    """N: non-bookkeeping (and, unless ``include_superseded``, current) memories in scope; cached per
-    store write generation."""
-    key = (store.generation, project, include_superseded)
+    """N: non-bookkeeping (and, unless ``include_superseded``, current) memories in scope. After a write a
+    large N is reused for ``SCOPE_SIZE_TTL_S`` (s): N only weighs the IDF, and a captured prompt on every
+    turn would otherwise recount it on every recall."""
+    key = (project, include_superseded)
     cache = _N_CACHE.get(store)
-    if cache is not None and key in cache:
-        return cache[key]
+    hit = None if cache is None else cache.get(key)
+    now = time.monotonic()
+    if hit is not None and (hit[1] == store.generation
+                            or (hit[0] >= SCOPE_SIZE_EXACT_BELOW and now - hit[2] < SCOPE_SIZE_TTL_S)):
+        return hit[0]
     where, args = _scope_sql(project, include_superseded)
     n = int(store._reader().execute(f"SELECT count(*) FROM memories m WHERE {where}", args).fetchall()[0][0])
     # Copy on write: channels run concurrently and may be reading the published dict.
-    fresh = {} if cache is None or any(k[0] != store.generation for k in cache) else dict(cache)
-    fresh[key] = n
+    fresh = {} if cache is None else dict(cache)
+    fresh[key] = (n, store.generation, now)
     _N_CACHE[store] = fresh
     return n
 

@@ -59,20 +59,20 @@ STEPS = 1
 
 
 def retrieve(matrix: np.ndarray, query: np.ndarray, *, beta: float = BETA, steps: int = STEPS,
-             mask: np.ndarray | None = None) -> np.ndarray:
+             mask: np.ndarray | None = None, first: np.ndarray | None = None) -> np.ndarray:
     """Run ``steps`` modern-Hopfield updates ``ξ ← Xᵀ softmax(β X ξ)`` from ``query`` and score every row.
 
     ``matrix``: float32 (n, d), unit rows, n ≥ 1. ``query``: (d,), unit length. ``mask``: bool (n,), the rows
     that are stored patterns (all when None; at least one True); the others get no attention and score -inf.
-    Returns float32 (n,): each row's cosine with the unit-normalised retrieved state (in [-1, 1]). Raises
+    ``first``: ``matrix @ query`` when already computed (float32 (n,); not modified). Returns float32 (n,):
+    each row's cosine with the unit-normalised retrieved state (in [-1, 1]). Raises
     ``ValueError`` when the dimensions differ.
     """
     if matrix.ndim != 2 or query.shape != (matrix.shape[1],):
         raise ValueError(f"query has shape {query.shape}, the matrix {matrix.shape}: dimensions differ")
     xi = np.asarray(query, dtype=np.float32)
-    for _ in range(steps):
-        logits = matrix @ xi
-        logits *= beta
+    for step in range(steps):
+        logits = (first if step == 0 and first is not None else matrix @ xi) * beta
         if mask is not None:
             logits[~mask] = -np.inf
         logits -= logits.max()
@@ -128,7 +128,8 @@ def hopfield_channel(ctx: ChannelContext, index: VectorIndex, *, beta: float = B
         norm = float(np.linalg.norm(query))
         if norm > 0:
             query = query / norm
-        scores = retrieve(scope.matrix, query, beta=beta, steps=steps, mask=scope.mask)
+        scores = retrieve(scope.matrix, query, beta=beta, steps=steps, mask=scope.mask,
+                          first=index.products(scope, query))
         items = top_k(scope.ids, scores, ctx.k)
     except Exception as exc:  # noqa: BLE001 - a channel never raises
         log.exception("hopfield channel failed")

@@ -53,12 +53,19 @@ def content_terms(text: str) -> list[str]:
     return kept or all_words
 
 
-def keyword_query(text: str) -> KeywordQuery:
-    """Build the FTS5 MATCH expression for ``text`` (see module docstring)."""
+def keyword_query(text: str, common: frozenset[str] = frozenset()) -> KeywordQuery:
+    """Build the FTS5 MATCH expression for ``text`` (see module docstring).
+
+    Words in ``common`` (in so many memories that they barely move ``bm25()``, yet make it score every one
+    of those memories) are left out of the MATCH, and so are phrases made only of them, unless that would
+    leave nothing to search. ``terms`` keeps every word either way (cue terms, notes)."""
     terms = tuple(content_terms(text)[:MAX_TERMS])
     if not terms:
         return KeywordQuery((), "", note="the query has no searchable words")
-    parts = [" ".join(ws) for ws in compounds(text)] + list(terms)
+    searched = [t for t in terms if t not in common]
+    if not searched:
+        searched, common = list(terms), frozenset()
+    parts = [" ".join(ws) for ws in compounds(text) if any(w not in common for w in ws)] + searched
     match = " OR ".join('"' + p.replace('"', '""') + '"' for p in dict.fromkeys(parts))
     return KeywordQuery(terms, match)
 

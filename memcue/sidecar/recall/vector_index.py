@@ -33,6 +33,8 @@ from memcue.sidecar.store.memories import Store
 INITIAL_CAPACITY = 1024
 #: Vectors read per step of a full load.
 LOAD_BATCH = 4096
+#: Scope masks kept (project × excluded kinds × superseded); the cache starts over past this.
+MAX_MASKS = 64
 
 
 @dataclass
@@ -77,6 +79,10 @@ class VectorIndex:
         self._bound: tuple[str, int | None] = ("", None)
         self._projects: dict[str, int] = {}
         self._kinds: dict[str, int] = {}
+        self._version = 0  # bumped by every change to the arrays: cached masks and products go stale
+        self._masks: dict[tuple[object, ...], tuple[int, np.ndarray]] = {}
+        self._product_lock = threading.Lock()
+        self._product: tuple[tuple[object, ...], np.ndarray] | None = None
         self.loads = 0
         self.refreshed_rows = 0
         self.last_load_ms = 0.0
@@ -123,6 +129,7 @@ class VectorIndex:
                     batch = []
             self._put(store, batch, meta)
         self._journal_at = at
+        self._version += 1
         trim_heap()  # the batches' and the metadata's temporaries
         self.loads += 1
         self.last_load_ms = (time.perf_counter() - t0) * 1000
@@ -136,6 +143,7 @@ class VectorIndex:
                 arrays.current[arrays.pos[mid]] = False  # its vector is gone
         self._put(store, list(found.items()))
         self.refreshed_rows += len(ids)
+        self._version += 1
 
     def _put(self, store: Store, vectors: list[tuple[int, bytes]],
              meta: dict[int, tuple[str, str, bool]] | None = None) -> None:
@@ -176,13 +184,18 @@ class VectorIndex:
     def scope(self, store: Store, *, project: str | None, exclude_kinds: Sequence[str] = (),
               include_superseded: bool = False) -> Scope:
         """The rows a recall may search: ``project`` and global rows (all when None), without
-        ``exclude_kinds``, without superseded rows unless ``include_superseded``. Refreshes first."""
+        ``exclude_kinds``, without superseded rows unless ``include_superseded``. Refreshes first. The
+        mask is cached until the index changes (read only)."""
         self.refresh(store)
+        key = (project, tuple(sorted(set(exclude_kinds))), include_superseded)
         with self._lock:
             arrays = self._arrays
             assert arrays is not None
             n = arrays.n
             ids, matrix = arrays.ids[:n], arrays.matrix[:n]
+            cached = self._masks.get(key)
+            if cached is not None and cached[0] == self._version:
+                return Scope(ids, matrix, cached[1])
             mask = np.ones(n, dtype=bool) if include_superseded else arrays.current[:n].copy()
             if project is not None:
                 codes = [self._projects[p] for p in (project, "") if p in self._projects]
@@ -190,7 +203,30 @@ class VectorIndex:
             drop = [self._kinds[k] for k in exclude_kinds if k in self._kinds]
             if drop:
                 mask &= ~np.isin(arrays.kind[:n], drop)
+            mask.setflags(write=False)
+            if len(self._masks) >= MAX_MASKS:
+                self._masks.clear()
+            self._masks[key] = (self._version, mask)
         return Scope(ids, matrix, mask)
+
+    def products(self, scope: Scope, vector: np.ndarray) -> np.ndarray:
+        """``scope.matrix @ q`` for the unit-normalised ``vector`` (float32, (n,)), computed once per query
+        vector and index version: the semantic and Hopfield channels of one recall share it (read only).
+        Raises ``ValueError`` when the dimensions differ."""
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != scope.matrix.shape[1]:
+            raise ValueError(f"query has {query.shape[0]} dimensions, the index {scope.matrix.shape[1]}:"
+                             " dimensions differ")
+        key = (query.tobytes(), scope.matrix.shape[0], self._version)
+        with self._product_lock:  # a second channel waits for the first's product instead of redoing it
+            hit = self._product
+            if hit is not None and hit[0] == key:
+                return hit[1]
+            norm = float(np.linalg.norm(query))
+            scores = scope.matrix @ (query / norm if norm > 0 else query)
+            scores.setflags(write=False)
+            self._product = (key, scores)
+            return scores
 
     def search(self, store: Store, vector: np.ndarray, *, project: str | None, k: int,
                exclude_kinds: Sequence[str] = (), include_superseded: bool = False) -> list[tuple[int, float]]:
@@ -200,14 +236,8 @@ class VectorIndex:
                            include_superseded=include_superseded)
         if not scope.mask.any() or k <= 0:
             return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != scope.matrix.shape[1]:
-            raise ValueError(f"query has {query.shape[0]} dimensions, the index {scope.matrix.shape[1]}")
-        norm = float(np.linalg.norm(query))
-        scores = scope.matrix @ (query / norm if norm > 0 else query)
-        scores[~scope.mask] = -np.inf
+        scores = np.where(scope.mask, self.products(scope, vector), -np.inf)
         return best(scope.ids, scores, k)
-
 
     def cosines(self, store: Store, ids: Sequence[int], vector: np.ndarray) -> dict[int, float]:
         """Cosine of ``vector`` ((d,) float32, unit length) with each memory of ``ids`` that has a vector:
