@@ -33,6 +33,8 @@ from memcue.sidecar.store.memories import Store
 INITIAL_CAPACITY = 1024
 #: Vectors read per step of a full load.
 LOAD_BATCH = 4096
+#: Page cache (KiB) of the connection during a full load (vec0 chunks are read whole).
+LOAD_CACHE_KIB = 16384
 #: Scope masks kept (project × excluded kinds × superseded); the cache starts over past this.
 MAX_MASKS = 64
 
@@ -122,12 +124,20 @@ class VectorIndex:
         if dim:
             meta = _all_meta(store)
             batch: list[tuple[int, bytes]] = []
-            for mid, blob in conn.execute("SELECT rowid, embedding FROM memories_vec"):
-                batch.append((int(mid), blob))
-                if len(batch) == LOAD_BATCH:  # in batches: never every blob and the matrix at once
-                    self._put(store, batch, meta)
-                    batch = []
-            self._put(store, batch, meta)
+            # vec0 reads a whole chunk of vectors per row: with the small reader cache every row would
+            # read its chunk again (2.4 s instead of 0.25 s at 27,000), so the scan gets a larger one.
+            cache = conn.execute("PRAGMA cache_size").fetchall()[0][0]
+            conn.execute(f"PRAGMA cache_size = -{LOAD_CACHE_KIB}")
+            try:
+                for mid, blob in conn.execute("SELECT rowid, embedding FROM memories_vec"):
+                    batch.append((int(mid), blob))
+                    if len(batch) == LOAD_BATCH:  # in batches: never every blob and the matrix at once
+                        self._put(store, batch, meta)
+                        batch = []
+                self._put(store, batch, meta)
+            finally:
+                conn.execute(f"PRAGMA cache_size = {int(cache)}")
+                conn.execute("PRAGMA shrink_memory")
         self._journal_at = at
         self._version += 1
         trim_heap()  # the batches' and the metadata's temporaries
