@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from memcue import __version__
 from memcue.hooks.locations import Locations
 from memcue.sidecar.config import load_config
 from memcue.sidecar.embedding import Embedder
+from memcue.sidecar.heap import trim_heap
 from memcue.sidecar.race import race
 from memcue.sidecar.recall import temporal
 from memcue.sidecar.recall.baseline import baselines, probe_vectors
@@ -38,6 +40,8 @@ log = logging.getLogger("memcue.engine")
 EMBED_BATCH = 64
 #: How often the worker wakes without being told (s): picks up spool files and missed rows.
 WORKER_TICK_S = 1.0
+#: The idle worker hands freed heap back to the system at most this often (s; ``heap.trim_heap``).
+TRIM_EVERY_S = 30.0
 #: Longest the background work (embedding backfill, baselines) steps aside for running questions (s; issue 4).
 STEP_ASIDE_MAX_S = 20.0
 
@@ -207,6 +211,7 @@ class Engine:
 
     def _work(self) -> None:
         bind_tried = False
+        last_trim = time.monotonic()
         while not self._stop.is_set():
             try:
                 self.spool.ingest()
@@ -226,6 +231,9 @@ class Engine:
                 if emb is not None and self.store.vector_dim is not None and self._backfill_baselines(emb):
                     continue
                 self.store.optimize_if_due()
+                if time.monotonic() - last_trim >= TRIM_EVERY_S:  # idle: give freed heap back (RSS)
+                    trim_heap()
+                    last_trim = time.monotonic()
             except Exception:  # noqa: BLE001 - the worker must survive anything
                 log.exception("background worker step failed")
             self._wake.wait(WORKER_TICK_S)

@@ -84,7 +84,7 @@ def compounds(text: str) -> list[list[str]]:
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=16384)  # about 2 MB when full
 def stem(word: str) -> str:
     """A light suffix-stripping stem, enough to match "retries" with "retry", "formatting" with "format" and
     "changed" with "change" when naming cue terms (FTS5's porter stemmer does the matching itself)."""
