@@ -40,8 +40,9 @@ log = logging.getLogger("memcue.engine")
 EMBED_BATCH = 64
 #: How often the worker wakes without being told (s): picks up spool files and missed rows.
 WORKER_TICK_S = 1.0
-#: The idle worker hands freed heap back to the system at most this often (s; ``heap.trim_heap``).
-TRIM_EVERY_S = 30.0
+#: The idle worker hands freed heap back to the system at most this often (s; ``heap.trim_heap``, a few ms
+#: off the request threads: ctypes releases the GIL).
+TRIM_EVERY_S = 5.0
 #: Longest the background work (embedding backfill, baselines) steps aside for running questions (s; issue 4).
 STEP_ASIDE_MAX_S = 20.0
 
