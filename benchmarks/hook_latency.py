@@ -143,6 +143,23 @@ def time_empty_prompt(runs: int, project: str, session_id: str, env: dict[str, s
     return out
 
 
+def hook_event(prompt: str, project: str, session_id: str) -> dict[str, Any]:
+    """The ``POST /hooks/claude-code/user-prompt-submit`` body the hook sends (its budget fields included)."""
+    event = {"harness": "claude-code", "event": "user-prompt-submit", "session_id": session_id, "cwd": project,
+             "project": project, "prompt": prompt, "source": "", "transcript_path": "", "extra": {}}
+    return {"event": event, **HOOK_BUDGET}
+
+
+def post_hook_prompt(http: httpx.Client, prompt: str, project: str, session_id: str) -> tuple[float, dict[str, Any]]:
+    """Post ``prompt`` as the hook would, straight to the sidecar: (client round trip in ms, answer body).
+    Raises ``httpx.HTTPStatusError`` on a non-2xx answer."""
+    t0 = time.perf_counter()
+    response = http.post("/hooks/claude-code/user-prompt-submit", json=hook_event(prompt, project, session_id))
+    round_trip = (time.perf_counter() - t0) * 1000
+    response.raise_for_status()
+    return round_trip, response.json()
+
+
 def time_sidecar(loc: Locations, texts: list[str], project: str, session_id: str, gap_ms: float) -> SidecarRuns:
     """Post each prompt straight to ``/hooks/claude-code/user-prompt-submit`` over the unix socket, pausing
     ``gap_ms`` (ms) before each, with the hook's own budget fields."""
@@ -151,14 +168,8 @@ def time_sidecar(loc: Locations, texts: list[str], project: str, session_id: str
     with httpx.Client(transport=transport, base_url="http://memcue", timeout=30) as http:
         for prompt in texts:
             time.sleep(gap_ms / 1000)
-            event = {"harness": "claude-code", "event": "user-prompt-submit", "session_id": session_id,
-                     "cwd": project, "project": project, "prompt": prompt, "source": "",
-                     "transcript_path": "", "extra": {}}
-            t0 = time.perf_counter()
-            response = http.post("/hooks/claude-code/user-prompt-submit", json={"event": event, **HOOK_BUDGET})
-            runs.round_trip.append((time.perf_counter() - t0) * 1000)
-            response.raise_for_status()
-            body = response.json()
+            round_trip, body = post_hook_prompt(http, prompt, project, session_id)
+            runs.round_trip.append(round_trip)
             runs.retrieval.append(float(body["retrieval_time_ms"]))
             runs.answered_by[body["answered_by"]] += 1
             runs.tiers[body["tier"]] += 1

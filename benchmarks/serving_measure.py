@@ -24,7 +24,7 @@ import apsw
 import httpx
 from _common import percentiles, say
 from hook_corpus import generated_memories, prompts
-from hook_latency import HOOK_ARGS, HOOK_BUDGET, hook_stdin, injected_context, run_process
+from hook_latency import HOOK_ARGS, hook_stdin, injected_context, post_hook_prompt, run_process
 
 from memcue.hooks.locations import Locations
 
@@ -60,13 +60,6 @@ def prompt_pool(n: int, rng: random.Random) -> list[str]:
 def recall_body(query: str, project: str) -> dict[str, Any]:
     """The question-mode ``POST /recall`` body: the query in ``project``, ``RECALL_LIMIT`` results."""
     return {"query": query, "project": project, "limit": RECALL_LIMIT}
-
-
-def hook_event(prompt: str, project: str, session_id: str) -> dict[str, Any]:
-    """The ``POST /hooks/claude-code/user-prompt-submit`` body the hook sends (its budget fields included)."""
-    event = {"harness": "claude-code", "event": "user-prompt-submit", "session_id": session_id, "cwd": project,
-             "project": project, "prompt": prompt, "source": "", "transcript_path": "", "extra": {}}
-    return {"event": event, **HOOK_BUDGET}
 
 
 def health(http: httpx.Client) -> dict[str, Any]:
@@ -184,11 +177,8 @@ def sidecar_hook_mode(http: httpx.Client, texts: list[str], project: str, gap_ms
     runs, session_id = Served(), str(uuid.uuid4())
     for prompt in texts:
         time.sleep(gap_ms / 1000)
-        t0 = time.perf_counter()
-        response = http.post("/hooks/claude-code/user-prompt-submit", json=hook_event(prompt, project, session_id))
-        runs.round_trip.append((time.perf_counter() - t0) * 1000)
-        response.raise_for_status()
-        body = response.json()
+        round_trip, body = post_hook_prompt(http, prompt, project, session_id)
+        runs.round_trip.append(round_trip)
         runs.retrieval.append(float(body["retrieval_time_ms"]))
         runs.answered_by[body["answered_by"]] += 1
         runs.tiers[body["tier"]] += 1

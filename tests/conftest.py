@@ -163,6 +163,13 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     return emb
 
 
+def embed_pending(store: Store, emb: Embedder) -> None:
+    """Embed every pending memory into the already bound vector table (no rebind, no baselines)."""
+    pending = store.pending_embeddings(100_000)
+    vectors = emb.embed([text for _, text, _, _ in pending])
+    store.set_embeddings([(mid, vec.tobytes()) for (mid, _, _, _), vec in zip(pending, vectors, strict=True)])
+
+
 def embed_all(store: Store, emb: Embedder) -> None:
     """Bind the model and embed every pending memory with its baseline, as the sidecar's worker does."""
     store.bind_model(emb.model_id, emb.dim)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import embed_pending
 
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall.channels import HOPFIELD, ChannelContext, ChannelResult
@@ -34,10 +35,6 @@ WEB = ["Pinned react to 18.2 until the router upgrade lands"]
 GLOBAL = ["Always write commit messages in the imperative mood"]
 
 
-def _embed_pending(store: Store, embedder: Embedder) -> None:
-    pending = store.pending_embeddings(1000)
-    vectors = embedder.embed([text for _, text, _, _ in pending])
-    store.set_embeddings([(mid, vec.tobytes()) for (mid, _, _, _), vec in zip(pending, vectors, strict=True)])
 
 
 @pytest.fixture
@@ -48,7 +45,7 @@ def store(tmp_path: Path, embedder: Embedder) -> Iterator[Store]:
     s.remember_many([NewMemory(t, project="web") for t in WEB])
     s.remember_many([NewMemory(t, project="") for t in GLOBAL])
     s.remember(NewMemory("please bump httpx again and rerun the tests", kind="request", project="api"))
-    _embed_pending(s, embedder)
+    embed_pending(s, embedder)
     yield s
     s.close()
 
@@ -167,7 +164,7 @@ def test_a_captured_prompt_costs_one_row_not_a_reload(store: Store, embedder: Em
     index = VectorIndex()
     first = _run(store, embedder, "kafka", index)
     store.remember(NewMemory("can you check the kafka lag", project="api", kind="request"))
-    _embed_pending(store, embedder)
+    embed_pending(store, embedder)
     again = _run(store, embedder, "kafka", index)  # the default scope excludes captured prompts
     assert (index.loads, index.refreshed_rows) == (1, 1)
     assert again.detail["matrix_rows"] == first.detail["matrix_rows"]
@@ -187,7 +184,7 @@ def test_the_index_follows_writes_without_reloading(store: Store, embedder: Embe
     assert new.id not in {mid for mid, _ in before_embedding.items}  # no vector yet
     assert before_embedding.detail["matrix_rows"] == first.detail["matrix_rows"]
     store.remember(NewMemory("please look at the kafka consumer", project="api", kind="request"))
-    _embed_pending(store, embedder)  # both rows get vectors: two rows re-read, no reload
+    embed_pending(store, embedder)  # both rows get vectors: two rows re-read, no reload
     after = _run(store, embedder, query, index)
     assert (index.loads, index.refreshed_rows) == (1, 2)
     assert after.detail["matrix_rows"] == first.detail["matrix_rows"] + 1
@@ -199,7 +196,7 @@ def test_superseded_memories_leave_the_matrix(store: Store, embedder: Embedder) 
     old = _ids(store)[API[0]]
     assert old in {mid for mid, _ in _run(store, embedder, "httpx pin", index, k=50).items}
     new = store.update(old, NewMemory("Pinned httpx to 0.28 after the client dropped the proxies argument"))
-    _embed_pending(store, embedder)
+    embed_pending(store, embedder)
     got = {mid for mid, _ in _run(store, embedder, "httpx pin", index, k=50).items}
     assert old not in got and new.id in got
     assert index.loads == 1

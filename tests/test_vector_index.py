@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import embed_pending
 
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall.vector_index import VectorIndex
@@ -28,10 +29,6 @@ QUERIES = ["which httpx version is pinned?", "how do we retry failed calls?", "w
            "how is the frontend built?", "what runs before a deploy?"]
 
 
-def _embed(store: Store, embedder: Embedder) -> None:
-    pending = store.pending_embeddings(1000)
-    vectors = embedder.embed([t for _, t, _, _ in pending])
-    store.set_embeddings([(mid, v.tobytes()) for (mid, _, _, _), v in zip(pending, vectors, strict=True)])
 
 
 @pytest.fixture
@@ -41,7 +38,7 @@ def store(tmp_path: Path, embedder: Embedder) -> Iterator[Store]:
     s.remember_many([NewMemory(t, project="api" if i % 3 else "web") for i, t in enumerate(TEXTS)])
     s.remember(NewMemory("Always write commit messages in the imperative mood", project=""))
     s.remember(NewMemory("please bump httpx and rerun the tests", kind="request", project="api"))
-    _embed(s, embedder)
+    embed_pending(s, embedder)
     yield s
     s.close()
 
@@ -62,7 +59,7 @@ def test_superseded_rows_only_when_asked(store: Store, embedder: Embedder) -> No
     index = VectorIndex()
     old = next(r["id"] for r in store.list_memories(limit=50) if r["content"] == TEXTS[0])
     new = store.update(old, NewMemory("Pinned httpx to 0.28 now that the proxies argument is gone"))
-    _embed(store, embedder)
+    embed_pending(store, embedder)
     vector = embedder.embed_query("httpx pin")
     current = [mid for mid, _ in index.search(store, vector, project="web", k=20)]
     history = [mid for mid, _ in index.search(store, vector, project="web", k=20, include_superseded=True)]
@@ -81,7 +78,7 @@ def test_rebinding_or_a_new_journal_epoch_reloads(store: Store, embedder: Embedd
     assert index.loads == 2
     monkeypatch.setattr(journal, "MAX_ENTRIES", 2)
     store.remember_many([NewMemory(f"note {i} about the retry policy") for i in range(3)])
-    _embed(store, embedder)  # three ids overflow a log of two: a new epoch
+    embed_pending(store, embedder)  # three ids overflow a log of two: a new epoch
     got = index.search(store, vector, project=None, k=20)
     assert index.loads == 3
     assert len(got) == len(TEXTS) + 2 + 3
