@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars, sidecar_pids
@@ -450,3 +451,25 @@ def test_spool_appended_while_running_is_ingested_by_the_watcher(home: Path) -> 
         assert sc.client.health()["counts"]["memories"] == 1
     finally:
         sc.stop()
+
+
+def test_captured_prompt_takes_its_recall_vector_without_a_second_embedding(sidecar, embedder) -> None:
+    project = _project(sidecar.root)
+    sidecar.client.remember("we rotate the build-cache key after every release", project=project)
+    _wait_model_ready(sidecar)
+    deadline = time.monotonic() + 30
+    while sidecar.client.health()["counts"]["pending_embeddings"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    prompt = "when do we rotate the build-cache key?"
+    proc = run_hook(prompt_payload(prompt, project))
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert sidecar.client.health()["prompt_vectors_reused"] == 1
+    store = Store(sidecar.loc.database)
+    try:
+        (row,) = [r for r in store.list_memories(project=project) if r["kind"] == "request"]
+        assert row["baseline"] is not None
+        assert store.bind_model(embedder.model_id, embedder.dim)  # this second Store reads the same vectors
+        stored = np.frombuffer(store.vectors([row["id"]])[row["id"]], dtype=np.float32)
+    finally:
+        store.close()
+    assert float(stored @ embedder.embed_query(prompt)) > 0.9999  # the same text, the same model

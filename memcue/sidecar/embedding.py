@@ -170,6 +170,11 @@ class Embedder:
                 self._cache.popitem(last=False)
         return vector
 
+    def cached(self, text: str) -> np.ndarray | None:
+        """The query vector of ``text`` if the LRU cache holds it (never computes one; read only)."""
+        with self._cache_lock:
+            return self._cache.get(text)
+
     def cache_stats(self) -> dict[str, int]:
         """The query-embedding cache: size limit, entries, hits and misses."""
         return {"size": self.cache_size, "entries": len(self._cache), "hits": self.cache_hits,

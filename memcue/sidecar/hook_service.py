@@ -86,7 +86,7 @@ async def _prompt(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn
         memory = NewMemory(content=prompt, kind="request", project=project or "",
                            session_id=str(ev.get("session_id") or ""), source=f"hook:{harness}",
                            source_id=request_id)
-        await anyio.to_thread.run_sync(engine.remember, [memory], limiter=limiter)
+        await anyio.to_thread.run_sync(engine.remember_prompt, memory, limiter=limiter)
     if answer is None:
         return _nothing(started)
     results = injectable(answer, limit)
