@@ -74,6 +74,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
     fields: dict[str, Any] = {"project": project, "limit": args.limit, "mode": "keyword" if args.keyword else "full",
                               "depth": args.depth, "max_tokens": args.max_tokens,
+                              "include_requests": args.include_requests,
                               "session_id": resolve_session_id(args.session_id, os.environ) or "cli:recall"}
     if args.since or args.until:
         import datetime as dt
@@ -284,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=limit, default=10, help="results at most, 1-100 (default 10)")
     p.add_argument("--keyword", action="store_true", help="BM25 keyword search only")
     p.add_argument("--all-projects", action="store_true", help="search every project")
+    p.add_argument("--include-requests", action="store_true",
+                   help="let prompts you typed (captured by the hook, kind request) answer too")
     p.add_argument("--project", help="project path (default: git top-level of the current directory)")
     p.add_argument("--since", metavar="TIME", type=iso_time,
                    help="only memories written at or after TIME (ISO 8601 date/time)")

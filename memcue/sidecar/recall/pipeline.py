@@ -40,7 +40,7 @@ from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.floor import Evidence, passes_floor
 from memcue.sidecar.recall.fusion import weighted_rrf
 from memcue.sidecar.recall.graph import query_entity_ids, shared_entities
-from memcue.sidecar.recall.query import cue_terms, key_terms, keyword_query, words
+from memcue.sidecar.recall.query import TIME_WORDS, cue_terms, key_terms, keyword_query, words
 from memcue.sidecar.recall.ranking import ranking_enabled, rerank_by_ranking
 from memcue.sidecar.recall.rerank import Reranker
 from memcue.sidecar.recall.vector_index import VectorIndex
@@ -125,20 +125,38 @@ def _embed(store: Store, embedder: Embedder | None, req: RecallRequest) -> np.nd
 
 
 def _present_tense(store: Store, req: RecallRequest, now: float, started: float, qc: qclass.QueryClass,
-                   filters: Filters) -> dict[str, Any]:
-    """Answer "what am I working on?" from the project's newest real memories (no bookkeeping, no prompts)."""
-    rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
-                               kinds_excluded=("request",))
+                   filters: Filters, *, requests: bool = False) -> dict[str, Any]:
+    """Answer "what am I working on?" from the project's newest real memories (no bookkeeping, no prompts),
+    or, with ``requests``, "what did I ask for?" (no topic) from the newest captured prompts."""
+    if requests:
+        rows = [r for r in store.list_memories(project=req.project, limit=PRESENT_LIMIT * 20,
+                                               include_bookkeeping=False) if r["kind"] == "request"]
+    else:
+        rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
+                                   kinds_excluded=("request",))
     rows = [r for r in rows if filters.keeps(r)][:min(PRESENT_LIMIT, req.limit)]
     if rows:
         rows = [r for r in rows if r["created_at"] >= rows[0]["created_at"] - PRESENT_SPAN_S]
     results = [result_item(r, 1.0 / (i + 1), tiers.SUPPORTED, now, {}, []) for i, r in enumerate(rows)]
-    statuses = {name: ChannelResult(name, "disabled", note="present-tense question: newest memories answer it")
-                for name in ALL_CHANNELS}
+    why = "a question about your last requests: the newest prompts answer it" if requests else \
+        "present-tense question: newest memories answer it"
+    statuses = {name: ChannelResult(name, "disabled", note=why) for name in ALL_CHANNELS}
     tier = tiers.SUPPORTED if results else "none"
     return contract_response(req, results, tier, "" if results else tiers.NOTE_NO_CANDIDATES,
                      None if results else "no_candidates", qc, statuses, [], started, False, keys=[],
-                     reranker_status="off", extra={"answered_from": "newest_memories"})
+                     reranker_status="off",
+                     extra={"answered_from": "newest_requests" if requests else "newest_memories"})
+
+
+#: Words that only say "what I asked" (with stop and time words, what a request question has when it names
+#: no topic: "what did I ask for?", "what was my last prompt?").
+REQUEST_WORDS = frozenset("ask asked asking request requested requests tell told say said prompt prompts "
+                          "question questions typed wanted ever last previous earlier first".split())
+
+
+def _names_no_topic(query: str) -> bool:
+    """True when ``query`` has no word beyond stop, time and request words."""
+    return not [t for t in keyword_query(query).terms if t not in REQUEST_WORDS and t not in TIME_WORDS]
 
 
 def _unknown_names(store: Store, query: str, project: str | None) -> tuple[list[str], list[str]]:
@@ -193,6 +211,8 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     filters = req.filters
     if qc.query_type == qclass.PRESENT_TENSE and SEMANTIC in req.channels:
         return _present_tense(store, req, now, started, qc, filters)
+    if qc.query_type == qclass.REQUEST_RECALL and _names_no_topic(req.query):
+        return _present_tense(store, req, now, started, qc, filters, requests=True)
     # 2. Channels, concurrently, each bounded by the channel time limit.
     asks_requests = qc.query_type == qclass.REQUEST_RECALL
     exclude = () if (req.include_requests or asks_requests) else ("request",)

@@ -1,0 +1,50 @@
+"""``memcue recall`` flags against the real sidecar (keyword-only, for speed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import start_sidecar
+
+
+def _recall(home: Path, *args: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "memcue", "recall", *args, "--project", "p", "--json"],
+                          env={**os.environ, "MEMCUE_HOME": str(home)}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_include_requests_lets_captured_prompts_answer(home: Path) -> None:
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        sc.client.remember("please make the billing retry loop give up after five attempts", kind="request",
+                           project="p")
+        plain = _recall(home, "billing retry loop")
+        asked = _recall(home, "billing retry loop", "--include-requests")
+    finally:
+        sc.stop()
+    results = lambda answer: [r["content"] for r in answer.get("data", answer)["results"]]  # noqa: E731
+    assert results(plain) == [], "captured prompts stay out of ordinary recall"
+    assert results(asked) == ["please make the billing retry loop give up after five attempts"]
+
+
+def test_what_did_i_ask_for_lists_the_newest_prompts(home: Path) -> None:
+    """A request question that names no topic ("what did I ask for?") answers with the newest prompts."""
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        for i, text in enumerate(["add a retry to the Taxly client", "rename amount to amount_minor"]):
+            sc.client.remember(text, kind="request", project="p", created_at=1_700_000_000 + i)
+        sc.client.remember("we use Postgres advisory locks for the scheduler", project="p")
+        answer = _recall(home, "what did I ask for?")
+        topic = _recall(home, "what did I ask about the Taxly client?")
+    finally:
+        sc.stop()
+    data = answer.get("data", answer)
+    assert data["tier"] == "supported" and data["answered_from"] == "newest_requests"
+    assert [r["content"] for r in data["results"]] == ["rename amount to amount_minor",
+                                                        "add a retry to the Taxly client"]
+    assert topic.get("data", topic)["results"][0]["content"] == "add a retry to the Taxly client"
