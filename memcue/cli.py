@@ -231,6 +231,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         if not client.is_up():
             data = {"running": False, "data_dir": str(client.loc.root), "socket": str(client.loc.socket),
                     "log": str(client.loc.sidecar_log)}
+            sock = client.loc.socket
+            if sock.exists() and not sock.is_socket():  # case C09: the sidecar refuses to start until it moves
+                data["blocked"] = f"{sock} exists and is not a socket; memcue will not delete it"
+                _print(data, args.json, f"memcue sidecar cannot start: {data['blocked']}. Move it away, or set "
+                                        f"MEMCUE_HOME to another folder. Log: {client.loc.sidecar_log}")
+                return EXIT_OK
             _print(data, args.json, f"memcue sidecar is not running (socket {client.loc.socket}); it starts on the "
                                     f"next hook or command. Log: {client.loc.sidecar_log}")
             return EXIT_OK

@@ -4,6 +4,7 @@ regular file at the socket path is never deleted: the sidecar refuses to start w
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -55,4 +56,22 @@ def test_C09_a_regular_file_at_the_socket_path_is_never_deleted(home: Path) -> N
     assert proc.returncode != 0
     said = proc.stderr + (loc.sidecar_log.read_text() if loc.sidecar_log.exists() else "")
     assert "is not a socket" in said and "will not delete it" in said
+    assert loc.socket.read_text() == "my notes, not a socket"
+    status = subprocess.run([sys.executable, "-m", "memcue", "status", "--json"],
+                            env={**os.environ, "MEMCUE_HOME": str(home)}, capture_output=True, text=True, timeout=60)
+    data = json.loads(status.stdout)
+    data = data.get("data", data)
+    assert data["running"] is False and "is not a socket" in data["blocked"], "status names what blocks the start"
+    assert loc.socket.read_text() == "my notes, not a socket"
+
+
+def test_C09_hooks_do_not_start_a_sidecar_into_a_blocked_socket_path(home: Path) -> None:
+    loc = Locations(home)
+    loc.root.mkdir(parents=True, exist_ok=True)
+    loc.socket.write_text("my notes, not a socket")
+    for i in range(3):
+        proc = run_hook(prompt_payload(f"prompt {i}", str(home)), env={**os.environ, "MEMCUE_HOME": str(home)})
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    log = loc.hook_log.read_text()
+    assert log.count("is not a socket; not starting the sidecar") == 3 and "started pid=" not in log
     assert loc.socket.read_text() == "my notes, not a socket"

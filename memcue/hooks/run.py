@@ -134,6 +134,8 @@ def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn:
         first = exc
     else:
         return answer if isinstance(answer, dict) else {}
+    if _blocked_socket():
+        raise first
     try:
         pid = spawn_sidecar()
     except (OSError, ValueError) as exc:
@@ -155,6 +157,22 @@ def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn:
         except SidecarUnreachable:
             continue
         return answer if isinstance(answer, dict) else {}
+
+
+def _blocked_socket() -> bool:
+    """True (and logged) when something other than a socket sits at the socket path: the sidecar refuses
+    to start there (case C09), so starting one on every prompt would only fail again."""
+    import stat
+
+    path = locations().socket
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    if stat.S_ISSOCK(mode):
+        return False
+    log(f"{path} exists and is not a socket; not starting the sidecar (move it away, or set MEMCUE_HOME)")
+    return True
 
 
 def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
