@@ -22,6 +22,8 @@ SEED_FIELDS = {
     "tags": list,
 }
 ENTRY_FIELDS = {"title", "event", "project", "payload", "expect_substring", "expect_nothing"}
+#: Optional in a scenario: text that must NOT be injected (a replaced decision).
+OPTIONAL_ENTRY_FIELDS = {"expect_absent"}
 SESSION_SOURCES = {"startup", "resume", "clear", "compact", "fork"}
 
 
@@ -46,7 +48,7 @@ def load_payloads() -> list[dict]:
 
 def test_seed_rows_have_fields_and_types():
     for i, row in enumerate(load_seed(), 1):
-        assert set(row) == set(SEED_FIELDS), f"row {i}: fields {sorted(row)}"
+        assert set(row) - {"replaces"} == set(SEED_FIELDS), f"row {i}: fields {sorted(row)}"
         for field, typ in SEED_FIELDS.items():
             assert isinstance(row[field], typ), f"row {i}: {field} is {type(row[field]).__name__}"
         assert not isinstance(row["age_days"], bool), f"row {i}: age_days is a bool"
@@ -81,7 +83,7 @@ def test_payload_entries_have_claude_code_shapes():
     entries = load_payloads()
     for entry in entries:
         title = entry.get("title")
-        assert set(entry) == ENTRY_FIELDS, f"{title}: fields {sorted(entry)}"
+        assert set(entry) - OPTIONAL_ENTRY_FIELDS == ENTRY_FIELDS, f"{title}: fields {sorted(entry)}"
         assert isinstance(title, str) and title
         assert entry["event"] in {"UserPromptSubmit", "SessionStart"}, title
         assert entry["project"] in {"billing-api", "web-ui"}, title
@@ -127,3 +129,13 @@ def test_expected_substrings_point_at_exactly_one_memory():
         assert memory["project"] in {entry["project"], ""}, f"{entry['title']}: project {memory['project']!r}"
         prompt = entry["payload"].get("prompt", "")
         assert needle.lower() not in prompt.lower(), f"{entry['title']}: prompt quotes the memory"
+
+
+def test_replaced_seed_rows_name_an_older_row_of_the_same_project():
+    rows = load_seed()
+    for row in rows:
+        if "replaces" in row:
+            old = [r for r in rows if r["content"].startswith(row["replaces"]) and "replaces" not in r]
+            assert len(old) == 1 and old[0]["project"] == row["project"], row["replaces"]
+            assert old[0]["age_days"] > row["age_days"], "a replacement is newer than what it replaces"
+

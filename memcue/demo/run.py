@@ -80,13 +80,18 @@ def run_demo(*, keep: bool = False, as_json: bool = False, home: Path | None = N
         health = client.ensure_running()
         say(f"sidecar {health['version']} up (pid {health['pid']}) in {time.perf_counter() - t0:.1f} s")
         now = time.time()
+        seed = load_seed()
         rows = [{
             "content": m["content"], "kind": m["kind"], "pinned": bool(m.get("pinned")),
             "project": str(projects[m["project"]]) if m.get("project") else "",
             "created_at": now - float(m.get("age_days", 0)) * 86400, "source": "demo",
             "source_id": f"demo:{i}", "metadata": {"tags": m.get("tags", [])},
-        } for i, m in enumerate(load_seed())]
-        client.remember_batch(rows)
+        } for i, m in enumerate(seed) if not m.get("replaces")]
+        ids = {row["content"]: r["id"] for row, r in zip(rows, client.remember_batch(rows), strict=True)}
+        for m in seed:  # a later decision replaces an earlier one, as `memcue update` would
+            if m.get("replaces"):
+                old = next(mid for text, mid in ids.items() if text.startswith(m["replaces"]))
+                client.update({"memory_id": old, "content": m["content"], "metadata": {"tags": m.get("tags", [])}})
         t0 = time.perf_counter()
 
         def progress(h: dict[str, Any]) -> None:
@@ -106,7 +111,8 @@ def run_demo(*, keep: bool = False, as_json: bool = False, home: Path | None = N
             if sc.get("expect_nothing"):
                 ok = context == ""
             elif sc.get("expect_substring"):
-                ok = sc["expect_substring"] in context
+                ok = sc["expect_substring"] in context and not (sc.get("expect_absent") and
+                                                                sc["expect_absent"] in context)
             else:
                 ok = bool(context)
             ok = ok and code == 0
