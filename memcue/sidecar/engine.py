@@ -74,6 +74,8 @@ class Engine:
         self._quiet.set()
         #: How many times the background worker waited for questions to finish (``/health``).
         self.background_yields = 0
+        #: Sessions ("harness:session id") that got a full session-start block, oldest first (case C15).
+        self.session_blocks: dict[str, None] = {}
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
         #: How the spool is followed while running: "watchfiles", or why it is polled.

@@ -61,7 +61,7 @@ async def handle_hook(engine: Engine, harness: str, event_name: str, body: HookI
     if event_name == "user-prompt-submit":
         return await _prompt(engine, harness, ev, body, limiter, started)
     if event_name == "session-start":
-        return await _session_start(engine, ev, body, limiter, started)
+        return await _session_start(engine, harness, ev, body, limiter, started)
     return _nothing(started)
 
 
@@ -95,10 +95,54 @@ async def _prompt(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn
     return _injected(block, answered_by, answer["tier"], started, answer["query_id"])
 
 
-async def _session_start(engine: Engine, ev: dict[str, Any], body: HookIn,
+#: SessionStart sources the harnesses send (Claude Code: startup, resume, clear, compact, fork); any other
+#: value is treated as startup (case C15).
+SOURCES = ("startup", "resume", "clear", "compact", "fork")
+#: Sessions that already got a full session-start block are remembered (at most this many, oldest out), so
+#: a session gets one full block at most (case C15).
+SESSIONS_KEPT = 4096
+#: What a resumed session, or a session that already had its block, gets instead: one line.
+POINTER = ("memcue: memory is on for this project ({count}); relevant ones are added to your prompts, and "
+           "you can ask what was decided before.")
+
+
+def session_source(ev: dict[str, Any]) -> str:
+    """The event's SessionStart source, unknown values (and none) as ``startup``."""
+    source = str(ev.get("source") or "").strip().lower()
+    return source if source in SOURCES else "startup"
+
+
+def _first_block(engine: Engine, harness: str, session_id: str) -> bool:
+    """True the first time ``(harness, session_id)`` asks for a full block; a session without an id always
+    gets one (nothing to tell its starts apart)."""
+    if not session_id:
+        return True
+    seen = engine.session_blocks
+    key = f"{harness}:{session_id}"
+    if key in seen:
+        return False
+    seen[key] = None
+    while len(seen) > SESSIONS_KEPT:
+        seen.pop(next(iter(seen)))
+    return True
+
+
+async def _session_start(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn,
                          limiter: anyio.CapacityLimiter, started: float) -> HookOut:
     project = str(ev.get("project") or "")
     query_id = uuid.uuid4().hex[:16]
+    if project and (session_source(ev) == "resume"
+                    or not _first_block(engine, harness, str(ev.get("session_id") or ""))):
+        # The conversation already holds memcue's block (resumed, or compacted/cleared in the same session):
+        # a one-line pointer, never a second full block (case C15).
+        count = await anyio.to_thread.run_sync(engine.store.doc_count, project, limiter=limiter)
+        text = POINTER.format(count=f"{count} {'memory' if count == 1 else 'memories'}")
+        tokens = engine.tokens.count(text)
+        if not count or tokens > body.max_tokens or len(text) > body.max_chars:
+            return _nothing(started, query_id)
+        return HookOut(version=__version__, context=text, answered_by="session", tier="supported",
+                       retrieval_time_ms=round((time.perf_counter() - started) * 1000, 2), query_id=query_id,
+                       included=0, left_out=0, tokens=tokens)
 
     def build() -> list[dict[str, Any]]:
         store, now = engine.store, time.time()
