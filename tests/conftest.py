@@ -120,11 +120,13 @@ def run_hook(
     env: dict[str, str] | None = None,
     raw: bytes | None = None,
     timeout: float = 30,
+    harness: str = "claude-code",
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run the real hook as a subprocess with ``payload`` (JSON-encoded) or ``raw`` bytes on stdin."""
+    """Run the real hook of ``harness`` as a subprocess with ``payload`` (JSON-encoded) or ``raw`` bytes on
+    stdin."""
     data = raw if raw is not None else json.dumps(payload).encode()
     return subprocess.run(
-        [sys.executable, "-m", "memcue.hooks", "claude-code", event],
+        [sys.executable, "-m", "memcue.hooks", harness, event],
         input=data,
         capture_output=True,
         env=env or dict(os.environ),

@@ -10,11 +10,10 @@ stdout injects nothing.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 
 from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent, resolve_project
+from memcue.adapters.output import hook_specific_output
 
 NAME = "claude-code"
 
@@ -93,59 +92,6 @@ def budget(event: str) -> Budget:
     return Budget(max_tokens=tokens, max_chars=MAX_CHARS)
 
 
-#: The sidecar's own last line when it left memories out (``memcue/sidecar/render.py`` ``left_out_line``).
-_LEFT_OUT = re.compile(r"\[memcue: (\d+) more memor(?:y|ies) left out to fit the budget\]")
-#: Said instead of a count when the text that was cut held no memory lines at all.
-_CUT_MARKER = "[memcue: cut to fit the context limit]"
-
-
-def left_out_line(n: int) -> str:
-    """The last line of a capped block: how many memories were left out (same wording as the sidecar)."""
-    return f"[memcue: {n} more {'memory' if n == 1 else 'memories'} left out to fit the budget]"
-
-
-def _dropped_memories(lines: list[str]) -> int:
-    """How many memories ``lines`` hold: memory lines (``- ...``) plus the counts of left-out lines."""
-    n = 0
-    for line in lines:
-        if line.startswith("- "):
-            n += 1
-        else:
-            found = _LEFT_OUT.fullmatch(line)
-            n += int(found.group(1)) if found else 0
-    return n
-
-
-def _cap(context: str, max_chars: int) -> str:
-    """``context`` cut to ``max_chars`` characters at a memory boundary, ending with a left-out line.
-
-    Keeps whole lines; when the first line dropped continues a memory (continuation lines are indented
-    by two spaces), that whole memory goes too. The last line says how many memories were dropped, counting memory
-    lines (``- ...``) and any left-out line of the sidecar's that was cut with them.
-    """
-    if len(context) <= max_chars:
-        return context
-    lines = context.split("\n")
-    # Room for the longest marker this context can need (the count has at most that many digits).
-    worst = max(len(_CUT_MARKER), len(left_out_line(_dropped_memories(lines))))
-    room = max_chars - 1 - worst
-    end, used = 0, -1
-    for line in lines:
-        if used + 1 + len(line) > room:
-            break
-        used += 1 + len(line)
-        end += 1
-    if end == 0:  # not even the first line fits: a hard cut is all that is left
-        dropped = _dropped_memories(lines[1:])
-        return context[: max(0, room)] + "\n" + (left_out_line(dropped) if dropped else _CUT_MARKER)
-    if lines[end].startswith("  "):  # continues a memory (the sidecar indents continuation lines)
-        starts = [i for i in range(end) if lines[i].startswith("- ")]
-        if starts and starts[-1] > 0:  # drop that memory whole rather than keep half of it
-            end = starts[-1]
-    dropped = _dropped_memories(lines[end:])
-    return "\n".join(lines[:end]) + "\n" + (left_out_line(dropped) if dropped else _CUT_MARKER)
-
-
 def render(event: HookEvent, context: str) -> str:
     """Claude Code's stdout for ``context``: "" when blank, else one JSON object on one line.
 
@@ -154,15 +100,4 @@ def render(event: HookEvent, context: str) -> str:
     budget is cut at a memory boundary as a last guard (the sidecar already fits it), ending with
     a line that says how many memories were left out.
     """
-    if not context or not context.strip():
-        return ""
-    hook_event_name = EVENTS.get(event.event)
-    if hook_event_name is None:
-        return ""
-    body = {
-        "hookSpecificOutput": {
-            "hookEventName": hook_event_name,
-            "additionalContext": _cap(context, budget(event.event).max_chars),
-        }
-    }
-    return json.dumps(body, ensure_ascii=False)
+    return hook_specific_output(EVENTS.get(event.event), context, budget(event.event).max_chars)

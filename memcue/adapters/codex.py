@@ -1,0 +1,91 @@
+"""Codex CLI: hook payload in, strict ``hookSpecificOutput`` out.
+
+Standard library only (runs inside the hook process). Codex runs the commands of ``$CODEX_HOME/hooks.json``
+with one JSON object on stdin (Codex 0.171 schemas ``codex-rs/hooks/schema/generated/*.command.input``):
+UserPromptSubmit ``{"session_id", "turn_id", "transcript_path", "cwd", "hook_event_name", "model",
+"permission_mode", "prompt"}``, SessionStart the same with ``"source"`` (startup|resume|clear|compact) and no
+prompt, Stop with ``"last_assistant_message"`` and ``"stop_hook_active"``. Codex sets no session variables:
+the session id comes from stdin only. Output schemas forbid unknown fields, so stdout is exactly
+``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` or empty; Stop injects nothing.
+Codex keeps about 2,500 tokens of hook context (DESIGN.md section 3), so blocks stay under that.
+"""
+
+from __future__ import annotations
+
+import os
+
+from memcue.adapters.base import SESSION_START, STOP, USER_PROMPT_SUBMIT, Budget, HookEvent, resolve_project
+from memcue.adapters.output import hook_specific_output
+
+NAME = "codex"
+
+#: memcue event name -> Codex's ``hook_event_name`` / ``hookEventName``.
+EVENTS: dict[str, str] = {
+    USER_PROMPT_SUBMIT: "UserPromptSubmit",
+    SESSION_START: "SessionStart",
+    STOP: "Stop",
+}
+#: Events whose block reaches the model; the others only capture.
+INJECTING = (USER_PROMPT_SUBMIT, SESSION_START)
+
+#: Characters of one block: the same guard as Claude Code's (Codex keeps about 2,500 tokens anyway).
+MAX_CHARS = 9_500
+#: Default token budgets (o200k_base) and the environment variables that override them; the session-start
+#: block leaves room under Codex's ~2,500 kept tokens for the prompt block of the same turn.
+DEFAULT_TOKENS: dict[str, tuple[int, str]] = {
+    USER_PROMPT_SUBMIT: (600, "MEMCUE_PROMPT_TOKENS"),
+    SESSION_START: (1_500, "MEMCUE_SESSION_START_TOKENS"),
+}
+#: Payload keys copied into ``HookEvent.extra`` when present (scalars only).
+_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "turn_id", "stop_hook_active")
+
+
+def _text(payload: dict[str, object], key: str) -> str:
+    value = payload.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def parse(event: str, payload: object) -> HookEvent:
+    """A ``HookEvent`` from a decoded Codex payload; a non-object payload counts as empty.
+
+    ``cwd`` falls back to the process's working directory (Codex starts hooks in the session's); ``project``
+    is ``resolve_project(cwd)``; Stop's ``last_assistant_message`` is kept in ``extra`` for capture. Never
+    raises on payload content.
+    """
+    data: dict[str, object] = payload if isinstance(payload, dict) else {}
+    cwd = _text(data, "cwd")
+    if not cwd:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = ""
+    extra = {key: data[key] for key in _EXTRA_KEYS if isinstance(data.get(key), str | int | float | bool)}
+    if event == STOP and _text(data, "last_assistant_message"):
+        extra["last_assistant_message"] = _text(data, "last_assistant_message")
+    return HookEvent(
+        harness=NAME,
+        event=event,
+        session_id=_text(data, "session_id"),
+        cwd=cwd,
+        project=resolve_project(cwd),
+        prompt=_text(data, "prompt") if event == USER_PROMPT_SUBMIT else "",
+        source=_text(data, "source") if event == SESSION_START else "",
+        transcript_path=_text(data, "transcript_path"),
+        extra=extra,
+    )
+
+
+def budget(event: str) -> Budget:
+    """Budget for ``event``: 600 tokens for prompts, 1,500 at session start, at most 9,500 characters;
+    ``$MEMCUE_PROMPT_TOKENS`` / ``$MEMCUE_SESSION_START_TOKENS`` override the tokens (positive integers)."""
+    default, env = DEFAULT_TOKENS.get(event, DEFAULT_TOKENS[USER_PROMPT_SUBMIT])
+    raw = os.environ.get(env, "").strip()
+    tokens = int(raw) if raw.isdigit() and int(raw) > 0 else default
+    return Budget(max_tokens=tokens, max_chars=MAX_CHARS)
+
+
+def render(event: HookEvent, context: str) -> str:
+    """Codex's stdout for ``context``: "" when blank or for a capture-only event (Stop), else exactly one
+    ``hookSpecificOutput`` object (no other field: Codex fails a hook whose output has unknown fields)."""
+    name = EVENTS.get(event.event) if event.event in INJECTING else None
+    return hook_specific_output(name, context, budget(event.event).max_chars)
