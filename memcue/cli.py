@@ -327,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_stop)
     p = add("status", "Is the sidecar running; model, vector search and store counts.")
     p.set_defaults(fn=cmd_status)
+    from memcue.cli_install import add_commands
+
+    add_commands(add)
     p = add("demo", "Seed a demo store in a temp dir and run real Claude Code payloads through the real hook.")
     p.add_argument("--keep", action="store_true", help="leave the demo sidecar running and print its MEMCUE_HOME")
     p.set_defaults(fn=cmd_demo)

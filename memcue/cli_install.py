@@ -1,0 +1,61 @@
+"""``memcue install`` and ``memcue uninstall``: the CLI side of ``memcue.install`` (kept out of ``cli.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+def _harnesses(name: str) -> list[str]:
+    from memcue.install import INSTALLERS
+
+    return list(INSTALLERS) if name == "all" else [name]
+
+
+def _run(args: argparse.Namespace, action: str) -> int:
+    from memcue import install as inst
+    from memcue.hooks.locations import locations
+
+    reports: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for harness in _harnesses(args.harness):
+        try:
+            fn = inst.install if action == "install" else inst.uninstall
+            reports.append(fn(harness, locations().root, dry_run=args.dry_run))
+        except inst.InstallError as exc:
+            errors.append(f"{harness}: {exc}")
+    if args.json:
+        print(json.dumps({"success": not errors, "data": reports, "errors": errors}, ensure_ascii=False))
+    else:
+        for r in reports:
+            if args.dry_run:
+                print(r["diff"] or f"{r['path']}: no change", end="" if r["diff"] else "\n")
+            elif not r["changed"]:
+                print(f"{r['harness']}: {r['path']} already {'has' if action == 'install' else 'lacks'} memcue's "
+                      "hooks; nothing changed")
+            elif action == "install":
+                print(f"{r['harness']}: hooks written to {r['path']}"
+                      + (f" (backup: {r['backup']})" if r.get("backup") else " (new file)"))
+            else:
+                print(f"{r['harness']}: {'original restored' if r.get('restored') else 'memcue hooks removed'} in "
+                      f"{r['path']}")
+        for e in errors:
+            print(f"memcue: {e}", file=sys.stderr)
+    return EXIT_ERROR if errors else EXIT_OK
+
+
+def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """Register ``install`` and ``uninstall`` on the CLI (``add(name, help)`` makes a subcommand with --json)."""
+    from memcue.install import HARNESS_CHOICES
+
+    for action, text in (("install", "Wire memcue's hooks into a harness's config: merged, backed up, atomic."),
+                         ("uninstall", "Take memcue's hooks out again (the original file back when untouched).")):
+        p = add(action, text)
+        p.add_argument("harness", choices=HARNESS_CHOICES, help="claude-code (codex and hermes: not yet), or all")
+        p.add_argument("--dry-run", action="store_true", help="print the change as a unified diff; write nothing")
+        p.set_defaults(fn=lambda args, action=action: _run(args, action))

@@ -1,0 +1,156 @@
+"""``memcue install claude-code``: merge, idempotence, backup, byte-identical uninstall (C11), and files it
+must refuse to touch (C12). Real files in a temp CLAUDE_CONFIG_DIR, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memcue.install import claude_code
+
+C11 = """{
+    "permissions": {"allow": ["Bash(ls:*)"], "deny": []},
+    "env": {"FOO": "1"},
+    "hooks": {
+        "SessionStart": [
+            {"hooks": [{"type": "command", "command": "other-tool start"}]},
+            {"matcher": "compact", "hooks": [{"type": "command", "command": "other-tool compact"}]}
+        ],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "lint-prompt", "timeout": 2}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}]
+    }
+}
+"""
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(tmp_path / "home")}
+    return subprocess.run([sys.executable, "-m", "memcue", *args], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def _settings(tmp_path: Path) -> Path:
+    return tmp_path / "claude" / "settings.json"
+
+
+def _ours(settings: dict, event: str) -> list[dict]:
+    return [h for g in settings["hooks"][event] for h in g["hooks"] if claude_code.is_ours(h)]
+
+
+def test_C11_merge_install_twice_then_uninstall_byte_identical(tmp_path: Path) -> None:
+    path = _settings(tmp_path)
+    path.parent.mkdir()
+    path.write_text(C11)
+    first = _cli(tmp_path, "install", "claude-code", "--json")
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)["data"][0]
+    assert report["changed"] and Path(report["backup"]).read_text() == C11
+    after = json.loads(path.read_text())
+    before = json.loads(C11)
+    # Others' entries untouched, in order; ours added once per event, with explicit integer timeouts.
+    assert after["permissions"] == before["permissions"] and after["env"] == before["env"]
+    assert after["hooks"]["PreToolUse"] == before["hooks"]["PreToolUse"]
+    assert after["hooks"]["SessionStart"][:2] == before["hooks"]["SessionStart"]
+    assert after["hooks"]["UserPromptSubmit"][:1] == before["hooks"]["UserPromptSubmit"]
+    (prompt,), (start,) = _ours(after, "UserPromptSubmit"), _ours(after, "SessionStart")
+    assert (prompt["timeout"], start["timeout"]) == (3, 5)
+    assert "matcher" not in after["hooks"]["SessionStart"][-1], "no matcher: every source (C15)"
+    assert prompt["command"].startswith('"/') and "launch.py" in prompt["command"]
+    written = path.read_bytes()
+
+    second = _cli(tmp_path, "install", "claude-code")
+    assert second.returncode == 0 and "nothing changed" in second.stdout
+    assert path.read_bytes() == written, "a second install changes nothing, byte for byte"
+    assert len(list(path.parent.glob("settings.json.memcue-backup-*"))) == 1
+
+    removed = _cli(tmp_path, "uninstall", "claude-code")
+    assert removed.returncode == 0 and "original restored" in removed.stdout
+    assert path.read_text() == C11
+
+
+def test_C11_uninstall_after_another_edit_removes_only_ours(tmp_path: Path) -> None:
+    path = _settings(tmp_path)
+    path.parent.mkdir()
+    path.write_text(C11)
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0
+    edited = json.loads(path.read_text())
+    edited["model"] = "opus"  # the user changes something after the install
+    path.write_text(json.dumps(edited, indent=4) + "\n")
+    assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
+    left = json.loads(path.read_text())
+    assert left == {**json.loads(C11), "model": "opus"}
+
+
+def test_install_into_no_file_and_uninstall_removes_it(tmp_path: Path) -> None:
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0
+    path = _settings(tmp_path)
+    assert set(json.loads(path.read_text())["hooks"]) == {"UserPromptSubmit", "SessionStart"}
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
+    assert not path.exists()
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(tmp_path: Path) -> None:
+    path = _settings(tmp_path)
+    path.parent.mkdir()
+    path.write_text(C11)
+    run = _cli(tmp_path, "install", "claude-code", "--dry-run")
+    assert run.returncode == 0 and run.stdout.startswith("---") and "+" in run.stdout and "launch.py" in run.stdout
+    assert path.read_text() == C11 and not list(path.parent.glob("*.memcue-backup-*"))
+
+
+@pytest.mark.parametrize("name,content", [
+    ("comment", '{\n  // my comment\n  "env": {}\n}\n'),
+    ("trailing comma", '{"env": {"A": "1"},}\n'),
+    ("top-level array", '[{"hooks": {}}]\n'),
+    ("hooks not an object", '{"hooks": []}\n'),
+])
+def test_C12_unparsable_or_odd_files_get_a_clear_error_and_no_write(tmp_path: Path, name: str, content: str) -> None:
+    path = _settings(tmp_path)
+    path.parent.mkdir()
+    path.write_text(content)
+    run = _cli(tmp_path, "install", "claude-code")
+    assert run.returncode == 1 and "changed nothing" in run.stderr, (name, run.stderr)
+    assert path.read_text() == content and not list(path.parent.glob("*.memcue-backup-*"))
+
+
+def test_C12_bom_and_empty_file_are_read_tolerantly_and_kept(tmp_path: Path) -> None:
+    path = _settings(tmp_path)
+    path.parent.mkdir()
+    original = b'\xef\xbb\xbf{\n  "env": {"A": "1"}\n}\n'
+    path.write_bytes(original)
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf") and json.loads(path.read_bytes()[3:])["env"] == {"A": "1"}
+    assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
+    assert path.read_bytes() == original
+    path.write_text("")
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0
+    assert "UserPromptSubmit" in json.loads(path.read_text())["hooks"]
+
+
+def test_C12_unreadable_path_is_an_error(tmp_path: Path) -> None:
+    _settings(tmp_path).mkdir(parents=True)  # a folder where the file should be: cannot be read
+    run = _cli(tmp_path, "install", "claude-code")
+    assert run.returncode == 1 and "cannot read" in run.stderr and "changed nothing" in run.stderr
+
+
+def test_other_harnesses_say_not_yet(tmp_path: Path) -> None:
+    run = _cli(tmp_path, "install", "codex")
+    assert run.returncode == 1 and "cannot install into codex yet" in run.stderr
+
+
+def test_the_installed_command_runs_through_a_shell(tmp_path: Path) -> None:
+    """Claude Code runs ``command`` with a shell: the quoted string must start the real hook."""
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0
+    (prompt,) = _ours(json.loads(_settings(tmp_path).read_text()), "UserPromptSubmit")
+    home = tmp_path / "home"
+    run = subprocess.run(prompt["command"], shell=True, input=b'{"session_id": "s", "cwd": "/tmp", "prompt": "hi"}',
+                         capture_output=True, timeout=30,
+                         env={**os.environ, "MEMCUE_HOME": str(home), "MEMCUE_HOOK_SPAWN": "0"})
+    assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+    assert "claude-code user-prompt-submit" in (home / "logs" / "hook.log").read_text()
