@@ -82,3 +82,28 @@ def resolve_project(cwd: str) -> str:
         if parent == path:
             return real
         path = parent
+
+
+def text_field(payload: dict[str, object], key: str) -> str:
+    """``payload[key]`` when it is a string, else ""."""
+    value = payload.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def command_event(harness: str, event: str, data: dict[str, object], *, session_id: str, cwd: str,
+                  extra: dict[str, object]) -> HookEvent:
+    """The ``HookEvent`` of a command-hook harness (Claude Code, Codex): ``prompt`` only for prompts,
+    ``source`` only at session start, ``project`` resolved from ``cwd``."""
+    return HookEvent(harness=harness, event=event, session_id=session_id, cwd=cwd, project=resolve_project(cwd),
+                     prompt=text_field(data, "prompt") if event == USER_PROMPT_SUBMIT else "",
+                     source=text_field(data, "source") if event == SESSION_START else "",
+                     transcript_path=text_field(data, "transcript_path"), extra=extra)
+
+
+def token_budget(event: str, defaults: dict[str, tuple[int, str]], max_chars: int) -> Budget:
+    """``Budget`` for ``event`` from ``defaults`` (event -> (tokens, environment variable that overrides them
+    with a positive integer)); events not listed get the prompt's."""
+    default, env = defaults.get(event, defaults[USER_PROMPT_SUBMIT])
+    raw = os.environ.get(env, "").strip()
+    return Budget(max_tokens=int(raw) if raw.isdigit() and int(raw) > 0 else default, max_chars=max_chars)
+

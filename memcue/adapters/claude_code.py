@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import os
 
-from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent, resolve_project
+from memcue.adapters.base import (
+    SESSION_START,
+    USER_PROMPT_SUBMIT,
+    Budget,
+    HookEvent,
+    command_event,
+    text_field,
+    token_budget,
+)
 from memcue.adapters.output import hook_specific_output
 
 NAME = "claude-code"
@@ -37,13 +45,8 @@ DEFAULT_TOKENS: dict[str, tuple[int, str]] = {
 _EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type")
 
 
-def _text(payload: dict[str, object], key: str) -> str:
-    value = payload.get(key)
-    return value if isinstance(value, str) else ""
-
-
 def _cwd(payload: dict[str, object]) -> str:
-    cwd = _text(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR", "")
+    cwd = text_field(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR", "")
     if cwd:
         return cwd
     try:
@@ -62,17 +65,8 @@ def parse(event: str, payload: object) -> HookEvent:
     data: dict[str, object] = payload if isinstance(payload, dict) else {}
     cwd = _cwd(data)
     extra = {key: data[key] for key in _EXTRA_KEYS if isinstance(data.get(key), str | int | float | bool)}
-    return HookEvent(
-        harness=NAME,
-        event=event,
-        session_id=_text(data, "session_id") or os.environ.get("CLAUDE_CODE_SESSION_ID", ""),
-        cwd=cwd,
-        project=resolve_project(cwd),
-        prompt=_text(data, "prompt") if event == USER_PROMPT_SUBMIT else "",
-        source=_text(data, "source") if event == SESSION_START else "",
-        transcript_path=_text(data, "transcript_path"),
-        extra=extra,
-    )
+    session_id = text_field(data, "session_id") or os.environ.get("CLAUDE_CODE_SESSION_ID", "")
+    return command_event(NAME, event, data, session_id=session_id, cwd=cwd, extra=extra)
 
 
 def budget(event: str) -> Budget:
@@ -81,15 +75,7 @@ def budget(event: str) -> Budget:
     ``$MEMCUE_PROMPT_TOKENS`` / ``$MEMCUE_SESSION_START_TOKENS`` override the token counts (positive
     integers; anything else is ignored).
     """
-    default, env = DEFAULT_TOKENS.get(event, DEFAULT_TOKENS[USER_PROMPT_SUBMIT])
-    tokens = default
-    raw = os.environ.get(env, "").strip()
-    if raw:
-        try:
-            tokens = int(raw) if int(raw) > 0 else default
-        except ValueError:
-            tokens = default
-    return Budget(max_tokens=tokens, max_chars=MAX_CHARS)
+    return token_budget(event, DEFAULT_TOKENS, MAX_CHARS)
 
 
 def render(event: HookEvent, context: str) -> str:

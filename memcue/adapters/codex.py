@@ -14,7 +14,16 @@ from __future__ import annotations
 
 import os
 
-from memcue.adapters.base import SESSION_START, STOP, USER_PROMPT_SUBMIT, Budget, HookEvent, resolve_project
+from memcue.adapters.base import (
+    SESSION_START,
+    STOP,
+    USER_PROMPT_SUBMIT,
+    Budget,
+    HookEvent,
+    command_event,
+    text_field,
+    token_budget,
+)
 from memcue.adapters.output import hook_specific_output
 
 NAME = "codex"
@@ -40,11 +49,6 @@ DEFAULT_TOKENS: dict[str, tuple[int, str]] = {
 _EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "turn_id", "stop_hook_active")
 
 
-def _text(payload: dict[str, object], key: str) -> str:
-    value = payload.get(key)
-    return value if isinstance(value, str) else ""
-
-
 def parse(event: str, payload: object) -> HookEvent:
     """A ``HookEvent`` from a decoded Codex payload; a non-object payload counts as empty.
 
@@ -53,35 +57,22 @@ def parse(event: str, payload: object) -> HookEvent:
     raises on payload content.
     """
     data: dict[str, object] = payload if isinstance(payload, dict) else {}
-    cwd = _text(data, "cwd")
+    cwd = text_field(data, "cwd")
     if not cwd:
         try:
             cwd = os.getcwd()
         except OSError:
             cwd = ""
     extra = {key: data[key] for key in _EXTRA_KEYS if isinstance(data.get(key), str | int | float | bool)}
-    if event == STOP and _text(data, "last_assistant_message"):
-        extra["last_assistant_message"] = _text(data, "last_assistant_message")
-    return HookEvent(
-        harness=NAME,
-        event=event,
-        session_id=_text(data, "session_id"),
-        cwd=cwd,
-        project=resolve_project(cwd),
-        prompt=_text(data, "prompt") if event == USER_PROMPT_SUBMIT else "",
-        source=_text(data, "source") if event == SESSION_START else "",
-        transcript_path=_text(data, "transcript_path"),
-        extra=extra,
-    )
+    if event == STOP and text_field(data, "last_assistant_message"):
+        extra["last_assistant_message"] = text_field(data, "last_assistant_message")
+    return command_event(NAME, event, data, session_id=text_field(data, "session_id"), cwd=cwd, extra=extra)
 
 
 def budget(event: str) -> Budget:
     """Budget for ``event``: 600 tokens for prompts, 1,500 at session start, at most 9,500 characters;
     ``$MEMCUE_PROMPT_TOKENS`` / ``$MEMCUE_SESSION_START_TOKENS`` override the tokens (positive integers)."""
-    default, env = DEFAULT_TOKENS.get(event, DEFAULT_TOKENS[USER_PROMPT_SUBMIT])
-    raw = os.environ.get(env, "").strip()
-    tokens = int(raw) if raw.isdigit() and int(raw) > 0 else default
-    return Budget(max_tokens=tokens, max_chars=MAX_CHARS)
+    return token_budget(event, DEFAULT_TOKENS, MAX_CHARS)
 
 
 def render(event: HookEvent, context: str) -> str:
