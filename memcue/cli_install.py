@@ -49,8 +49,18 @@ def _run(args: argparse.Namespace, action: str) -> int:
     return EXIT_ERROR if errors else EXIT_OK
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from memcue.hooks.locations import locations
+    from memcue.install import doctor
+
+    report = doctor.run_checks(locations())
+    print(doctor.to_json(report) if args.json else doctor.render(report))
+    return EXIT_OK if report["ok"] else EXIT_ERROR
+
+
 def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    """Register ``install`` and ``uninstall`` on the CLI (``add(name, help)`` makes a subcommand with --json)."""
+    """Register ``install``, ``uninstall`` and ``doctor`` on the CLI (``add(name, help)`` makes a subcommand
+    with --json)."""
     from memcue.install import HARNESS_CHOICES
 
     for action, text in (("install", "Wire memcue's hooks into a harness's config: merged, backed up, atomic."),
@@ -59,3 +69,7 @@ def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
         p.add_argument("harness", choices=HARNESS_CHOICES, help="claude-code (codex and hermes: not yet), or all")
         p.add_argument("--dry-run", action="store_true", help="print the change as a unified diff; write nothing")
         p.set_defaults(fn=lambda args, action=action: _run(args, action))
+    p = add("doctor", "Check the wiring (each harness's config, our hooks current), the sidecar and recent hooks; "
+                      "exit 1 when something is wrong.")
+    p.set_defaults(fn=_doctor)
+

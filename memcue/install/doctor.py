@@ -1,0 +1,140 @@
+"""``memcue doctor``: is memcue wired into each harness, current, and able to answer?
+
+Checks, per harness: its config file, whether memcue's hooks are there and current (this interpreter, these
+timeouts), and the harness's version when its program is on PATH; then the sidecar (running, model,
+tokenizer, sqlite-vec, config errors, a socket path something else occupies) and the hook log (recent
+failures, the latest timings when ``MEMCUE_HOOK_DEBUG`` is on). Each finding is ``ok``, ``warn`` or
+``problem``; the command exits 1 when any is a problem.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from typing import Any
+
+from memcue.hooks.locations import Locations
+from memcue.install import claude_code
+from memcue.install.files import InstallError, read_bytes
+
+OK, WARN, PROBLEM = "ok", "warn", "problem"
+#: Hook-log lines read from the end (the log is small and rotates).
+LOG_TAIL = 200
+#: How long a harness's ``--version`` may take (s).
+VERSION_TIMEOUT_S = 5.0
+
+
+def _finding(area: str, status: str, message: str, **detail: Any) -> dict[str, Any]:
+    return {"area": area, "status": status, "message": message, **detail}
+
+
+def _version(program: str) -> str:
+    """``<program> --version`` (first line), or "" when it is not on PATH or does not answer in time."""
+    path = shutil.which(program)
+    if not path:
+        return ""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else ""
+
+
+def check_claude_code() -> dict[str, Any]:
+    """Claude Code: settings file, memcue's two hooks present and current, ``claude --version``."""
+    path = claude_code.settings_path()
+    version = _version("claude")
+    try:
+        settings, _ = claude_code.parse(read_bytes(path), path)
+    except InstallError as exc:
+        return _finding("claude-code", PROBLEM, str(exc), path=str(path), version=version)
+    hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
+    missing, stale = [], []
+    for event, (ours, timeout) in claude_code.EVENTS.items():
+        mine = [h for g in hooks.get(event) or [] if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                for h in g["hooks"] if claude_code.is_ours(h)]
+        if not mine:
+            missing.append(event)
+        elif any(h.get("command") != claude_code.hook_command(ours) or h.get("timeout") != timeout for h in mine):
+            stale.append(event)
+    if missing == list(claude_code.EVENTS):
+        return _finding("claude-code", WARN, f"not wired ({path}): run `memcue install claude-code`",
+                        path=str(path), version=version, installed=False)
+    if missing or stale:
+        what = ", ".join([f"{e} missing" for e in missing] + [f"{e} out of date" for e in stale])
+        return _finding("claude-code", PROBLEM, f"{what} in {path}: run `memcue install claude-code`",
+                        path=str(path), version=version, installed=True)
+    return _finding("claude-code", OK, f"hooks current in {path}", path=str(path), version=version, installed=True)
+
+
+def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
+    """The sidecar's state, or why it cannot start; not running is fine (hooks start it)."""
+    from memcue.client import Client, ClientError
+
+    sock = loc.socket
+    if sock.exists() and not sock.is_socket():
+        return [_finding("sidecar", PROBLEM, f"{sock} exists and is not a socket: the sidecar cannot start. "
+                                             "Move it away, or set MEMCUE_HOME to another folder.")]
+    with Client(loc, timeout_s=5) as client:
+        try:
+            if not client.is_up():
+                return [_finding("sidecar", OK, "not running; the next hook or command starts it")]
+            health = client.health()
+        except ClientError as exc:
+            return [_finding("sidecar", PROBLEM, f"running but not answering: {exc}")]
+    out = [_finding("sidecar", OK, f"running (pid {health['pid']}, version {health['version']})")]
+    model = health.get("model") or {}
+    if model.get("state") == "error":
+        out.append(_finding("model", PROBLEM, f"the embedding model failed: {model.get('error')}; recall is "
+                                              "keyword-only"))
+    if not (health.get("sqlite_vec") or {}).get("available"):
+        out.append(_finding("sqlite-vec", WARN, f"not loaded ({health['sqlite_vec'].get('error')}): keyword-only"))
+    if health.get("vector_note"):
+        out.append(_finding("vectors", WARN, health["vector_note"]))
+    if health.get("tokenizer") != "tiktoken":
+        out.append(_finding("tokenizer", WARN, "token counts are estimated (tiktoken's file is missing)"))
+    if health.get("config_error"):
+        out.append(_finding("config", WARN, f"config.toml: {health['config_error']}"))
+    return out
+
+
+def check_hook_log(loc: Locations) -> dict[str, Any]:
+    """Recent hook failures and timings from ``logs/hook.log``."""
+    try:
+        lines = loc.hook_log.read_text(encoding="utf-8", errors="replace").splitlines()[-LOG_TAIL:]
+    except OSError:
+        return _finding("hooks", OK, "no hook has run yet (no hook.log)")
+    failed = [line for line in lines if "sidecar call failed" in line or "hook error" in line]
+    times = [float(m.group(1)) for line in lines if (m := re.search(r"done in ([\d.]+) ms", line))]
+    detail: dict[str, Any] = {"recent_failures": len(failed), "recent_ms": times[-10:]}
+    if failed:
+        return _finding("hooks", WARN, f"{len(failed)} of the last {len(lines)} log lines are failures; last: "
+                                       f"{failed[-1][-200:]}", **detail)
+    return _finding("hooks", OK, f"{len(lines)} recent log lines, no failures", **detail)
+
+
+def run_checks(loc: Locations) -> dict[str, Any]:
+    """Every check: ``{"ok": bool, "findings": [{"area", "status", "message", ...}]}``."""
+    findings = [check_claude_code(), *check_sidecar(loc), check_hook_log(loc)]
+    harnesses = [f for f in findings if f["area"] in ("claude-code",)]
+    if not any(f.get("installed") for f in harnesses):
+        findings.append(_finding("harnesses", PROBLEM, "memcue is wired into no harness: run `memcue install "
+                                                       "claude-code` (codex and hermes: not yet)"))
+    return {"ok": not any(f["status"] == PROBLEM for f in findings), "findings": findings}
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as lines for a terminal."""
+    mark = {OK: "ok  ", WARN: "warn", PROBLEM: "FAIL"}
+    lines = [f"[{mark[f['status']]}] {f['area']}: {f['message']}"
+             + (f" ({f['version']})" if f.get("version") else "") for f in report["findings"]]
+    lines.append("memcue doctor: all good" if report["ok"] else "memcue doctor: problems found (see FAIL)")
+    return "\n".join(lines)
+
+
+def to_json(report: dict[str, Any]) -> str:
+    """The report as the CLI's JSON envelope."""
+    return json.dumps({"success": report["ok"], "data": report}, ensure_ascii=False)
+

@@ -1,0 +1,59 @@
+"""``memcue doctor``: the wiring, the sidecar and recent hooks, through the real CLI (issue 5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import start_sidecar
+
+from memcue.hooks.locations import Locations
+
+
+def _doctor(tmp_path: Path, home: Path) -> tuple[int, dict]:
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(home)}
+    run = subprocess.run([sys.executable, "-m", "memcue", "doctor", "--json"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    return run.returncode, {f["area"]: f for f in json.loads(run.stdout)["data"]["findings"]}
+
+
+def _install(tmp_path: Path, home: Path) -> None:
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(home)}
+    assert subprocess.run([sys.executable, "-m", "memcue", "install", "claude-code"], env=env,
+                          capture_output=True, timeout=60).returncode == 0
+
+
+def test_doctor_says_what_is_missing_then_all_good(tmp_path: Path, home: Path) -> None:
+    code, found = _doctor(tmp_path, home)
+    assert code == 1 and found["harnesses"]["status"] == "problem"
+    assert found["claude-code"]["status"] == "warn" and "memcue install claude-code" in found["claude-code"]["message"]
+    _install(tmp_path, home)
+    code, found = _doctor(tmp_path, home)
+    assert code == 0 and found["claude-code"]["status"] == "ok" and "harnesses" not in found
+
+
+def test_doctor_flags_hooks_from_another_interpreter(tmp_path: Path, home: Path) -> None:
+    _install(tmp_path, home)
+    path = tmp_path / "claude" / "settings.json"
+    settings = json.loads(path.read_text())
+    hook = settings["hooks"]["UserPromptSubmit"][-1]["hooks"][0]
+    hook["command"] = hook["command"].replace(sys.executable, "/old/venv/bin/python")
+    path.write_text(json.dumps(settings, indent=2))
+    code, found = _doctor(tmp_path, home)
+    assert code == 1 and "UserPromptSubmit out of date" in found["claude-code"]["message"]
+
+
+def test_doctor_sees_the_running_sidecar_and_a_blocked_socket(tmp_path: Path, home: Path) -> None:
+    _install(tmp_path, home)
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        code, found = _doctor(tmp_path, home)
+    finally:
+        sc.stop()
+    assert found["sidecar"]["status"] == "ok" and "running (pid" in found["sidecar"]["message"]
+    Locations(home).socket.write_text("not a socket")
+    code, found = _doctor(tmp_path, home)
+    assert code == 1 and found["sidecar"]["status"] == "problem" and "not a socket" in found["sidecar"]["message"]
