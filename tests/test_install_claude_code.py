@@ -57,8 +57,8 @@ def test_C11_merge_install_twice_then_uninstall_byte_identical(tmp_path: Path) -
     assert after["hooks"]["PreToolUse"] == before["hooks"]["PreToolUse"]
     assert after["hooks"]["SessionStart"][:2] == before["hooks"]["SessionStart"]
     assert after["hooks"]["UserPromptSubmit"][:1] == before["hooks"]["UserPromptSubmit"]
-    (prompt,), (start,) = _ours(after, "UserPromptSubmit"), _ours(after, "SessionStart")
-    assert (prompt["timeout"], start["timeout"]) == (3, 5)
+    (prompt,), (start,), (end,) = (_ours(after, e) for e in ("UserPromptSubmit", "SessionStart", "SessionEnd"))
+    assert (prompt["timeout"], start["timeout"], end["timeout"]) == (3, 5, 5)
     assert "matcher" not in after["hooks"]["SessionStart"][-1], "no matcher: every source (C15)"
     assert prompt["command"].startswith('"/') and "launch.py" in prompt["command"]
     written = path.read_bytes()
@@ -89,7 +89,7 @@ def test_C11_uninstall_after_another_edit_removes_only_ours(tmp_path: Path) -> N
 def test_install_into_no_file_and_uninstall_removes_it(tmp_path: Path) -> None:
     assert _cli(tmp_path, "install", "claude-code").returncode == 0
     path = _settings(tmp_path)
-    assert set(json.loads(path.read_text())["hooks"]) == {"UserPromptSubmit", "SessionStart"}
+    assert set(json.loads(path.read_text())["hooks"]) == {"UserPromptSubmit", "SessionStart", "SessionEnd"}
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
     assert not path.exists()

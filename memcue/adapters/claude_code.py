@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 
 from memcue.adapters.base import (
+    SESSION_END,
     SESSION_START,
+    STOP,
     USER_PROMPT_SUBMIT,
     Budget,
     HookEvent,
@@ -29,7 +31,11 @@ NAME = "claude-code"
 EVENTS: dict[str, str] = {
     USER_PROMPT_SUBMIT: "UserPromptSubmit",
     SESSION_START: "SessionStart",
+    STOP: "Stop",
+    SESSION_END: "SessionEnd",
 }
+#: Events whose block reaches the model; Stop and SessionEnd only capture (hooks/run.py).
+INJECTING = (USER_PROMPT_SUBMIT, SESSION_START)
 
 #: Claude Code replaces additionalContext over 10,000 characters with a 2 KB preview; stay under it
 #: with room for the harness's own wrapping.
@@ -42,7 +48,7 @@ DEFAULT_TOKENS: dict[str, tuple[int, str]] = {
 }
 
 #: Payload keys copied into ``HookEvent.extra`` when present (scalars only).
-_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type")
+_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type", "reason", "stop_hook_active")
 
 
 def _cwd(payload: dict[str, object]) -> str:
@@ -86,4 +92,5 @@ def render(event: HookEvent, context: str) -> str:
     budget is cut at a memory boundary as a last guard (the sidecar already fits it), ending with
     a line that says how many memories were left out.
     """
-    return hook_specific_output(EVENTS.get(event.event), context, budget(event.event).max_chars)
+    name = EVENTS.get(event.event) if event.event in INJECTING else None
+    return hook_specific_output(name, context, budget(event.event).max_chars)

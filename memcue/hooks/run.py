@@ -18,7 +18,7 @@ import time
 from types import ModuleType
 
 from memcue import __version__, adapters
-from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent
+from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT, Budget, HookEvent
 from memcue.hooks import logging_
 from memcue.hooks.client import SidecarError, SidecarUnreachable, post_json, spawn_sidecar
 from memcue.hooks.locations import locations
@@ -29,6 +29,9 @@ from memcue.hooks.text import scrub_surrogates
 #: Default deadline (s from process start) per event; other events get ``DEFAULT_DEADLINE_S``. Prompt
 #: hooks leave 0.5 s under the 3 s timeout memcue installs; session start has more room.
 DEADLINES_S: dict[str, float] = {USER_PROMPT_SUBMIT: 2.5, SESSION_START: 4.5}
+#: Events that only record (spooled at once, no sidecar call, no output); Claude Code's SessionEnd hooks
+#: share a 1.5 s budget (DESIGN.md section 3).
+CAPTURE_ONLY = (STOP, SESSION_END)
 DEFAULT_DEADLINE_S = 2.5
 DEADLINE_ENV = "MEMCUE_HOOK_DEADLINE_S"
 SPAWN_ENV = "MEMCUE_HOOK_SPAWN"
@@ -209,6 +212,23 @@ def _spool_prompt(event: HookEvent) -> None:
         log(f"could not spool the prompt: {exc!r}")
 
 
+def _capture(event: HookEvent) -> None:
+    """Spool what a capture-only event records: SessionEnd becomes a "Session ended" bookkeeping row (flagged
+    at write, never an answer: it marks the session's end for session context). Stop records nothing yet."""
+    if event.event != SESSION_END or not event.project:
+        return
+    from memcue.hooks import spool
+
+    reason = str(event.extra.get("reason") or "other")
+    record = spool.remember_prompt(f"Session ended (reason: {reason})", project=event.project,
+                                   session_id=event.session_id, harness=event.harness)
+    record["kind"] = "event"
+    try:
+        spool.append(record, spool.spool_path(event.harness, event.session_id))
+    except Exception as exc:  # a full disk must not break the harness
+        log(f"could not spool the session end: {exc!r}")
+
+
 def _write_stdout(text: str) -> None:
     data = memoryview(text.encode("utf-8", "replace"))
     try:
@@ -262,6 +282,9 @@ def run(argv: list[str], started: float) -> None:
     t_parsed = time.monotonic()
     if event_name == USER_PROMPT_SUBMIT and not event.prompt.strip():
         log("no prompt in the payload; nothing to recall")
+        return
+    if event_name in CAPTURE_ONLY:
+        _capture(event)  # hand off to the spool and return at once: nothing is injected
         return
     event.extra["request_id"] = _new_request_id()
     outcome = _outcome(event, adapter.budget(event_name), deadline)

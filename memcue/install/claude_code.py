@@ -24,10 +24,11 @@ from memcue.install.files import InstallError
 
 NAME = "claude-code"
 #: Claude Code event -> (memcue event, timeout in s). Prompt hooks get 3 s (the hook's own deadline is
-#: 2.5 s); session start 5 s (deadline 4.5 s).
+#: 2.5 s); session start 5 s (deadline 4.5 s); SessionEnd, capture only (spooled at once), 5 s.
 EVENTS: dict[str, tuple[str, int]] = {
     "UserPromptSubmit": ("user-prompt-submit", 3),
     "SessionStart": ("session-start", 5),
+    "SessionEnd": ("session-end", 5),
 }
 _BOM = b"\xef\xbb\xbf"
 _OURS = re.compile(r"memcue[/\\]hooks[/\\]launch\.py|-m\s+memcue\.hooks\b")
