@@ -41,6 +41,8 @@ def _run(args: argparse.Namespace, action: str) -> int:
             elif action == "install":
                 print(f"{r['harness']}: hooks written to {r['path']}"
                       + (f" (backup: {r['backup']})" if r.get("backup") else " (new file)"))
+            if action == "install" and r.get("note") and not args.dry_run:
+                print(f"{r['harness']}: {r['note']}")
             else:
                 print(f"{r['harness']}: {'original restored' if r.get('restored') else 'memcue hooks removed'} in "
                       f"{r['path']}")
@@ -66,7 +68,7 @@ def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
     for action, text in (("install", "Wire memcue's hooks into a harness's config: merged, backed up, atomic."),
                          ("uninstall", "Take memcue's hooks out again (the original file back when untouched).")):
         p = add(action, text)
-        p.add_argument("harness", choices=HARNESS_CHOICES, help="claude-code (codex and hermes: not yet), or all")
+        p.add_argument("harness", choices=HARNESS_CHOICES, help="claude-code, codex (hermes: not yet), or all")
         p.add_argument("--dry-run", action="store_true", help="print the change as a unified diff; write nothing")
         p.set_defaults(fn=lambda args, action=action: _run(args, action))
     p = add("doctor", "Check the wiring (each harness's config, our hooks current), the sidecar and recent hooks; "

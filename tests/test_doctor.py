@@ -14,7 +14,9 @@ from memcue.hooks.locations import Locations
 
 
 def _doctor(tmp_path: Path, home: Path) -> tuple[int, dict]:
-    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(home)}
+    env = {**os.environ, "HOME": str(tmp_path),  # never the real home
+           "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CODEX_HOME": str(tmp_path / "codex"),
+           "MEMCUE_HOME": str(home)}
     run = subprocess.run([sys.executable, "-m", "memcue", "doctor", "--json"], env=env, capture_output=True,
                          text=True, timeout=60)
     return run.returncode, {f["area"]: f for f in json.loads(run.stdout)["data"]["findings"]}

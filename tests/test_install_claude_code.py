@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memcue.install import claude_code
+from memcue.install import hooks_json
 
 C11 = """{
     "permissions": {"allow": ["Bash(ls:*)"], "deny": []},
@@ -29,7 +29,8 @@ C11 = """{
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(tmp_path / "home")}
+    env = {**os.environ, "HOME": str(tmp_path),  # never the real home
+           "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(tmp_path / "home")}
     return subprocess.run([sys.executable, "-m", "memcue", *args], env=env, capture_output=True, text=True,
                           timeout=60)
 
@@ -39,7 +40,7 @@ def _settings(tmp_path: Path) -> Path:
 
 
 def _ours(settings: dict, event: str) -> list[dict]:
-    return [h for g in settings["hooks"][event] for h in g["hooks"] if claude_code.is_ours(h)]
+    return [h for g in settings["hooks"][event] for h in g["hooks"] if hooks_json.is_ours(h)]
 
 
 def test_C11_merge_install_twice_then_uninstall_byte_identical(tmp_path: Path) -> None:
@@ -139,9 +140,9 @@ def test_C12_unreadable_path_is_an_error(tmp_path: Path) -> None:
     assert run.returncode == 1 and "cannot read" in run.stderr and "changed nothing" in run.stderr
 
 
-def test_other_harnesses_say_not_yet(tmp_path: Path) -> None:
-    run = _cli(tmp_path, "install", "codex")
-    assert run.returncode == 1 and "cannot install into codex yet" in run.stderr
+def test_hermes_says_not_yet(tmp_path: Path) -> None:
+    run = _cli(tmp_path, "install", "hermes")
+    assert run.returncode == 1 and "cannot install into hermes yet" in run.stderr
 
 
 def test_the_installed_command_runs_through_a_shell(tmp_path: Path) -> None:

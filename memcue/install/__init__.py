@@ -27,8 +27,8 @@ from memcue.install.files import (
     write_atomic,
 )
 
-#: Harness -> installer module. Codex and Hermes come with their installers (issue 5).
-INSTALLERS: dict[str, str] = {"claude-code": "memcue.install.claude_code"}
+#: Harness -> installer module. Hermes comes with its plugin (issue 5).
+INSTALLERS: dict[str, str] = {"claude-code": "memcue.install.claude_code", "codex": "memcue.install.codex"}
 HARNESS_CHOICES = ("claude-code", "codex", "hermes", "all")
 
 __all__ = ["HARNESS_CHOICES", "InstallError", "install", "installer", "uninstall"]
@@ -37,7 +37,8 @@ __all__ = ["HARNESS_CHOICES", "InstallError", "install", "installer", "uninstall
 def installer(harness: str) -> ModuleType:
     """The installer module of ``harness``. Raises ``InstallError`` for one memcue cannot install yet."""
     if harness not in INSTALLERS:
-        raise InstallError(f"memcue cannot install into {harness} yet (only claude-code so far); nothing changed")
+        raise InstallError(f"memcue cannot install into {harness} yet (claude-code and codex so far); nothing "
+                           "changed")
     return importlib.import_module(INSTALLERS[harness])
 
 
@@ -52,7 +53,8 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
     new = mod.dump(wanted, style)
     changed = old is None or wanted != settings
     report: dict[str, Any] = {"harness": harness, "path": str(path), "changed": changed, "backup": None,
-                              "diff": diff(path, old, new) if changed else "", "dry_run": dry_run}
+                              "diff": diff(path, old, new) if changed else "", "dry_run": dry_run,
+                              "note": getattr(mod, "TRUST_NOTE", "")}
     if not changed or dry_run:
         return report
     record = load_record(state_dir, harness)

@@ -1,26 +1,17 @@
-"""Wiring memcue into Claude Code's ``settings.json`` (cases C11, C12, C15).
+"""Wiring memcue into Claude Code: ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/settings.json``).
 
-Claude Code reads hooks from ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/settings.json``) as
-``{"hooks": {"<Event>": [{"matcher"?, "hooks": [{"type": "command", "command": ..., "timeout": <s>}]}]}}``.
-memcue adds one group per event, without a matcher (so SessionStart covers every source: startup, resume,
-clear, compact, fork), with an explicit integer timeout (UserPromptSubmit defaults to 30 s otherwise).
-Our hooks are recognised by our hook command (``memcue/hooks/launch.py`` or ``-m memcue.hooks``), so a
-changed interpreter path is updated in place rather than added twice. Every other key, group and hook is
-kept as it is, in order. The file is read as strict JSON (a UTF-8 byte-order mark is kept; an empty file
-counts as ``{}``); anything else is refused with a clear error and no write (C12).
+The file's hooks section is edited by ``install.hooks_json`` (cases C11, C12, C15). Claude Code's
+UserPromptSubmit timeout defaults to 30 s, so memcue always writes one.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import sys
 from pathlib import Path
 from typing import Any
 
-from memcue.hooks import command
-from memcue.install.files import InstallError
+from memcue.install import hooks_json
+from memcue.install.hooks_json import dump, parse
 
 NAME = "claude-code"
 #: Claude Code event -> (memcue event, timeout in s). Prompt hooks get 3 s (the hook's own deadline is
@@ -30,8 +21,8 @@ EVENTS: dict[str, tuple[str, int]] = {
     "SessionStart": ("session-start", 5),
     "SessionEnd": ("session-end", 5),
 }
-_BOM = b"\xef\xbb\xbf"
-_OURS = re.compile(r"memcue[/\\]hooks[/\\]launch\.py|-m\s+memcue\.hooks\b")
+
+__all__ = ["EVENTS", "NAME", "dump", "install", "parse", "settings_path", "uninstall"]
 
 
 def settings_path() -> Path:
@@ -40,103 +31,11 @@ def settings_path() -> Path:
     return (Path(base).expanduser() if base else Path.home() / ".claude") / "settings.json"
 
 
-def hook_command(event: str, python: str | None = None) -> str:
-    """The shell command for ``event`` (a memcue event name): quoted absolute interpreter and launcher paths
-    with forward slashes (``memcue.hooks.command``)."""
-    argv = command(NAME, event, python or sys.executable)
-    quoted = [f'"{a.replace(os.sep, "/")}"' if i in (0, 3) else a for i, a in enumerate(argv)]
-    return " ".join(quoted)
-
-
-def is_ours(hook: object) -> bool:
-    """True for a hook entry that runs memcue's hook."""
-    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(_OURS.search(hook["command"]))
-
-
-def parse(data: bytes | None, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(settings, style)`` from the file's bytes (None: no file). ``style`` remembers the BOM, the
-    indent and the final newline so a write changes only what memcue changes. Raises ``InstallError``."""
-    style: dict[str, Any] = {"bom": False, "indent": 2, "newline": True}
-    if data is None:
-        return {}, style
-    if data.startswith(_BOM):
-        style["bom"], data = True, data[len(_BOM):]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InstallError(f"{path} is not UTF-8 text; memcue changed nothing") from None
-    if not text.strip():
-        return {}, style
-    try:
-        settings = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InstallError(
-            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); memcue changed "
-            "nothing. Claude Code itself needs strict JSON: fix the file (comments and trailing commas are "
-            "not allowed), then run the install again.") from None
-    if not isinstance(settings, dict):
-        raise InstallError(f"{path} holds a JSON {type(settings).__name__}, not an object; memcue changed nothing")
-    found = re.search(r"\n([ \t]+)\S", text)
-    style["indent"] = found.group(1) if found else 2
-    style["newline"] = text.endswith("\n")
-    return settings, style
-
-
-def dump(settings: dict[str, Any], style: dict[str, Any]) -> bytes:
-    """The file's bytes for ``settings`` in ``style`` (see ``parse``)."""
-    indent = style["indent"]
-    text = json.dumps(settings, indent=indent if isinstance(indent, int) else indent, ensure_ascii=False)
-    return (_BOM if style["bom"] else b"") + (text + ("\n" if style["newline"] else "")).encode("utf-8")
-
-
-def _groups(settings: dict[str, Any], event: str, path: Path, create: bool) -> list[Any] | None:
-    hooks = settings.get("hooks")
-    if hooks is None:
-        if not create:
-            return None
-        hooks = settings["hooks"] = {}
-    if not isinstance(hooks, dict):
-        raise InstallError(f'{path}: "hooks" is not an object; memcue changed nothing')
-    groups = hooks.get(event)
-    if groups is None:
-        if not create:
-            return None
-        groups = hooks[event] = []
-    if not isinstance(groups, list):
-        raise InstallError(f'{path}: "hooks.{event}" is not a list; memcue changed nothing')
-    return groups
-
-
 def install(settings: dict[str, Any], path: Path, python: str | None = None) -> dict[str, Any]:
-    """``settings`` with memcue's hooks present and current (edited in place and returned). Raises
-    ``InstallError`` when the hooks section has an unexpected shape."""
-    for event, (ours, timeout) in EVENTS.items():
-        groups = _groups(settings, event, path, create=True)
-        assert groups is not None
-        want = {"type": "command", "command": hook_command(ours, python), "timeout": timeout}
-        mine = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                for h in g["hooks"] if is_ours(h)]
-        if mine:
-            for hook in mine:  # update in place: same position, other keys of the entry kept
-                hook.update(want)
-        else:
-            groups.append({"hooks": [want]})
-    return settings
+    """``settings`` with memcue's Claude Code hooks present and current (see ``hooks_json.install``)."""
+    return hooks_json.install(settings, path, NAME, EVENTS, python)
 
 
 def uninstall(settings: dict[str, Any], path: Path) -> dict[str, Any]:
-    """``settings`` without memcue's hooks; groups, event lists and ``hooks`` left empty by that go too."""
-    for event in list(EVENTS):
-        groups = _groups(settings, event, path, create=False)
-        if groups is None:
-            continue
-        for group in list(groups):
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list) and any(map(is_ours, group["hooks"])):
-                group["hooks"] = [h for h in group["hooks"] if not is_ours(h)]
-                if not group["hooks"]:
-                    groups.remove(group)
-        if not groups:
-            del settings["hooks"][event]
-    if settings.get("hooks") == {}:
-        del settings["hooks"]
-    return settings
+    """``settings`` without memcue's Claude Code hooks (see ``hooks_json.uninstall``)."""
+    return hooks_json.uninstall(settings, path, EVENTS)

@@ -1,10 +1,10 @@
 """``memcue doctor``: is memcue wired into each harness, current, and able to answer?
 
-Checks, per harness: its config file, whether memcue's hooks are there and current (this interpreter, these
-timeouts), and the harness's version when its program is on PATH; then the sidecar (running, model,
-tokenizer, sqlite-vec, config errors, a socket path something else occupies) and the hook log (recent
-failures, the latest timings when ``MEMCUE_HOOK_DEBUG`` is on). Each finding is ``ok``, ``warn`` or
-``problem``; the command exits 1 when any is a problem.
+Checks, per harness (Claude Code and Codex so far): its config file, whether memcue's hooks are there and
+current (this interpreter, these timeouts), and the harness's version when its program is on PATH; then the
+sidecar (running, model, tokenizer, sqlite-vec, config errors, a socket path something else occupies) and
+the hook log (recent failures, the latest timings when ``MEMCUE_HOOK_DEBUG`` is on). Each finding is
+``ok``, ``warn`` or ``problem``; the command exits 1 when any is a problem.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import json
 import re
 import shutil
 import subprocess
+from types import ModuleType
 from typing import Any
 
 from memcue.hooks.locations import Locations
-from memcue.install import claude_code
+from memcue.install import claude_code, codex, hooks_json
 from memcue.install.files import InstallError, read_bytes
 
 OK, WARN, PROBLEM = "ok", "warn", "problem"
@@ -42,31 +43,37 @@ def _version(program: str) -> str:
     return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else ""
 
 
-def check_claude_code() -> dict[str, Any]:
-    """Claude Code: settings file, memcue's two hooks present and current, ``claude --version``."""
-    path = claude_code.settings_path()
-    version = _version("claude")
+def check_hooks_json(mod: ModuleType, program: str) -> dict[str, Any]:
+    """A hooks-file harness (``mod``: ``install.claude_code`` or ``install.codex``): its file, memcue's hooks
+    present and current (this interpreter, these timeouts), and ``<program> --version``."""
+    name, path = mod.NAME, mod.settings_path()
+    version = _version(program)
     try:
-        settings, _ = claude_code.parse(read_bytes(path), path)
+        settings, _ = mod.parse(read_bytes(path), path)
     except InstallError as exc:
-        return _finding("claude-code", PROBLEM, str(exc), path=str(path), version=version)
+        return _finding(name, PROBLEM, str(exc), path=str(path), version=version)
     hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
     missing, stale = [], []
-    for event, (ours, timeout) in claude_code.EVENTS.items():
+    for event, (ours, timeout) in mod.EVENTS.items():
         mine = [h for g in hooks.get(event) or [] if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                for h in g["hooks"] if claude_code.is_ours(h)]
+                for h in g["hooks"] if hooks_json.is_ours(h)]
+        want = hooks_json.hook_command(name, ours)
         if not mine:
             missing.append(event)
-        elif any(h.get("command") != claude_code.hook_command(ours) or h.get("timeout") != timeout for h in mine):
+        elif any(h.get("command") != want or h.get("timeout") != timeout for h in mine):
             stale.append(event)
-    if missing == list(claude_code.EVENTS):
-        return _finding("claude-code", WARN, f"not wired ({path}): run `memcue install claude-code`",
-                        path=str(path), version=version, installed=False)
+    if missing == list(mod.EVENTS):
+        return _finding(name, WARN, f"not wired ({path}): run `memcue install {name}`", path=str(path),
+                        version=version, installed=False)
     if missing or stale:
         what = ", ".join([f"{e} missing" for e in missing] + [f"{e} out of date" for e in stale])
-        return _finding("claude-code", PROBLEM, f"{what} in {path}: run `memcue install claude-code`",
-                        path=str(path), version=version, installed=True)
-    return _finding("claude-code", OK, f"hooks current in {path}", path=str(path), version=version, installed=True)
+        return _finding(name, PROBLEM, f"{what} in {path}: run `memcue install {name}`", path=str(path),
+                        version=version, installed=True)
+    note = getattr(mod, "TRUST_NOTE", "")
+    if note:  # written, but whether Codex trusts them is not checked yet
+        return _finding(name, WARN, f"hooks current in {path}; trust not checked: {note}", path=str(path),
+                        version=version, installed=True)
+    return _finding(name, OK, f"hooks current in {path}", path=str(path), version=version, installed=True)
 
 
 def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
@@ -117,11 +124,11 @@ def check_hook_log(loc: Locations) -> dict[str, Any]:
 
 def run_checks(loc: Locations) -> dict[str, Any]:
     """Every check: ``{"ok": bool, "findings": [{"area", "status", "message", ...}]}``."""
-    findings = [check_claude_code(), *check_sidecar(loc), check_hook_log(loc)]
-    harnesses = [f for f in findings if f["area"] in ("claude-code",)]
+    harnesses = [check_hooks_json(claude_code, "claude"), check_hooks_json(codex, "codex")]
+    findings = [*harnesses, *check_sidecar(loc), check_hook_log(loc)]
     if not any(f.get("installed") for f in harnesses):
         findings.append(_finding("harnesses", PROBLEM, "memcue is wired into no harness: run `memcue install "
-                                                       "claude-code` (codex and hermes: not yet)"))
+                                                       "claude-code` or `memcue install codex`"))
     return {"ok": not any(f["status"] == PROBLEM for f in findings), "findings": findings}
 
 

@@ -1,0 +1,61 @@
+"""``memcue install codex``: hooks.json merged like Claude Code's, integer timeouts, never claimed active
+before Codex trusts it; byte-identical uninstall (C11 for Codex, C14's install side)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from memcue.install import hooks_json
+
+EXISTING = ('{\n  "hooks": {\n    "Stop": [{"hooks": [{"type": "command", "command": "notify-done", "timeout": 10}]}]'
+            '\n  }\n}\n')
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(tmp_path),  # never the real home
+           "CODEX_HOME": str(tmp_path / "codex"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "MEMCUE_HOME": str(tmp_path / "home")}
+    return subprocess.run([sys.executable, "-m", "memcue", *args], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_install_codex_merges_says_trust_and_uninstalls_byte_identical(tmp_path: Path) -> None:
+    path = tmp_path / "codex" / "hooks.json"
+    path.parent.mkdir()
+    path.write_text(EXISTING)
+    run = _cli(tmp_path, "install", "codex")
+    assert run.returncode == 0, run.stderr
+    assert "only after you trust them" in run.stdout and "/hooks" in run.stdout, "never claimed active"
+    data = json.loads(path.read_text())
+    assert data["hooks"]["Stop"] == json.loads(EXISTING)["hooks"]["Stop"], "another tool's hook is kept"
+    ours = {event: [h for g in groups for h in g["hooks"] if hooks_json.is_ours(h)]
+            for event, groups in data["hooks"].items()}
+    assert [h["timeout"] for h in ours["UserPromptSubmit"]] == [3]
+    assert [h["timeout"] for h in ours["SessionStart"]] == [5]
+    assert all(isinstance(h["timeout"], int) and "codex user-prompt-submit" in h["command"]
+               for h in ours["UserPromptSubmit"])
+    assert ours["Stop"] == []
+    before = path.read_bytes()
+    assert _cli(tmp_path, "install", "codex").returncode == 0 and path.read_bytes() == before
+    doctor = _cli(tmp_path, "doctor", "--json")
+    found = {f["area"]: f for f in json.loads(doctor.stdout)["data"]["findings"]}
+    assert found["codex"]["status"] == "warn" and "trust not checked" in found["codex"]["message"]
+    assert _cli(tmp_path, "uninstall", "codex").returncode == 0
+    assert path.read_text() == EXISTING
+
+
+def test_the_installed_codex_command_runs_through_a_shell(tmp_path: Path) -> None:
+    assert _cli(tmp_path, "install", "codex").returncode == 0
+    data = json.loads((tmp_path / "codex" / "hooks.json").read_text())
+    (hook,) = [h for g in data["hooks"]["UserPromptSubmit"] for h in g["hooks"] if hooks_json.is_ours(h)]
+    home = tmp_path / "home"
+    payload = {"session_id": "019a", "turn_id": "t", "transcript_path": None, "cwd": "/tmp",
+               "hook_event_name": "UserPromptSubmit", "model": "m", "permission_mode": "default", "prompt": "hi"}
+    run = subprocess.run(hook["command"], shell=True, input=json.dumps(payload).encode(), capture_output=True,
+                         timeout=30, env={**os.environ, "MEMCUE_HOME": str(home), "MEMCUE_HOOK_SPAWN": "0"})
+    assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+    assert "codex user-prompt-submit" in (home / "logs" / "hook.log").read_text()
