@@ -225,10 +225,14 @@ def _is_sidecar(pid: int) -> bool:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from memcue.client import Client
+    from memcue.client import Client, SidecarDown
 
     with Client(timeout_s=5) as client:
-        if not client.is_up():
+        try:
+            health: dict[str, Any] | None = client.health()  # a stuck sidecar raises ClientError: exit 1, said
+        except SidecarDown:
+            health = None
+        if health is None:
             data = {"running": False, "data_dir": str(client.loc.root), "socket": str(client.loc.socket),
                     "log": str(client.loc.sidecar_log)}
             sock = client.loc.socket
@@ -240,7 +244,6 @@ def cmd_status(args: argparse.Namespace) -> int:
             _print(data, args.json, f"memcue sidecar is not running (socket {client.loc.socket}); it starts on the "
                                     f"next hook or command. Log: {client.loc.sidecar_log}")
             return EXIT_OK
-        health = client.health()
     text = (f"memcue {health['version']} running (pid {health['pid']}), data in {health['data_dir']}\n"
             f"model: {health['model']['id'] or '-'} ({health['model']['state']}); vector search: "
             f"{'on' if health['vector_search'] else 'off (' + (health['vector_note'] or 'warming up') + ')'}; "

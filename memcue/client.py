@@ -54,6 +54,10 @@ def _log_tail(loc: Locations) -> str:
     return (errors or lines or ["(empty sidecar log)"])[-1]
 
 
+#: How long (s) a health check waits: /health answers in milliseconds unless the sidecar is stuck.
+HEALTH_TIMEOUT_S = 5.0
+
+
 class Client:
     """A connection to the sidecar of ``loc`` (default: the current environment's data dir)."""
 
@@ -75,6 +79,10 @@ class Client:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TimeoutException:
+            if path == "/health":
+                raise ClientError(f"the memcue sidecar did not answer /health within {HEALTH_TIMEOUT_S:g} s: it is "
+                                  "stopped or stuck. `memcue stop` (or kill it), then try again; see "
+                                  f"{self.loc.sidecar_log}") from None
             raise ClientError(f"the memcue sidecar did not answer {path} in time") from None
         except (httpx.TransportError, FileNotFoundError) as exc:
             raise SidecarDown(f"the memcue sidecar is not running ({self.loc.socket}): {exc}") from None
@@ -98,7 +106,9 @@ class Client:
         return response.json()
 
     def health(self) -> dict[str, Any]:
-        return self._call("GET", "/health")
+        """``GET /health``; a sidecar that does not answer within ``HEALTH_TIMEOUT_S`` is an error (a stuck
+        sidecar must not hold a command for the full request timeout)."""
+        return self._call("GET", "/health", timeout=HEALTH_TIMEOUT_S)
 
     def is_up(self) -> bool:
         try:
