@@ -39,15 +39,14 @@ import logging
 import math
 import re
 import time
-import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from memcue.sidecar.recall.channels import GRAPH, ChannelContext, ChannelResult
+from memcue.sidecar.recall.graph_counts import dfs_in_scope, heaviest_edges, known_entities, scope_size
 from memcue.sidecar.recall.query import STOP_WORDS, words
 from memcue.sidecar.store.entities import MAYBE_NAME, extract_entities
 from memcue.sidecar.store.memories import Store
-from memcue.sidecar.store.rows import scope_conditions
 
 log = logging.getLogger("memcue.recall")
 
@@ -132,104 +131,6 @@ def _query_names(text: str) -> tuple[list[str], set[str]]:
     return list(dict.fromkeys(n for n in names if n))[:MAX_QUERY_NAMES], extracted
 
 
-# -- read-only helpers over the store's reader connection ------------------------------------------------------
-
-_N_CACHE: weakref.WeakKeyDictionary[Store, dict[tuple[str | None, bool], tuple[int, int, float]]] = (
-    weakref.WeakKeyDictionary())
-#: After a write, N is reused for this long (s) when it is at least ``SCOPE_SIZE_EXACT_BELOW`` (smaller
-#: scopes are recounted at once: cheap, and there one memory moves the IDF).
-SCOPE_SIZE_TTL_S = 10.0
-SCOPE_SIZE_EXACT_BELOW = 2000
-
-
-def _scope_sql(project: str | None, include_superseded: bool) -> tuple[str, list[object]]:
-    where, args = scope_conditions("m", project=project, include_superseded=include_superseded)
-    return " AND ".join(where), args
-
-
-def scope_size(store: Store, project: str | None, include_superseded: bool = False) -> int:
-    """N: non-bookkeeping (and, unless ``include_superseded``, current) memories in scope. After a write a
-    large N is reused for ``SCOPE_SIZE_TTL_S`` (s): N only weighs the IDF, and a captured prompt on every
-    turn would otherwise recount it on every recall."""
-    key = (project, include_superseded)
-    cache = _N_CACHE.get(store)
-    hit = None if cache is None else cache.get(key)
-    now = time.monotonic()
-    if hit is not None and (hit[1] == store.generation
-                            or (hit[0] >= SCOPE_SIZE_EXACT_BELOW and now - hit[2] < SCOPE_SIZE_TTL_S)):
-        return hit[0]
-    where, args = _scope_sql(project, include_superseded)
-    n = int(store._reader().execute(f"SELECT count(*) FROM memories m WHERE {where}", args).fetchall()[0][0])
-    # Copy on write: channels run concurrently and may be reading the published dict.
-    fresh = {} if cache is None else dict(cache)
-    fresh[key] = (n, store.generation, now)
-    _N_CACHE[store] = fresh
-    return n
-
-
-def scoped_dfs(
-    store: Store, entity_ids: Sequence[int], *, project: str | None, include_superseded: bool = False, cap: int
-) -> dict[int, int]:
-    """df in scope per entity id, each count stopped at ``cap`` (past half the scope the weight is 0
-    anyway, so a hub costs at most ``cap`` index lookups). Unknown ids are left out."""
-    ids = list(dict.fromkeys(int(i) for i in entity_ids))
-    if not ids:
-        return {}
-    where, args = _scope_sql(project, include_superseded)
-    marks = ",".join("?" * len(ids))
-    sql = (f"SELECT e.id, (SELECT count(*) FROM (SELECT 1 FROM memory_entities me CROSS JOIN memories m"
-           f" ON m.id = me.memory_id WHERE me.entity_id = e.id AND {where} LIMIT ?))"
-           f" FROM entities e WHERE e.id IN ({marks})")
-    rows = store._reader().execute(sql, [*args, int(cap), *ids]).fetchall()
-    return {int(a): int(b) for a, b in rows}
-
-
-def _lookup(store: Store, names: Sequence[str]) -> dict[str, tuple[int, int, str]]:
-    """Known entities among ``names``: name -> (id, store-wide df, kind)."""
-    names = list(dict.fromkeys(names))
-    if not names:
-        return {}
-    rows = store._reader().execute(
-        f"SELECT name, id, df, kind FROM entities WHERE name IN ({','.join('?' * len(names))})", names).fetchall()
-    return {str(n): (int(i), int(d), str(k)) for n, i, d, k in rows}
-
-
-def _dfs(store: Store, global_df: dict[int, int], project: str | None, sup: bool, cap: int, n_scope: int
-         ) -> dict[int, int]:
-    """df in scope, stopped at ``cap``, for the ids of ``global_df`` (id -> store-wide ``entities.df``).
-
-    When the scope holds every memory of the store (one project, or none asked) the store-wide df is used
-    as is (it may also count superseded versions). Otherwise an entity whose store-wide df, less every
-    memory outside the scope, still reaches ``cap`` is at ``cap`` without counting; the rest are counted
-    (``scoped_dfs``)."""
-    if n_scope == scope_size(store, None, sup):
-        return {eid: min(df, cap) for eid, df in global_df.items()}
-    outside = scope_size(store, None, True) - n_scope
-    out = {eid: cap for eid, df in global_df.items() if df - outside >= cap}
-    rest = [eid for eid in global_df if eid not in out]
-    if rest:
-        out.update(scoped_dfs(store, rest, project=project, include_superseded=sup, cap=cap))
-    return out
-
-
-def _edges(store: Store, sources: Sequence[int], fanout: int) -> dict[int, tuple[int, list[tuple[int, int, int]]]]:
-    """Per source: (total out-weight, its ``fanout`` heaviest edges as (dst, weight, dst's store-wide df)).
-    One query; its cost grows with the sources' degree (hubs weigh 0 and never become sources)."""
-    ids = list(dict.fromkeys(int(i) for i in sources))
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    sql = (f"SELECT x.src, x.dst, x.weight, x.total, e.df FROM (SELECT src, dst, weight,"
-           f" sum(weight) OVER (PARTITION BY src) AS total,"
-           f" row_number() OVER (PARTITION BY src ORDER BY weight DESC, dst) AS rn"
-           f" FROM entity_edges WHERE src IN ({marks})) x JOIN entities e ON e.id = x.dst"
-           f" WHERE x.rn <= ? AND e.kind != ?")
-    out: dict[int, tuple[int, list[tuple[int, int, int]]]] = {}
-    for src, dst, weight, total, df in store._reader().execute(sql, [*ids, int(fanout), MAYBE_NAME]).fetchall():
-        out.setdefault(int(src), (int(total), []))[1].append((int(dst), int(weight), int(df)))
-    return out
-
-
 def _within_budget(dfs: Iterable[tuple[int, int]], budget: int) -> list[int]:
     """Entity ids, in the given order, while their summed df stays within ``budget`` (the first always)."""
     chosen, used = [], 0
@@ -252,7 +153,7 @@ def query_seeds(
     own extraction produced it. Seeds with weight 0 are kept (they are named, just uninformative).
     Raises ``apsw.Error`` on a database failure."""
     names, confirmed = _query_names(text)
-    found = {n: v for n, v in _lookup(store, names).items() if v[2] != MAYBE_NAME or n in confirmed}
+    found = {n: v for n, v in known_entities(store, names).items() if v[2] != MAYBE_NAME or n in confirmed}
     if not found:
         return [], 0
     multi = [n for n in found if " " in n]
@@ -260,7 +161,7 @@ def query_seeds(
             if n in confirmed or not any(n != m and f" {n} " in f" {m} " for m in multi)}
     n_scope = scope_size(store, project, include_superseded)
     cap = min(max(n_scope, MIN_N) // 2, SEED_LINKS) + 1
-    dfs = _dfs(store, dict(keep.values()), project, include_superseded, cap, n_scope)
+    dfs = dfs_in_scope(store, dict(keep.values()), project, include_superseded, cap, n_scope)
     seeds: dict[int, Seed] = {}
     for name, (eid, _) in keep.items():
         df = dfs.get(eid, 0)
@@ -359,7 +260,7 @@ def _run(ctx: ChannelContext) -> ChannelResult:
     sources = dict(active)
     hops = 0
     for _ in range(MAX_HOPS):
-        edges = _edges(store, list(sources), MAX_FANOUT)
+        edges = heaviest_edges(store, list(sources), MAX_FANOUT)
         incoming: dict[int, float] = {}
         global_df: dict[int, int] = {}
         for src, (total, out) in edges.items():
@@ -373,7 +274,7 @@ def _run(ctx: ChannelContext) -> ChannelResult:
             break
         hops += 1
         top = sorted(incoming, key=lambda e: (-incoming[e] * rsj_idf(n_store, global_df[e]), e))[:MAX_REACHED]
-        dfs = _dfs(store, {e: global_df[e] for e in top}, project, sup, cap, n_scope)
+        dfs = dfs_in_scope(store, {e: global_df[e] for e in top}, project, sup, cap, n_scope)
         damped = {}
         for eid in top:
             df = dfs.get(eid, 0)
