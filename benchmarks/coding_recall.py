@@ -46,162 +46,41 @@ import json
 import os
 import re
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, RESULTS_DIR, git_commit, git_dirty, percentile, say, stop_sidecar, write_results
+from _common import RESULTS_DIR, git_commit, git_dirty, percentile, say, stop_sidecar, write_results
+from coding_data import (
+    ABSTAIN_TIERS,
+    CATEGORIES,
+    DEFAULT_MEMORIES,
+    DEFAULT_QUESTIONS,
+    HOOK_LIMIT,
+    LIMIT,
+    NOW_FIELDS,
+    PROGRESS_EVERY,
+    TOP_K,
+    DataError,
+    Memory,
+    Question,
+    load_memories,
+    load_questions,
+)
+from coding_report import (
+    is_miss,
+    markdown,
+    score,
+    summarise,
+)
 
 import memcue
 from memcue.client import Client, ClientError
 from memcue.hooks.locations import Locations
 from memcue.sidecar.injection import INJECT_COSINE_GAP, injectable
-
-DATA_DIR = REPO / "benchmarks" / "data"
-DEFAULT_MEMORIES = DATA_DIR / "coding_memories.jsonl"
-DEFAULT_QUESTIONS = DATA_DIR / "coding_questions.jsonl"
-#: Results asked for per question (``limit`` of ``POST /recall``).
-LIMIT = 10
-#: recall@K is reported for this K.
-TOP_K = 3
-#: Results the prompt hook injects at most (``PROMPT_LIMIT`` of ``memcue.sidecar.hook_service``).
-try:
-    from memcue.sidecar.hook_service import PROMPT_LIMIT as HOOK_LIMIT
-except Exception:  # moved or mid-edit: the documented default
-    HOOK_LIMIT = 8
-#: Answer tiers that count as abstaining.
-ABSTAIN_TIERS = ("none", "related")
-CATEGORIES = ("decision", "preference", "bug", "procedure", "time", "present_tense", "request_recall",
-              "unanswerable")
-ROLES = ("memory", "request", "bookkeeping")
-#: Result fields that may echo the asking time sent as ``now`` (checked in this order).
-NOW_FIELDS = ("now", "asked_at", "as_of_now", "reference_time", "query_time")
-#: Questions asked between two progress lines.
-PROGRESS_EVERY = 10
-
-
-class DataError(ValueError):
-    """The data files are missing or malformed; the message names the file and line."""
-
-
-@dataclass
-class Memory:
-    """One labelled memory: ``created_at`` in Unix s; ``role`` memory, request or bookkeeping."""
-
-    id: str
-    project: str
-    kind: str
-    role: str
-    created_at: int
-    pinned: bool
-    content: str
-
-
-@dataclass
-class Question:
-    """One labelled question: ``relevant`` memory ids (empty for unanswerable), ``distractors`` near-miss
-    ids (informational), ``asked_at`` in Unix s."""
-
-    id: str
-    project: str
-    category: str
-    text: str
-    relevant: list[str]
-    distractors: list[str] = field(default_factory=list)
-    asked_at: int | None = None
-
-    @property
-    def answerable(self) -> bool:
-        return self.category != "unanswerable"
-
-
-# -- data ------------------------------------------------------------------------------------------
-
-
-def read_jsonl(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The ``{"meta": ...}`` header (empty if absent) and the other rows of a JSON Lines file.
-    Raises ``DataError`` naming the line of any bad row."""
-    if not path.is_file():
-        raise DataError(f"{path} not found")
-    meta: dict[str, Any] = {}
-    rows: list[dict[str, Any]] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{n}: not JSON: {exc}") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{path}:{n}: expected an object")
-        if "meta" in row:
-            meta = row["meta"]
-        else:
-            row["_line"] = n
-            rows.append(row)
-    return meta, rows
-
-
-def _need(row: dict[str, Any], path: Path, key: str, kind: type | tuple[type, ...]) -> Any:
-    value = row.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise DataError(f"{path}:{row['_line']}: field {key!r} missing or not {getattr(kind, '__name__', kind)}")
-    return value
-
-
-def load_memories(path: Path) -> tuple[dict[str, Any], list[Memory]]:
-    """The memories file: its meta header and the memories. Raises ``DataError``."""
-    meta, rows = read_jsonl(path)
-    out: list[Memory] = []
-    seen: set[str] = set()
-    for r in rows:
-        m = Memory(id=_need(r, path, "id", str), project=_need(r, path, "project", str),
-                   kind=_need(r, path, "kind", str), role=_need(r, path, "role", str),
-                   created_at=int(_need(r, path, "created_at", (int, float))), pinned=bool(r.get("pinned")),
-                   content=_need(r, path, "content", str))
-        if m.id in seen:
-            raise DataError(f"{path}:{r['_line']}: duplicate id {m.id}")
-        if m.role not in ROLES:
-            raise DataError(f"{path}:{r['_line']}: role {m.role!r} is not one of {', '.join(ROLES)}")
-        seen.add(m.id)
-        out.append(m)
-    if not out:
-        raise DataError(f"{path}: no memories")
-    return meta, out
-
-
-def load_questions(path: Path, memories: list[Memory]) -> list[Question]:
-    """The questions file, checked against the memories (ids exist, same project, no bookkeeping row is
-    relevant, answerable questions have relevant ids and unanswerable ones none). Raises ``DataError``."""
-    _, rows = read_jsonl(path)
-    by_id = {m.id: m for m in memories}
-    out: list[Question] = []
-    for r in rows:
-        where = f"{path}:{r['_line']}"
-        q = Question(id=_need(r, path, "id", str), project=_need(r, path, "project", str),
-                     category=_need(r, path, "category", str), text=_need(r, path, "question", str),
-                     relevant=list(r.get("relevant") or []), distractors=list(r.get("distractors") or []),
-                     asked_at=int(r["asked_at"]) if r.get("asked_at") is not None else None)
-        if q.category not in CATEGORIES:
-            raise DataError(f"{where}: category {q.category!r} is not one of {', '.join(CATEGORIES)}")
-        if q.answerable != bool(q.relevant):
-            raise DataError(f"{where}: {'no relevant ids' if q.answerable else 'unanswerable but has relevant ids'}")
-        for mid in q.relevant + q.distractors:
-            if mid not in by_id:
-                raise DataError(f"{where}: unknown memory id {mid}")
-        for mid in q.relevant:
-            if by_id[mid].role == "bookkeeping" or by_id[mid].project != q.project:
-                raise DataError(f"{where}: {mid} is bookkeeping or in another project")
-        out.append(q)
-    if not out:
-        raise DataError(f"{path}: no questions")
-    return out
-
 
 # -- run -------------------------------------------------------------------------------------------
 
@@ -361,170 +240,6 @@ def ask_all(client: Client, questions: list[Question], ids: dict[int, str],
         "age_labels_follow": {"now": clocks["now"], "wall_clock": clocks["wall"], "unknown": clocks["unknown"]},
     }
     return answers, now_info
-
-
-# -- scoring ---------------------------------------------------------------------------------------
-
-
-def injected(answer: dict[str, Any]) -> list[str]:
-    """Label ids the prompt hook would inject: the hook's own policy (``memcue.sidecar.injection``), applied
-    to the answer when it was received."""
-    return answer["injected"]
-
-
-def score(q: Question, answer: dict[str, Any], roles: dict[str, str]) -> dict[str, Any]:
-    """Per-question numbers: recall@3 and recall@10 (share, answerable only), reciprocal rank, the injected
-    ids and how many are relevant, whether the answer abstained, and noise counts."""
-    rel = set(q.relevant)
-    ranked = answer["ranked"]
-    inj = injected(answer)
-    out: dict[str, Any] = {
-        "abstained": answer["tier"] in ABSTAIN_TIERS,
-        "injected": inj,
-        "injected_relevant": sum(mid in rel for mid in inj),
-        "bookkeeping_returned": sum(roles.get(mid) == "bookkeeping" for mid in ranked),
-        "requests_returned": sum(roles.get(mid) == "request" for mid in ranked),
-        "requests_injected": sum(roles.get(mid) == "request" for mid in inj),
-    }
-    if q.answerable:
-        out[f"recall@{TOP_K}"] = len(rel & set(ranked[:TOP_K])) / len(rel)
-        out[f"recall@{LIMIT}"] = len(rel & set(ranked[:LIMIT])) / len(rel)
-        first = next((rank for rank, mid in enumerate(ranked, start=1) if mid in rel), None)
-        out["rr"] = 1.0 / first if first else 0.0
-        dis = set(q.distractors)
-        out["distractor_above"] = any(mid in dis for mid in ranked[: (first or len(ranked) + 1) - 1])
-    return out
-
-
-def _mean(values: list[float]) -> float | None:
-    return round(statistics.fmean(values), 4) if values else None
-
-
-def summarise(questions: list[Question], scores: list[dict[str, Any]]) -> dict[str, Any]:
-    """Aggregate per-question scores of one group of questions (see the module docstring for each number;
-    shares are 0..1, None when the group has no question the number applies to)."""
-    ans = [s for q, s in zip(questions, scores, strict=True) if q.answerable]
-    una = [s for q, s in zip(questions, scores, strict=True) if not q.answerable]
-    with_inj = [s for s in scores if s["injected"]]
-    n_inj = sum(len(s["injected"]) for s in scores)
-    return {
-        "n": len(questions),
-        "answerable": len(ans),
-        "unanswerable": len(una),
-        f"recall@{TOP_K}": _mean([s[f"recall@{TOP_K}"] for s in ans]),
-        f"recall@{LIMIT}": _mean([s[f"recall@{LIMIT}"] for s in ans]),
-        "mrr": _mean([s["rr"] for s in ans]),
-        "injected_precision": _mean([s["injected_relevant"] / len(s["injected"]) for s in with_inj]),
-        "injected_precision_pooled": round(sum(s["injected_relevant"] for s in scores) / n_inj, 4) if n_inj else None,
-        "questions_injecting": len(with_inj),
-        "injected_results": n_inj,
-        "answerable_with_relevant_injected": _mean([float(s["injected_relevant"] > 0) for s in ans]),
-        "abstention": _mean([float(s["abstained"]) for s in una]),
-        "false_abstention": _mean([float(s["abstained"]) for s in ans]),
-        "distractor_above_relevant": sum(bool(s.get("distractor_above")) for s in ans),
-        "bookkeeping_returned": sum(s["bookkeeping_returned"] for s in scores),
-        "requests_returned": sum(s["requests_returned"] for s in scores),
-        "requests_injected": sum(s["requests_injected"] for s in scores),
-    }
-
-
-def is_miss(q: Question, s: dict[str, Any]) -> bool:
-    """An answerable question missing a relevant id in the top 3 or abstaining, or an unanswerable one
-    answered with tier supported."""
-    if q.answerable:
-        return s[f"recall@{TOP_K}"] < 1.0 or s["abstained"]
-    return not s["abstained"]
-
-
-def _short(mids: list[str], labels: list[str], n: int = 5) -> str:
-    shown = [f"{m}:{label}" if label else m for m, label in zip(mids[:n], labels[:n], strict=False)]
-    more = len(mids) - n
-    return ", ".join(shown) + (f" (+{more})" if more > 0 else "") if shown else "(nothing)"
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
-
-
-def markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown: run facts, the summary, one row per category, noise, and every miss."""
-    meta, s = report["meta"], report["summary"]
-    now = meta["now_field"]
-    if now["rejected"]:
-        now_text = f"rejected by the sidecar ({now['rejected']}); asked without it"
-    else:
-        ages = now["age_labels_follow"]
-        echo = (f"echoed in `{'`, `'.join(now['echoed_in'])}`" if now["echoed"]
-                else "not echoed in the response")
-        if ages["now"] and not ages["wall_clock"]:
-            use = f"results' age labels follow it in {ages['now']} answers (the sidecar uses it)"
-        elif ages["wall_clock"] and not ages["now"]:
-            use = f"results' age labels follow the wall clock in {ages['wall_clock']} answers (the sidecar ignores it)"
-        else:
-            use = f"age labels follow it in {ages['now']} answers and the wall clock in {ages['wall_clock']}"
-        now_text = f"{echo}; {use}"
-    imp = meta["import"]
-    code = Path(meta["memcue_package"])
-    code_text = "" if code.is_relative_to(REPO) else f" (memcue imported from {code}, not this tree)"
-    lines = [
-        "# Coding-memory recall (memcue)",
-        "",
-        f"- date: {meta['date']}; commit: {meta['git_commit']}{' (working tree has changes)' if meta['dirty'] else ''}"
-        f"{code_text}; sidecar {meta['sidecar_version']}; model: {meta['model_id']} ({meta['model_state']})",
-        f"- store: {meta['memories']} rows in {len(meta['projects'])} projects "
-        f"({', '.join(f'{n} {role}' for role, n in meta['roles'].items())}); the sidecar "
-        f"flagged {imp['flagged_bookkeeping']}/{imp['bookkeeping_rows']} bookkeeping rows"
-        + (f"; misflagged: {', '.join(imp['misflagged'])}" if imp["misflagged"] else ""),
-        f"- questions: {s['n']} ({s['answerable']} answerable, {s['unanswerable']} unanswerable); `POST /recall` "
-        f"with project, limit {LIMIT}, `now` = the question's asked_at: {now_text}",
-        f"- injected = what the prompt hook would inject: answer tier supported, results labelled supported (not "
-        f"weak), at most {HOOK_LIMIT}; abstained = answer tier none or related",
-        f"- retrieval_time_ms p50 {meta['retrieval_ms']['p50']}, p90 {meta['retrieval_ms']['p90']}; "
-        f"wall {meta['wall_s']} s",
-        "",
-        "## Summary",
-        "",
-        "| metric | value |",
-        "|---|---|",
-        f"| recall@{TOP_K} (answerable) | {_fmt(s[f'recall@{TOP_K}'])} |",
-        f"| recall@{LIMIT} (answerable) | {_fmt(s[f'recall@{LIMIT}'])} |",
-        f"| MRR (answerable) | {_fmt(s['mrr'])} |",
-        f"| injected precision (mean over {s['questions_injecting']} questions injecting) | "
-        f"{_fmt(s['injected_precision'])} |",
-        f"| injected precision (pooled, {s['injected_results']} injected results) | "
-        f"{_fmt(s['injected_precision_pooled'])} |",
-        f"| answerable questions with a relevant memory injected | {_fmt(s['answerable_with_relevant_injected'])} |",
-        f"| abstention on unanswerable (tier none/related) | {_fmt(s['abstention'])} |",
-        f"| false abstention on answerable (tier none/related) | {_fmt(s['false_abstention'])} |",
-        f"| answerable questions with a near-miss distractor above the first relevant | "
-        f"{s['distractor_above_relevant']} |",
-        f"| bookkeeping rows returned / captured prompts returned / prompts injected | "
-        f"{s['bookkeeping_returned']} / {s['requests_returned']} / {s['requests_injected']} |",
-        "",
-        "## Per category",
-        "",
-        f"| category | n | recall@{TOP_K} | MRR | injected precision | pooled | abstained share | tiers |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for cat, c in report["per_category"].items():
-        share = c["abstention"] if cat == "unanswerable" else c["false_abstention"]
-        tiers = ", ".join(f"{t} {n}" for t, n in sorted(c["tiers"].items()))
-        lines.append(f"| {cat} | {c['n']} | {_fmt(c[f'recall@{TOP_K}'])} | {_fmt(c['mrr'])} | "
-                     f"{_fmt(c['injected_precision'])} | {_fmt(c['injected_precision_pooled'])} | {_fmt(share)} | "
-                     f"{tiers} |")
-    lines += ["", "Abstained share: abstention for unanswerable questions, false abstention for the others.", "",
-              f"## Misses ({len(report['misses'])})", "",
-              "Answerable: a relevant id missing from the top 3, or tier none/related. Unanswerable: tier "
-              "supported. `got` shows the top 5 as id:label.", "",
-              "| id | category | question | expected | got | tier |", "|---|---|---|---|---|---|"]
-    for m in report["misses"]:
-        lines.append(f"| {m['id']} | {m['category']} | {m['question']} | {', '.join(m['expected']) or '–'} | "
-                     f"{_short(m['got'], m['labels'])} | {m['tier']} |")
-    return "\n".join(lines) + "\n"
 
 
 # -- main ------------------------------------------------------------------------------------------
