@@ -61,6 +61,12 @@ class HookEvent:
 
 
 Budget = namedtuple("Budget", ["max_tokens", "max_chars"])
+#: Token budgets of the command-hook harnesses' blocks (o200k_base tokens) and the environment variables
+#: that override them: 600 per prompt, 1,500 at session start (Codex keeps about 2,500 hook tokens).
+COMMAND_HOOK_TOKENS: dict[str, tuple[int, str]] = {
+    USER_PROMPT_SUBMIT: (600, "MEMCUE_PROMPT_TOKENS"),
+    SESSION_START: (1_500, "MEMCUE_SESSION_START_TOKENS"),
+}
 Budget.__doc__ = "Limits for one injected block: ``max_tokens`` (o200k_base tokens) and ``max_chars`` (characters)."
 
 

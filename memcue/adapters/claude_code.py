@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from memcue.adapters.base import (
+    COMMAND_HOOK_TOKENS,
     SESSION_END,
     SESSION_START,
     STOP,
@@ -41,11 +42,8 @@ INJECTING = (USER_PROMPT_SUBMIT, SESSION_START)
 #: with room for the harness's own wrapping.
 MAX_CHARS = 9_500
 
-#: Default token budgets (o200k_base tokens) and the environment variables that override them.
-DEFAULT_TOKENS: dict[str, tuple[int, str]] = {
-    USER_PROMPT_SUBMIT: (600, "MEMCUE_PROMPT_TOKENS"),
-    SESSION_START: (1_500, "MEMCUE_SESSION_START_TOKENS"),
-}
+#: Token budgets: the command-hook defaults (``base.COMMAND_HOOK_TOKENS``).
+DEFAULT_TOKENS = COMMAND_HOOK_TOKENS
 
 #: Payload keys copied into ``HookEvent.extra`` when present (scalars only).
 _EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type", "reason", "stop_hook_active")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from memcue.adapters.base import (
+    COMMAND_HOOK_TOKENS,
     SESSION_START,
     STOP,
     USER_PROMPT_SUBMIT,
@@ -39,12 +40,8 @@ INJECTING = (USER_PROMPT_SUBMIT, SESSION_START)
 
 #: Characters of one block: the same guard as Claude Code's (Codex keeps about 2,500 tokens anyway).
 MAX_CHARS = 9_500
-#: Default token budgets (o200k_base) and the environment variables that override them; the session-start
-#: block leaves room under Codex's ~2,500 kept tokens for the prompt block of the same turn.
-DEFAULT_TOKENS: dict[str, tuple[int, str]] = {
-    USER_PROMPT_SUBMIT: (600, "MEMCUE_PROMPT_TOKENS"),
-    SESSION_START: (1_500, "MEMCUE_SESSION_START_TOKENS"),
-}
+#: Token budgets: the command-hook defaults (``base.COMMAND_HOOK_TOKENS``).
+DEFAULT_TOKENS = COMMAND_HOOK_TOKENS
 #: Payload keys copied into ``HookEvent.extra`` when present (scalars only).
 _EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "turn_id", "stop_hook_active")
 

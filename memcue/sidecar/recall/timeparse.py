@@ -227,20 +227,15 @@ def _resolve_span(span: _Span, base_minute: int) -> bool:
             half = 0.5 * _UNIT_SECONDS[unit]
             span.start, span.end = point - half, point + half
         return True
-    if kind == "relative_day":
+    if kind in ("relative_day", "weekday"):  # one day, named in a form dateparser reads
         low = text.lower()
-        if low == "last night":
+        if kind == "weekday":
+            low = re.sub(r"\s+(?:morning|afternoon|evening|night)$", "", low)
+            low = re.sub(r"^(?:past|previous)\s+", "last ", low)
+        elif low == "last night":
             low = "yesterday"
         elif low == "earlier today" or low == "tonight" or low.startswith("this "):
             low = "today"
-        got = _resolve(low, base_minute)
-        if got is None:
-            return False
-        span.start, span.end = _period_window(got[0], "day")
-        return True
-    if kind == "weekday":
-        low = re.sub(r"\s+(?:morning|afternoon|evening|night)$", "", text.lower())
-        low = re.sub(r"^(?:past|previous)\s+", "last ", low)
         got = _resolve(low, base_minute)
         if got is None:
             return False
