@@ -41,11 +41,11 @@ def _run(args: argparse.Namespace, action: str) -> int:
             elif action == "install":
                 print(f"{r['harness']}: hooks written to {r['path']}"
                       + (f" (backup: {r['backup']})" if r.get("backup") else " (new file)"))
-            if action == "install" and r.get("note") and not args.dry_run:
-                print(f"{r['harness']}: {r['note']}")
             else:
                 print(f"{r['harness']}: {'original restored' if r.get('restored') else 'memcue hooks removed'} in "
                       f"{r['path']}")
+            if action == "install" and r.get("note") and not args.dry_run:
+                print(f"{r['harness']}: {r['note']}")
         for e in errors:
             print(f"memcue: {e}", file=sys.stderr)
     return EXIT_ERROR if errors else EXIT_OK

@@ -47,6 +47,8 @@ def test_C11_merge_install_twice_then_uninstall_byte_identical(tmp_path: Path) -
     path = _settings(tmp_path)
     path.parent.mkdir()
     path.write_text(C11)
+    shown = _cli(tmp_path, "install", "claude-code", "--dry-run")
+    assert shown.returncode == 0 and "removed" not in shown.stdout and "restored" not in shown.stdout
     first = _cli(tmp_path, "install", "claude-code", "--json")
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)["data"][0]
@@ -64,6 +66,8 @@ def test_C11_merge_install_twice_then_uninstall_byte_identical(tmp_path: Path) -
     assert prompt["command"].startswith('"/') and "launch.py" in prompt["command"]
     written = path.read_bytes()
 
+    plain = _cli(tmp_path, "uninstall", "claude-code", "--dry-run")  # the text output of both actions
+    assert plain.returncode == 0 and path.read_bytes() == written
     second = _cli(tmp_path, "install", "claude-code")
     assert second.returncode == 0 and "nothing changed" in second.stdout
     assert path.read_bytes() == written, "a second install changes nothing, byte for byte"
@@ -155,3 +159,10 @@ def test_the_installed_command_runs_through_a_shell(tmp_path: Path) -> None:
                          env={**os.environ, "MEMCUE_HOME": str(home), "MEMCUE_HOOK_SPAWN": "0"})
     assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
     assert "claude-code user-prompt-submit" in (home / "logs" / "hook.log").read_text()
+
+
+def test_install_and_uninstall_say_what_they_did_and_nothing_else(tmp_path: Path) -> None:
+    installed = _cli(tmp_path, "install", "claude-code")
+    assert "hooks written to" in installed.stdout and "removed" not in installed.stdout
+    removed = _cli(tmp_path, "uninstall", "claude-code")
+    assert "hooks written" not in removed.stdout and ("restored" in removed.stdout or "removed" in removed.stdout)
