@@ -112,27 +112,28 @@ def session_source(ev: dict[str, Any]) -> str:
     return source if source in SOURCES else "startup"
 
 
-def _first_block(engine: Engine, harness: str, session_id: str) -> bool:
-    """True the first time ``(harness, session_id)`` asks for a full block; a session without an id always
-    gets one (nothing to tell its starts apart)."""
+def _had_block(engine: Engine, harness: str, session_id: str) -> bool:
+    """True when ``(harness, session_id)`` already got a full block (a session without an id never has:
+    nothing tells its starts apart)."""
+    return bool(session_id) and f"{harness}:{session_id}" in engine.session_blocks
+
+
+def _mark_block(engine: Engine, harness: str, session_id: str) -> None:
+    """Remember that the session got its full block (at most ``SESSIONS_KEPT``, oldest out)."""
     if not session_id:
-        return True
+        return
     seen = engine.session_blocks
-    key = f"{harness}:{session_id}"
-    if key in seen:
-        return False
-    seen[key] = None
+    seen[f"{harness}:{session_id}"] = None
     while len(seen) > SESSIONS_KEPT:
         seen.pop(next(iter(seen)))
-    return True
 
 
 async def _session_start(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn,
                          limiter: anyio.CapacityLimiter, started: float) -> HookOut:
     project = str(ev.get("project") or "")
     query_id = uuid.uuid4().hex[:16]
-    if project and (session_source(ev) == "resume"
-                    or not _first_block(engine, harness, str(ev.get("session_id") or ""))):
+    session_id = str(ev.get("session_id") or "")
+    if project and (session_source(ev) == "resume" or _had_block(engine, harness, session_id)):
         # The conversation already holds memcue's block (resumed, or compacted/cleared in the same session):
         # a one-line pointer, never a second full block (case C15).
         count = await anyio.to_thread.run_sync(engine.store.doc_count, project, limiter=limiter)
@@ -173,5 +174,7 @@ async def _session_start(engine: Engine, harness: str, ev: dict[str, Any], body:
         rows = await anyio.to_thread.run_sync(build, abandon_on_cancel=True, limiter=limiter)
         block = render_block(SESSION_HEADER, rows, count_tokens=engine.tokens.count,
                              max_tokens=body.max_tokens, max_chars=body.max_chars)
+        if block.text:  # only a block that was given counts as the session's one full block (C15)
+            _mark_block(engine, harness, session_id)
         return _injected(block, "session", "supported" if rows else "none", started, query_id)
     return _nothing(started, query_id)

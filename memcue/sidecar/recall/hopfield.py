@@ -124,12 +124,12 @@ def hopfield_channel(ctx: ChannelContext, index: VectorIndex, *, beta: float = B
         if rows == 0:
             return ChannelResult(HOPFIELD, "no_candidates", note="no embedded memories in scope",
                                  evidence=set(), detail=detail)
+        first = index.products(scope, ctx.vector)  # the raw vector: the semantic channel's product is shared
         query = np.asarray(ctx.vector, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(query))
         if norm > 0:
             query = query / norm
-        scores = retrieve(scope.matrix, query, beta=beta, steps=steps, mask=scope.mask,
-                          first=index.products(scope, query))
+        scores = retrieve(scope.matrix, query, beta=beta, steps=steps, mask=scope.mask, first=first)
         items = top_k(scope.ids, scores, ctx.k)
     except Exception as exc:  # noqa: BLE001 - a channel never raises
         log.exception("hopfield channel failed")
