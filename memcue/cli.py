@@ -226,6 +226,7 @@ def _is_sidecar(pid: int) -> bool:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from memcue.client import Client, SidecarDown
+    from memcue.hooks.locations import socket_blocked
 
     with Client(timeout_s=5) as client:
         try:
@@ -236,7 +237,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             data = {"running": False, "data_dir": str(client.loc.root), "socket": str(client.loc.socket),
                     "log": str(client.loc.sidecar_log)}
             sock = client.loc.socket
-            if sock.exists() and not sock.is_socket():  # case C09: the sidecar refuses to start until it moves
+            if socket_blocked(sock):  # case C09: the sidecar refuses to start until it moves
                 data["blocked"] = f"{sock} exists and is not a socket; memcue will not delete it"
                 _print(data, args.json, f"memcue sidecar cannot start: {data['blocked']}. Move it away, or set "
                                         f"MEMCUE_HOME to another folder. Log: {client.loc.sidecar_log}")

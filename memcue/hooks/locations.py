@@ -101,3 +101,15 @@ class Locations:
 def locations() -> Locations:
     """Locations for the current environment (reads ``MEMCUE_HOME`` each call)."""
     return Locations(data_dir())
+
+
+def socket_blocked(path: Path) -> bool:
+    """True when something other than a socket sits at ``path``: the sidecar will not start there and
+    memcue never deletes it (case C09)."""
+    import stat  # off the hook's common path: only asked after a failed connect
+
+    try:
+        return not stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+

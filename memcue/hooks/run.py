@@ -21,7 +21,7 @@ from memcue import __version__, adapters
 from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT, Budget, HookEvent
 from memcue.hooks import logging_
 from memcue.hooks.client import SidecarError, SidecarUnreachable, post_json, spawn_sidecar
-from memcue.hooks.locations import locations
+from memcue.hooks.locations import locations, socket_blocked
 from memcue.hooks.logging_ import log
 from memcue.hooks.stdin import decode_payload, read_stdin
 from memcue.hooks.text import scrub_surrogates
@@ -165,14 +165,8 @@ def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn:
 def _blocked_socket() -> bool:
     """True (and logged) when something other than a socket sits at the socket path: the sidecar refuses
     to start there (case C09), so starting one on every prompt would only fail again."""
-    import stat
-
     path = locations().socket
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return False
-    if stat.S_ISSOCK(mode):
+    if not socket_blocked(path):
         return False
     log(f"{path} exists and is not a socket; not starting the sidecar (move it away, or set MEMCUE_HOME)")
     return True
@@ -221,8 +215,7 @@ def _capture(event: HookEvent) -> None:
 
     reason = str(event.extra.get("reason") or "other")
     record = spool.remember_prompt(f"Session ended (reason: {reason})", project=event.project,
-                                   session_id=event.session_id, harness=event.harness)
-    record["kind"] = "event"
+                                   session_id=event.session_id, harness=event.harness, kind="event")
     try:
         spool.append(record, spool.spool_path(event.harness, event.session_id))
     except Exception as exc:  # a full disk must not break the harness

@@ -67,9 +67,11 @@ def append(record: dict[str, object], path: Path) -> Path:
 
 
 def remember_prompt(
-    content: str, *, project: str, session_id: str, harness: str, spool_id: str | None = None
+    content: str, *, project: str, session_id: str, harness: str, spool_id: str | None = None,
+    kind: str = "request",
 ) -> dict[str, object]:
-    """The spool record for a captured prompt (``op: remember``, ``kind: request``).
+    """The spool record for a captured prompt (``op: remember``, ``kind: request``), or for another capture
+    with ``kind`` (a session end is an ``event``).
 
     ``spool_id`` defaults to a new id; the hook passes the id it also sent to the sidecar as
     ``event.extra["request_id"]`` so the two can be matched if both arrive.
@@ -79,7 +81,7 @@ def remember_prompt(
         "op": "remember",
         "ts": time.time(),
         "content": content,
-        "kind": "request",
+        "kind": kind,
         "project": project,
         "session_id": session_id,
         "source": f"hook:{harness}",

@@ -16,7 +16,7 @@ import subprocess
 from types import ModuleType
 from typing import Any
 
-from memcue.hooks.locations import Locations
+from memcue.hooks.locations import Locations, socket_blocked
 from memcue.install import claude_code, codex, hooks_json
 from memcue.install.files import InstallError, read_bytes
 
@@ -78,17 +78,17 @@ def check_hooks_json(mod: ModuleType, program: str) -> dict[str, Any]:
 
 def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
     """The sidecar's state, or why it cannot start; not running is fine (hooks start it)."""
-    from memcue.client import Client, ClientError
+    from memcue.client import Client, ClientError, SidecarDown
 
     sock = loc.socket
-    if sock.exists() and not sock.is_socket():
+    if socket_blocked(sock):
         return [_finding("sidecar", PROBLEM, f"{sock} exists and is not a socket: the sidecar cannot start. "
                                              "Move it away, or set MEMCUE_HOME to another folder.")]
     with Client(loc, timeout_s=5) as client:
         try:
-            if not client.is_up():
-                return [_finding("sidecar", OK, "not running; the next hook or command starts it")]
             health = client.health()
+        except SidecarDown:
+            return [_finding("sidecar", OK, "not running; the next hook or command starts it")]
         except ClientError as exc:
             return [_finding("sidecar", PROBLEM, f"running but not answering: {exc}")]
     out = [_finding("sidecar", OK, f"running (pid {health['pid']}, version {health['version']})")]

@@ -70,7 +70,7 @@ def parse(data: bytes | None, path: Path) -> tuple[dict[str, Any], dict[str, Any
 def dump(settings: dict[str, Any], style: dict[str, Any]) -> bytes:
     """The file's bytes for ``settings`` in ``style`` (see ``parse``)."""
     indent = style["indent"]
-    text = json.dumps(settings, indent=indent if isinstance(indent, int) else indent, ensure_ascii=False)
+    text = json.dumps(settings, indent=indent, ensure_ascii=False)
     return (_BOM if style["bom"] else b"") + (text + ("\n" if style["newline"] else "")).encode("utf-8")
 
 

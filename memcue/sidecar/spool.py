@@ -22,8 +22,9 @@ from memcue.sidecar.store.memories import NewMemory, Store
 
 log = logging.getLogger("memcue.spool")
 
-#: A fully ingested spool file untouched this long (s) is deleted.
+#: A fully ingested spool file untouched this long (s) is deleted; idle files are looked for this often (s).
 IDLE_REMOVE_S = 3600.0
+SWEEP_EVERY_S = 300.0
 
 
 class SpoolReader:
@@ -32,6 +33,7 @@ class SpoolReader:
     def __init__(self, spool_dir: Path, store: Store) -> None:
         self.spool_dir = spool_dir
         self.store = store
+        self._last_sweep = float("-inf")
 
     def ingest(self) -> int:
         """Store every complete, new record; return how many memories were written."""
@@ -59,7 +61,9 @@ class SpoolReader:
             self.store.set_meta(key, str(offset + end))
         if written:
             log.info("ingested %d spooled memories", written)
-        self.remove_idle()
+        if time.monotonic() - self._last_sweep >= SWEEP_EVERY_S:  # files idle for an hour: no need every tick
+            self._last_sweep = time.monotonic()
+            self.remove_idle()
         return written
 
     def remove_idle(self, idle_s: float = IDLE_REMOVE_S) -> list[str]:

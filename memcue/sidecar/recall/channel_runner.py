@@ -30,11 +30,12 @@ from memcue.sidecar.recall.vector_index import VectorIndex
 _EXECUTOR = cf.ThreadPoolExecutor(max_workers=len(ALL_CHANNELS), thread_name_prefix="memcue-channel")
 
 
-def run_channels(ctx: ChannelContext, names: tuple[str, ...], vectors: VectorIndex,
+def run_channels(ctx: ChannelContext, names: tuple[str, ...],
                  timeout_s: float) -> tuple[dict[str, ChannelResult], list[str]]:
     """Run the named channels concurrently; those not done within ``timeout_s`` (s) come back ``timeout``
     and are listed as incomplete. Returns every channel's result (``disabled`` when not run) in
     ``ALL_CHANNELS`` order, and the incomplete ones. Never raises: a channel's exception is its ``error``."""
+    vectors = ctx.vectors if ctx.vectors is not None else VectorIndex()  # the sidecar always passes its own
     funcs: dict[str, Callable[[ChannelContext], ChannelResult]] = {
         SEMANTIC: lambda c: semantic_channel(c.store, c.embedder, c.query, project=c.project, k=c.k,
                                              exclude_kinds=c.exclude_kinds, vector=c.vector,

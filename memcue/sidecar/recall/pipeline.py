@@ -227,7 +227,7 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
                          vector=vector, embedder=embedder, include_superseded=filters.include_superseded,
                          vectors=services.vectors)
     names = tuple(n for n in ALL_CHANNELS if n in req.channels and (n in (SEMANTIC, BM25) or qc.weights.get(n, 0) > 0))
-    channels, incomplete = run_channels(ctx, names, services.vectors, req.channel_timeout_s)
+    channels, incomplete = run_channels(ctx, names, req.channel_timeout_s)
 
     # 3. Weighted RRF, then what each candidate has going for it (cosine, BM25, entity, time, pinned).
     rankings = {name: [mid for mid, _ in r.items] for name, r in channels.items() if r.items}
