@@ -19,6 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,16 +84,7 @@ class Embedder:
             if delay > 0:  # lets tests observe the warming state deterministically
                 time.sleep(delay)
             self.folder = assemble_default_model(self._models_dir)
-            from fastembed import TextEmbedding
-
-            self._model = TextEmbedding(
-                self.folder.fastembed_name,
-                specific_model_path=str(self.folder.path),
-                threads=1,
-                enable_cpu_mem_arena=False,
-                local_files_only=True,
-                lazy_load=False,
-            )
+            self._model = self._session(threads=1)
             self.embed(["warm up"])  # first run allocates; do it before answering
             trim_heap()  # the graph optimiser's temporaries: about 60 MB back to the system
             self.state = "ready"
@@ -104,6 +96,15 @@ class Embedder:
             self.ready.set()
             if self.on_ready is not None:
                 self.on_ready()
+
+    def _session(self, threads: int) -> Any:
+        """A fastembed ``TextEmbedding`` over the assembled model folder with ``threads`` ONNX threads (no
+        download, no memory arena; see the module docstring)."""
+        from fastembed import TextEmbedding
+
+        assert self.folder is not None
+        return TextEmbedding(self.folder.fastembed_name, specific_model_path=str(self.folder.path),
+                             threads=threads, enable_cpu_mem_arena=False, local_files_only=True, lazy_load=False)
 
     def start(self) -> threading.Thread:
         """Start ``load`` on a daemon thread and return it."""
@@ -125,11 +126,7 @@ class Embedder:
             raise ModelNotReady(self.error or "the embedding model is still loading")
         with self._bulk_lock:
             if self._bulk is None:
-                from fastembed import TextEmbedding
-
-                self._bulk = TextEmbedding(self.folder.fastembed_name, specific_model_path=str(self.folder.path),
-                                           threads=BULK_THREADS, enable_cpu_mem_arena=False,
-                                           local_files_only=True, lazy_load=False)
+                self._bulk = self._session(threads=BULK_THREADS)
             bulk = self._bulk
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vectors = list(bulk.embed([texts[i] for i in order], batch_size=BULK_BATCH))

@@ -156,10 +156,8 @@ class Engine:
         if result.duplicate or result.bookkeeping or vector is None or self.store.vector_dim != vector.shape[0]:
             self._wake.set()
             return result
-        matrix = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        self.store.set_embeddings([(result.id, matrix[0].tobytes())])
+        self._store_vectors([result.id], np.asarray(vector, dtype=np.float32).reshape(1, -1), emb)
         self.prompt_vectors_reused += 1
-        self.store.set_baselines([(result.id, float(baselines(matrix, self._probe_matrix(emb))[0]))])
         return result
 
     def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
@@ -273,9 +271,17 @@ class Engine:
         # A trickle (captured prompts, a remember) goes through the loaded query session.
         matrix = np.vstack(emb.embed_bulk(texts) if len(rows) == EMBED_BATCH else emb.embed(texts))
         ids = [mid for mid, _, _, _ in rows]
-        self.store.set_embeddings([(mid, matrix[i].tobytes()) for i, mid in enumerate(ids)])
-        self.store.set_baselines(list(zip(ids, baselines(matrix, self._probe_matrix(emb)).tolist(), strict=True)))
+        self._store_vectors(ids, matrix, emb)
         return True
+
+    def _store_vectors(self, ids: list[int], matrix: np.ndarray, emb: Embedder) -> None:
+        """Store the rows of ``matrix`` (float32, (len(ids), dim)) as the vectors of ``ids``, with their
+        baselines."""
+        self.store.set_embeddings([(mid, matrix[i].tobytes()) for i, mid in enumerate(ids)])
+        self._store_baselines(ids, matrix, emb)
+
+    def _store_baselines(self, ids: list[int], matrix: np.ndarray, emb: Embedder) -> None:
+        self.store.set_baselines(list(zip(ids, baselines(matrix, self._probe_matrix(emb)).tolist(), strict=True)))
 
     def _probe_matrix(self, emb: Embedder) -> np.ndarray:
         if self._probes is None:
@@ -290,5 +296,5 @@ class Engine:
             return False
         ids = [i for i in ids if i in found]
         matrix = np.vstack([np.frombuffer(found[i], dtype=np.float32) for i in ids])
-        self.store.set_baselines(list(zip(ids, baselines(matrix, self._probe_matrix(emb)).tolist(), strict=True)))
+        self._store_baselines(ids, matrix, emb)
         return True

@@ -91,13 +91,10 @@ def semantic_channel(
     exclude_kinds: tuple[str, ...],
     vector: np.ndarray | None = None,
     include_superseded: bool = False,
-    index: VectorIndex | None = None,
+    index: VectorIndex,
 ) -> ChannelResult:
-    """Nearest memories by cosine similarity to the query's embedding. Score: cosine similarity.
-
-    With ``index`` (the sidecar's in-memory ``VectorIndex``) one matrix product does it; without, sqlite-vec's
-    KNN, which keeps superseded rows (an ``as_of`` recall may serve them), so without ``include_superseded``
-    it asks for twice ``k`` and drops them."""
+    """Nearest memories by cosine similarity to the query's embedding, from the sidecar's in-memory
+    ``index`` (one matrix product). Score: cosine similarity."""
     if store.vector_dim is None:
         status = "disabled" if not store.vec.available else "warming"
         if embedder is not None and embedder.state == "error":
@@ -113,15 +110,8 @@ def semantic_channel(
     try:
         if vector is None:
             vector = embedder.embed_query(text)
-        if index is not None:
-            rows = index.search(store, vector, project=project, k=k, exclude_kinds=exclude_kinds,
-                                include_superseded=include_superseded)
-        else:
-            rows = store.knn(vector.astype(np.float32).tobytes(), project=project,
-                             k=k if include_superseded else 2 * k, exclude_kinds=exclude_kinds)
-            if not include_superseded:
-                current = store.current_ids([mid for mid, _ in rows])
-                rows = [(mid, score) for mid, score in rows if mid in current]
+        rows = index.search(store, vector, project=project, k=k, exclude_kinds=exclude_kinds,
+                            include_superseded=include_superseded)
     except Exception as exc:  # noqa: BLE001
         log.exception("semantic channel failed")
         return ChannelResult(SEMANTIC, "error", note=f"{type(exc).__name__}: {exc}")

@@ -88,16 +88,6 @@ class VectorRows:
             out.update((int(r[0]), bytes(r[1])) for r in rows)
         return out
 
-    def current_ids(self, ids: Iterable[int]) -> set[int]:
-        """The ids among ``ids`` that are not superseded."""
-        ids = list(dict.fromkeys(int(i) for i in ids))
-        if not ids:
-            return set()
-        marks = ",".join("?" * len(ids))
-        rows = self._reader().execute(
-            f"SELECT id FROM memories WHERE id IN ({marks}) AND superseded_by IS NULL", ids).fetchall()
-        return {int(r[0]) for r in rows}
-
     def vector_signature(self, exclude_kinds: Sequence[str] = ()) -> tuple[Any, ...]:
         """Changes whenever the set of current vectors of the kinds not in ``exclude_kinds`` may have changed
         (a vector written, a row superseded, the vector table bound): a cache key for vector matrices.
