@@ -48,3 +48,16 @@ def test_what_did_i_ask_for_lists_the_newest_prompts(home: Path) -> None:
     assert [r["content"] for r in data["results"]] == ["rename amount to amount_minor",
                                                         "add a retry to the Taxly client"]
     assert topic.get("data", topic)["results"][0]["content"] == "add a retry to the Taxly client"
+
+
+def test_what_did_i_ask_for_finds_prompts_behind_many_newer_memories(home: Path) -> None:
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        sc.client.remember("add a retry to the Taxly client", kind="request", project="p", created_at=1_700_000_000)
+        sc.client.remember_batch([{"content": f"imported note {i} about the ledger", "project": "p",
+                                   "created_at": 1_700_000_100 + i} for i in range(150)])
+        answer = _recall(home, "what did I ask for?")
+    finally:
+        sc.stop()
+    data = answer.get("data", answer)
+    assert [r["content"] for r in data["results"]] == ["add a retry to the Taxly client"]

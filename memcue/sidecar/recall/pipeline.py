@@ -129,8 +129,8 @@ def _present_tense(store: Store, req: RecallRequest, now: float, started: float,
     """Answer "what am I working on?" from the project's newest real memories (no bookkeeping, no prompts),
     or, with ``requests``, "what did I ask for?" (no topic) from the newest captured prompts."""
     if requests:
-        rows = [r for r in store.list_memories(project=req.project, limit=PRESENT_LIMIT * 20,
-                                               include_bookkeeping=False) if r["kind"] == "request"]
+        rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
+                                   kind="request")
     else:
         rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
                                    kinds_excluded=("request",))

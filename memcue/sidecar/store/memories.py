@@ -282,13 +282,17 @@ class Store(RecallQueries, VectorRows):
 
     def list_memories(
         self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
-        kinds_excluded: Sequence[str] = (), pinned_only: bool = False,
+        kinds_excluded: Sequence[str] = (), pinned_only: bool = False, kind: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Newest first. ``project`` None means every project; a project also gets global ("") rows."""
+        """Newest first. ``project`` None means every project; a project also gets global ("") rows; ``kind``
+        keeps only rows of that kind."""
         where, args = scope_conditions(project=project, exclude_kinds=kinds_excluded,
                                        include_bookkeeping=include_bookkeeping)
         if pinned_only:
             where.append("pinned = 1")
+        if kind is not None:
+            where.append("kind = ?")
+            args.append(kind)
         sql = f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?"
         return [row_dict(r) for r in self._reader().execute(sql, [*args, limit]).fetchall()]
 
