@@ -13,7 +13,8 @@ first use, when the vector table is rebound, and when the journal started a new 
 over the whole matrix: project (and global rows), excluded kinds, and superseded rows unless asked for.
 
 Thread-safe: refreshes hold a lock; a search works on the arrays it took under the lock, so a concurrent
-append or resize never changes what it reads.
+append or resize never changes what it reads (a row re-embedded meanwhile is overwritten in place: the
+search sees the old or the new vector).
 """
 
 from __future__ import annotations
@@ -119,10 +120,9 @@ class VectorIndex:
         self._bound = (store.path, store.vector_dim)
         dim = store.vector_dim or 0
         conn = store._reader()
-        expected = int(conn.execute("SELECT count(*) FROM memories WHERE embedded = 1").fetchall()[0][0])
-        self._arrays = _empty(dim, max(INITIAL_CAPACITY, expected + expected // 16))
+        meta = _all_meta(store) if dim else {}
+        self._arrays = _empty(dim, max(INITIAL_CAPACITY, len(meta) + len(meta) // 16))
         if dim:
-            meta = _all_meta(store)
             batch: list[tuple[int, bytes]] = []
             # vec0 reads a whole chunk of vectors per row: with the small reader cache every row would
             # read its chunk again (2.4 s instead of 0.25 s at 27,000), so the scan gets a larger one.
