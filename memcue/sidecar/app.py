@@ -48,8 +48,10 @@ def create_app(engine: Engine) -> FastAPI:
     """Build the FastAPI app serving ``engine``."""
     app = FastAPI(title="memcue sidecar", version=__version__)
     limiter = anyio.CapacityLimiter(WORKER_THREADS)
-    questions = Questions(engine.recall, lambda: (engine.store.generation, engine.store.vector_signature()), limiter,
-                          engine.question_running)
+    store = engine.store
+    # The answer cache's key: any write (generation), a new vector or a superseded row (journal), a rebind.
+    questions = Questions(engine.recall, lambda: (store.generation, store.vector_dim, store.vector_journal.position()),
+                          limiter, engine.question_running)
     engine.question_stats = questions.stats
 
     @app.exception_handler(ValueError)

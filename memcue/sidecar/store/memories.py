@@ -86,10 +86,6 @@ class Store(RecallQueries, VectorRows):
         #: Rows inserted through this Store (``optimize_if_due`` counts from it).
         self.rows_written = 0
         self._optimized_at = 0
-        #: Per memory kind, how many times its vectors changed (set_embeddings) plus ``_version_changes``
-        #: (updates, which hide a row): a vector cache of some kinds is stale only when these move.
-        self.vector_generations: dict[str, int] = {}
-        self._version_changes = 0
         #: Ids whose vector or currency changed, for in-memory vector indexes (``recall.vector_index``).
         self.vector_journal = VectorJournal()
         self._df_cache: dict[tuple[str | None, int, str], tuple[int, float]] = {}
@@ -266,7 +262,6 @@ class Store(RecallQueries, VectorRows):
                 "UPDATE memories SET superseded_by = ?, superseded_at = ?, valid_to = coalesce(valid_to, ?)"
                 " WHERE id = ?", (new.id, now, now, memory_id))
             self.generation += 1
-            self._version_changes += 1
         self.vector_journal.record([int(memory_id)])
         return new
 

@@ -20,9 +20,7 @@ class VectorRows:
 
     vector_dim: int | None
     vector_note: str
-    vector_generations: dict[str, int]
     vector_journal: VectorJournal
-    _version_changes: int
     _write_lock: threading.Lock
     _writer: apsw.Connection
 
@@ -43,8 +41,6 @@ class VectorRows:
         """
         with self._write_lock, self._writer:
             for mid, blob in items:
-                for (kind,) in self._writer.execute("SELECT kind FROM memories WHERE id = ?", (mid,)).fetchall():
-                    self.vector_generations[kind] = self.vector_generations.get(kind, 0) + 1
                 self._writer.execute("DELETE FROM memories_vec WHERE rowid = ?", (mid,))
                 self._writer.execute(
                     "INSERT INTO memories_vec(rowid, embedding, project, kind)"
@@ -87,13 +83,6 @@ class VectorRows:
                 f"SELECT rowid, embedding FROM memories_vec WHERE rowid IN ({marks})", chunk).fetchall()
             out.update((int(r[0]), bytes(r[1])) for r in rows)
         return out
-
-    def vector_signature(self, exclude_kinds: Sequence[str] = ()) -> tuple[Any, ...]:
-        """Changes whenever the set of current vectors of the kinds not in ``exclude_kinds`` may have changed
-        (a vector written, a row superseded, the vector table bound): a cache key for vector matrices.
-        Writing a captured prompt does not change the signature of a scope that excludes requests."""
-        kinds = tuple(sorted((k, g) for k, g in self.vector_generations.items() if k not in exclude_kinds))
-        return self.vector_dim, self._version_changes, kinds
 
     def set_baselines(self, items: Sequence[tuple[int, float]]) -> None:
         """Store each memory's ``baseline`` cosine ``(memory id, value)`` (see ``recall.baseline``)."""
