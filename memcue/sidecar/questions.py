@@ -7,7 +7,7 @@ answer cache.
 - **Single flight**: identical questions asked at the same moment share one run.
 - **Answer cache**: a complete answer (no channel left incomplete, not warming up) is reused for
   ``ANSWER_TTL_S`` while nothing is written: the key carries the store's state (write generation and
-  vector signature), so any remember, update or forget, and any new vector, drops it at once.
+  vector journal position), so any remember, update or forget, and any new vector, drops it at once.
 
 Settings come from the environment (``MEMCUE_RECALL_SLOTS``, ``MEMCUE_RECALL_WAIT_S``,
 ``MEMCUE_ANSWER_CACHE_TTL_S``; ``MEMCUE_RECALL_DELAY_S`` adds a pause inside each run, for tests and
