@@ -59,3 +59,16 @@ def test_doctor_sees_the_running_sidecar_and_a_blocked_socket(tmp_path: Path, ho
     Locations(home).socket.write_text("not a socket")
     code, found = _doctor(tmp_path, home)
     assert code == 1 and found["sidecar"]["status"] == "problem" and "not a socket" in found["sidecar"]["message"]
+
+
+def test_a_prompt_that_started_the_sidecar_is_not_a_failure(tmp_path: Path, home: Path) -> None:
+    _install(tmp_path, home)
+    log = Locations(home).hook_log
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("t pid=1 claude-code user-prompt-submit: sidecar call failed: started the sidecar; not waiting "
+                   "for it on a prompt (it answers the next one)\n")
+    _, found = _doctor(tmp_path, home)
+    assert found["hooks"]["status"] == "ok"
+    log.write_text(log.read_text() + "t pid=2 claude-code user-prompt-submit: sidecar call failed: timed out\n")
+    _, found = _doctor(tmp_path, home)
+    assert found["hooks"]["status"] == "warn" and found["hooks"]["recent_failures"] == 1

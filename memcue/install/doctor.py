@@ -23,6 +23,8 @@ from memcue.install.files import InstallError, read_bytes
 OK, WARN, PROBLEM = "ok", "warn", "problem"
 #: Hook-log lines read from the end (the log is small and rotates).
 LOG_TAIL = 200
+#: The hook's log text when a prompt started the sidecar and went on without waiting (``hooks/run.py``).
+COLD_START = "not waiting for it on a prompt"
 #: How long a harness's ``--version`` may take (s).
 VERSION_TIMEOUT_S = 5.0
 
@@ -113,7 +115,8 @@ def check_hook_log(loc: Locations) -> dict[str, Any]:
         lines = loc.hook_log.read_text(encoding="utf-8", errors="replace").splitlines()[-LOG_TAIL:]
     except OSError:
         return _finding("hooks", OK, "no hook has run yet (no hook.log)")
-    failed = [line for line in lines if "sidecar call failed" in line or "hook error" in line]
+    failed = [line for line in lines if ("sidecar call failed" in line or "hook error" in line)
+              and COLD_START not in line]  # a prompt that started the sidecar is normal, not a failure
     times = [float(m.group(1)) for line in lines if (m := re.search(r"done in ([\d.]+) ms", line))]
     detail: dict[str, Any] = {"recent_failures": len(failed), "recent_ms": times[-10:]}
     if failed:
