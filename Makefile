@@ -4,7 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench bench-locomo bench-hook bench-coding bench-ablation bench-serving clean
+# The real harness programs the `real_harness` tests drive (issue 5), pinned to the versions DESIGN.md
+# section 3 was checked against. npm and the Hermes venv install into .harnesses/ (not committed).
+HARNESSES := .harnesses
+NPM_HARNESSES := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0
+HERMES_AGENT := hermes-agent==0.19.0
+HARNESS_STAMP := $(HARNESSES)/.installed
+
+.PHONY: demo test lint harnesses bench bench-locomo bench-hook bench-coding bench-ablation bench-serving clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +24,18 @@ $(STAMP): $(BIN)/python pyproject.toml
 demo: $(STAMP)
 	$(BIN)/memcue demo
 
-test: $(STAMP)
+test: $(STAMP) $(HARNESS_STAMP)
 	$(BIN)/ruff check memcue tests benchmarks
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	MEMCUE_REQUIRE_HARNESSES=1 $(BIN)/python -m pytest -q -p no:cacheprovider
+
+harnesses: $(HARNESS_STAMP)
+
+$(HARNESS_STAMP): Makefile
+	mkdir -p $(HARNESSES)/npm
+	npm install --prefix $(HARNESSES)/npm --no-audit --no-fund --loglevel=error $(NPM_HARNESSES)
+	$(PYTHON) -m venv $(HARNESSES)/hermes
+	$(HARNESSES)/hermes/bin/python -m pip install --quiet $(HERMES_AGENT)
+	touch $@
 
 lint: $(STAMP)
 	$(BIN)/ruff check memcue tests benchmarks
@@ -42,4 +58,4 @@ bench-serving: $(STAMP)
 	$(BIN)/python benchmarks/serving.py --build
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) $(HARNESSES) *.egg-info

@@ -29,6 +29,7 @@ from memcue.sidecar.recall.baseline import baselines, probe_vectors
 from memcue.sidecar.recall.layers import apply_layers, context_for
 from memcue.sidecar.recall.pipeline import KEYWORD_CHANNELS, RecallRequest, RecallServices, is_warming, recall
 from memcue.sidecar.recall.rerank import Reranker
+from memcue.sidecar.sessions import SessionLedger
 from memcue.sidecar.spool import SpoolReader
 from memcue.sidecar.store.memories import NewMemory, Store, WriteResult
 from memcue.sidecar.tokens import TokenCounter
@@ -74,8 +75,8 @@ class Engine:
         self._quiet.set()
         #: How many times the background worker waited for questions to finish (``/health``).
         self.background_yields = 0
-        #: Sessions ("harness:session id") that got a full session-start block, oldest first (case C15).
-        self.session_blocks: dict[str, None] = {}
+        #: Per session: its one full session-start block (case C15) and the memories already injected.
+        self.sessions = SessionLedger()
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
         #: How the spool is followed while running: "watchfiles", or why it is polled.

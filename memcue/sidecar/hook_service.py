@@ -89,18 +89,19 @@ async def _prompt(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn
         await anyio.to_thread.run_sync(engine.remember_prompt, memory, limiter=limiter)
     if answer is None:
         return _nothing(started)
-    results = injectable(answer, limit)
+    key = engine.sessions.key(harness, str(ev.get("session_id") or ""))
+    shown = engine.sessions.injected(key)  # already in the conversation: not repeated
+    results = [r for r in injectable(answer, limit) if r["memory_id"] not in shown]
     block = render_block(PROMPT_HEADER, results, count_tokens=engine.tokens.count,
                          max_tokens=body.max_tokens, max_chars=body.max_chars)
+    if block.text:
+        engine.sessions.add_injected(key, (r["memory_id"] for r in results[:block.included]))
     return _injected(block, answered_by, answer["tier"], started, answer["query_id"])
 
 
 #: SessionStart sources the harnesses send (Claude Code: startup, resume, clear, compact, fork); any other
 #: value is treated as startup (case C15).
 SOURCES = ("startup", "resume", "clear", "compact", "fork")
-#: Sessions that already got a full session-start block are remembered (at most this many, oldest out), so
-#: a session gets one full block at most (case C15).
-SESSIONS_KEPT = 4096
 #: What a resumed session, or a session that already had its block, gets instead: one line.
 POINTER = ("memcue: memory is on for this project ({count}); relevant ones are added to your prompts, and "
            "you can ask what was decided before.")
@@ -112,28 +113,15 @@ def session_source(ev: dict[str, Any]) -> str:
     return source if source in SOURCES else "startup"
 
 
-def _had_block(engine: Engine, harness: str, session_id: str) -> bool:
-    """True when ``(harness, session_id)`` already got a full block (a session without an id never has:
-    nothing tells its starts apart)."""
-    return bool(session_id) and f"{harness}:{session_id}" in engine.session_blocks
-
-
-def _mark_block(engine: Engine, harness: str, session_id: str) -> None:
-    """Remember that the session got its full block (at most ``SESSIONS_KEPT``, oldest out)."""
-    if not session_id:
-        return
-    seen = engine.session_blocks
-    seen[f"{harness}:{session_id}"] = None
-    while len(seen) > SESSIONS_KEPT:
-        seen.pop(next(iter(seen)))
-
-
 async def _session_start(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn,
                          limiter: anyio.CapacityLimiter, started: float) -> HookOut:
     project = str(ev.get("project") or "")
     query_id = uuid.uuid4().hex[:16]
-    session_id = str(ev.get("session_id") or "")
-    if project and (session_source(ev) == "resume" or _had_block(engine, harness, session_id)):
+    key = engine.sessions.key(harness, str(ev.get("session_id") or ""))
+    source = session_source(ev)
+    if source in ("clear", "compact"):
+        engine.sessions.forget_injected(key)  # the conversation no longer holds what was injected
+    if project and (source == "resume" or engine.sessions.had_block(key)):
         # The conversation already holds memcue's block (resumed, or compacted/cleared in the same session):
         # a one-line pointer, never a second full block (case C15).
         count = await anyio.to_thread.run_sync(engine.store.doc_count, project, limiter=limiter)
@@ -175,6 +163,7 @@ async def _session_start(engine: Engine, harness: str, ev: dict[str, Any], body:
         block = render_block(SESSION_HEADER, rows, count_tokens=engine.tokens.count,
                              max_tokens=body.max_tokens, max_chars=body.max_chars)
         if block.text:  # only a block that was given counts as the session's one full block (C15)
-            _mark_block(engine, harness, session_id)
+            engine.sessions.mark_block(key)
+            engine.sessions.add_injected(key, (r["memory_id"] for r in rows[:block.included]))
         return _injected(block, "session", "supported" if rows else "none", started, query_id)
     return _nothing(started, query_id)

@@ -1,0 +1,91 @@
+"""What each harness session has already been shown: its one full session-start block, and the memories
+injected into its conversation.
+
+A harness keeps injected context in the conversation (Claude Code and Codex store ``additionalContext`` in
+the transcript), so a memory injected once is still in front of the model on the next prompt: injecting it
+again only spends the token budget twice and repeats the memory in one request. The ledger lets the hook
+service skip those memories and give a session one full session-start block (case C15). A ``clear`` or
+``compact`` SessionStart empties the conversation, so it forgets what was injected (the block flag stays:
+the session gets a one-line pointer, never a second full block).
+
+Keys are ``"<harness>:<session id>"``; a session without an id is never recorded (nothing tells its prompts
+apart). At most ``SESSIONS_KEPT`` sessions are kept, the least recently used out first. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+
+#: Sessions remembered (least recently used out first). 4,096 sessions of up to a few hundred ids each stay
+#: well under a megabyte.
+SESSIONS_KEPT = 4096
+
+
+class _Session:
+    __slots__ = ("block", "injected")
+
+    def __init__(self) -> None:
+        self.block = False
+        self.injected: set[int] = set()
+
+
+class SessionLedger:
+    """Per-session record of the full session-start block and the injected memory ids (see module doc)."""
+
+    def __init__(self, kept: int = SESSIONS_KEPT) -> None:
+        self._kept = kept
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(harness: str, session_id: str) -> str:
+        """The ledger key of a session, "" for a session without an id (never recorded)."""
+        return f"{harness}:{session_id}" if session_id else ""
+
+    def _get(self, key: str) -> _Session:
+        session = self._sessions.get(key)
+        if session is None:
+            session = self._sessions[key] = _Session()
+            while len(self._sessions) > self._kept:
+                self._sessions.popitem(last=False)
+        else:
+            self._sessions.move_to_end(key)
+        return session
+
+    def had_block(self, key: str) -> bool:
+        """True when the session already got its full session-start block."""
+        with self._lock:
+            session = self._sessions.get(key) if key else None
+            return bool(session and session.block)
+
+    def mark_block(self, key: str) -> None:
+        """Record that the session got its full session-start block."""
+        if key:
+            with self._lock:
+                self._get(key).block = True
+
+    def injected(self, key: str) -> frozenset[int]:
+        """Memory ids already injected into the session's conversation (empty for an unknown session)."""
+        with self._lock:
+            session = self._sessions.get(key) if key else None
+            return frozenset(session.injected) if session else frozenset()
+
+    def add_injected(self, key: str, memory_ids: Iterable[int]) -> None:
+        """Record memory ids injected into the session's conversation."""
+        if key:
+            with self._lock:
+                self._get(key).injected.update(memory_ids)
+
+    def forget_injected(self, key: str) -> None:
+        """The session's conversation was cleared or compacted: nothing injected is in front of the model."""
+        if key:
+            with self._lock:
+                session = self._sessions.get(key)
+                if session is not None:
+                    session.injected.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)

@@ -1,0 +1,182 @@
+"""Loopback model servers for the real-harness tests: each speaks one model API well enough for a harness to
+finish a turn, answers every request with a short text, and records every request it received.
+
+- ``anthropic``: Anthropic Messages (``POST /v1/messages``, streaming server-sent events, and
+  ``/v1/messages/count_tokens``), as Claude Code calls it with ``ANTHROPIC_BASE_URL``.
+- ``responses``: OpenAI Responses (``POST …/responses``, streaming), as Codex calls a custom provider.
+- ``chat``: OpenAI Chat Completions (``POST …/chat/completions``, streaming or not), as Hermes calls a
+  custom OpenAI-compatible endpoint; ``GET …/models`` lists one model.
+
+Event names and fields follow the public API references of each (Anthropic "Streaming Messages"; OpenAI
+"Responses streaming events"; OpenAI "Chat Completions streaming"). Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+REPLY = "Noted."
+
+
+@dataclass
+class Recorded:
+    """One request the stub received: ``method``, ``path`` and the decoded JSON ``body`` (None if not JSON)."""
+
+    method: str
+    path: str
+    body: Any
+
+    @property
+    def text(self) -> str:
+        """The body as JSON text (for counting a string across everything the harness sent)."""
+        return json.dumps(self.body, ensure_ascii=False)
+
+
+@dataclass
+class ModelStub:
+    """A loopback server speaking ``api`` (``anthropic`` | ``responses`` | ``chat``); a context manager.
+
+    ``url`` is ``http://127.0.0.1:<port>``; ``requests`` lists what arrived, in order.
+    """
+
+    api: str
+    reply: str = REPLY
+    requests: list[Recorded] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.api not in ("anthropic", "responses", "chat"):
+            raise ValueError(f"unknown api {self.api!r}")
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                return
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                stub._record("GET", self.path, None)
+                body = {"object": "list", "data": [{"id": "stub-model", "object": "model", "owned_by": "stub"}]}
+                self._send(200, "application/json", json.dumps(body).encode())
+
+            def do_POST(self) -> None:  # noqa: N802
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = None
+                stub._record("POST", self.path, body)
+                content_type, data = stub._answer(self.path, body if isinstance(body, dict) else {})
+                self._send(200, content_type, data)
+
+            def _send(self, status: int, content_type: str, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> ModelStub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _record(self, method: str, path: str, body: Any) -> None:
+        with self._lock:
+            self.requests.append(Recorded(method, path, body))
+
+    def turns(self, marker: str) -> list[Recorded]:
+        """The model requests (POSTs) whose body contains ``marker`` (say, the user's prompt)."""
+        return [r for r in self.requests if r.method == "POST" and marker in r.text]
+
+    # ------------------------------------------------------------------ answers
+
+    def _answer(self, path: str, body: dict[str, Any]) -> tuple[str, bytes]:
+        if self.api == "anthropic":
+            if path.split("?")[0].endswith("/count_tokens"):
+                return "application/json", b'{"input_tokens": 10}'
+            return _anthropic(body, self.reply)
+        if self.api == "responses":
+            return _responses(body, self.reply)
+        return _chat(body, self.reply)
+
+
+def _sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> tuple[str, bytes]:
+    out = []
+    for name, data in events:
+        line = data if isinstance(data, str) else json.dumps(data)
+        out.append((f"event: {name}\n" if name else "") + f"data: {line}\n\n")
+    return "text/event-stream", "".join(out).encode()
+
+
+def _anthropic(body: dict[str, Any], reply: str) -> tuple[str, bytes]:
+    model = body.get("model", "stub-model")
+    message = {"id": "msg_stub", "type": "message", "role": "assistant", "model": model, "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}
+    if not body.get("stream"):
+        done = {**message, "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn"}
+        return "application/json", json.dumps(done).encode()
+    return _sse([
+        ("message_start", {"type": "message_start", "message": message}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": reply}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": {"output_tokens": 3}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+
+
+def _responses(body: dict[str, Any], reply: str) -> tuple[str, bytes]:
+    rid, mid = f"resp_{uuid.uuid4().hex[:12]}", f"msg_{uuid.uuid4().hex[:12]}"
+    model = body.get("model", "stub-model")
+    base = {"id": rid, "object": "response", "model": model, "output": []}
+    item = {"type": "message", "id": mid, "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": reply, "annotations": []}]}
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 13}
+    return _sse([
+        ("response.created", {"type": "response.created", "response": {**base, "status": "in_progress"}}),
+        ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                        "item": {**item, "status": "in_progress", "content": []}}),
+        ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": mid, "output_index": 0,
+                                        "content_index": 0, "delta": reply}),
+        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ("response.completed", {"type": "response.completed",
+                                "response": {**base, "status": "completed", "output": [item], "usage": usage}}),
+    ])
+
+
+def _chat(body: dict[str, Any], reply: str) -> tuple[str, bytes]:
+    cid, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", body.get("model", "stub-model")
+    usage = {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+    if not body.get("stream"):
+        done = {"id": cid, "object": "chat.completion", "created": 0, "model": model, "usage": usage,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                             "finish_reason": "stop"}]}
+        return "application/json", json.dumps(done).encode()
+
+    def chunk(delta: dict[str, Any], finish: str | None, **extra: Any) -> tuple[None, dict[str, Any]]:
+        return None, {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model,
+                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+    return _sse([chunk({"role": "assistant", "content": ""}, None), chunk({"content": reply}, None),
+                 chunk({}, "stop", usage=usage), (None, "[DONE]")])

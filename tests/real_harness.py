@@ -1,0 +1,114 @@
+"""Shared set-up of the real-harness tests (``-m real_harness``): the installed harness programs, a private
+HOME, a project with memories in a real sidecar, and ``memcue install`` run as the user runs it.
+
+The harness programs come from ``make harnesses`` (npm ``@anthropic-ai/claude-code`` and ``@openai/codex``,
+PyPI ``hermes-agent`` in its own venv, under ``.harnesses/`` or ``$MEMCUE_HARNESS_DIR``). When one is
+missing the test is skipped, unless ``MEMCUE_REQUIRE_HARNESSES=1`` (``make test`` and CI set it): then it
+fails, so a broken install step cannot pass as a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, Sidecar, start_sidecar
+
+from memcue.adapters.base import resolve_project
+
+HARNESS_DIR = Path(os.environ.get("MEMCUE_HARNESS_DIR") or REPO / ".harnesses")
+PROGRAMS = {
+    "claude": HARNESS_DIR / "npm" / "node_modules" / ".bin" / "claude",
+    "codex": HARNESS_DIR / "npm" / "node_modules" / ".bin" / "codex",
+    "hermes": HARNESS_DIR / "hermes" / "bin" / "hermes",
+}
+
+#: The fact the prompt's recall must bring (oldest, so it is not among the session block's newest).
+FACT = "The billing service stores invoices in PostgreSQL 16 behind pgbouncer in transaction mode"
+QUESTION = "which database do the billing service invoices live in?"
+#: Newer memories: enough of them that the session-start block (pinned + newest 8) leaves FACT out.
+NEWER = [
+    "Release notes are drafted in docs/changelog.md before every tag",
+    "The web client is built with Vite and served by Caddy",
+    "Feature flags live in config/flags.toml and are read at start-up",
+    "Pull requests need one approval from the owning team",
+    "Logs ship to Loki through the vector agent on each host",
+    "The CI runners use Python 3.12 and Node 22",
+    "Staging is refreshed from a masked production snapshot every Monday",
+    "Error budgets are tracked per service in the SLO dashboard",
+    "Frontend strings go through the i18n extractor before release",
+    "Cron jobs run in UTC; the scheduler is in ops/cron.yaml",
+]
+PINNED = "Deploys are frozen on Fridays; ask Priya before shipping"
+
+
+def program(name: str) -> Path:
+    """The installed harness program ``name``; skips (or fails, see module doc) when it is missing."""
+    path = PROGRAMS[name]
+    if not path.exists():
+        message = f"{name} is not installed under {HARNESS_DIR}: run `make harnesses`"
+        if os.environ.get("MEMCUE_REQUIRE_HARNESSES") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def private_env(root: Path, memcue_home: Path, **extra: str) -> dict[str, str]:
+    """An environment whose HOME (and so every harness's config dir) is ``root/home``; nothing of the user's
+    own config is read or written. Harness-specific home variables are dropped so the defaults under HOME
+    are the ones exercised."""
+    home = root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "HERMES_HOME") and not k.startswith(("ANTHROPIC_",
+                                                                                               "OPENAI_"))}
+    env.update(HOME=str(home), MEMCUE_HOME=str(memcue_home), OPENBLAS_NUM_THREADS="1", NO_COLOR="1", **extra)
+    return env
+
+
+def memcue_cli(*args: str, env: dict[str, str]) -> dict:
+    """Run ``python -m memcue <args> --json`` as the user would; returns the decoded JSON output."""
+    proc = subprocess.run([sys.executable, "-m", "memcue", *args, "--json"], capture_output=True, env=env,
+                          timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr.decode() + proc.stdout.decode()
+    return json.loads(proc.stdout)
+
+
+def project_dir(root: Path, name: str = "ledger") -> Path:
+    """A git repository (when git is installed) to run the harness in. Its name matches none of the memories,
+    so the session-start recall on the name leaves FACT to the prompt hook."""
+    path = root / name
+    path.mkdir(parents=True)
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def seeded_sidecar(memcue_home: Path, project: Path) -> Sidecar:
+    """A real sidecar (real model) holding FACT, the NEWER memories and one PINNED one for ``project``, every
+    vector computed."""
+    sc = start_sidecar(memcue_home)
+    scope = resolve_project(str(project))
+    sc.client.remember(FACT, project=scope, kind="decision")
+    for text in NEWER:
+        sc.client.remember(text, project=scope, kind="decision")
+    sc.client.remember(PINNED, project=scope, kind="decision", pinned=True)
+    sc.client.wait_idle(timeout_s=120)
+    return sc
+
+
+def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120,
+        stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """Run a harness program; the output is kept for the failure message."""
+    return subprocess.run(argv, input=stdin, capture_output=True, env=env, cwd=cwd, timeout=timeout)
+
+
+def explain(proc: subprocess.CompletedProcess[bytes], sidecar: Sidecar) -> str:
+    """What to show when a harness run did not do what the test expects."""
+    return (f"exit {proc.returncode}\nstdout: {proc.stdout.decode(errors='replace')[-3000:]}\n"
+            f"stderr: {proc.stderr.decode(errors='replace')[-3000:]}\nsidecar log: {sidecar.log()[-3000:]}")

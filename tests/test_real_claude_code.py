@@ -1,0 +1,71 @@
+"""The real Claude Code (npm ``@anthropic-ai/claude-code``) with memcue installed by ``memcue install``:
+``claude -p`` against a loopback Anthropic Messages server, which records what reached the model.
+
+Checks: the remembered fact reached the model in the request, exactly once; the session-start block arrived
+in the same request; the prompt was captured; uninstall gives back the settings file byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from model_stubs import ModelStub
+from real_harness import (
+    FACT,
+    PINNED,
+    QUESTION,
+    explain,
+    memcue_cli,
+    private_env,
+    program,
+    project_dir,
+    run,
+    seeded_sidecar,
+)
+
+from memcue.adapters.base import resolve_project
+from memcue.sidecar.hook_service import PROMPT_HEADER, SESSION_HEADER
+
+pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
+
+#: Claude Code's own environment switches (docs: "Environment variables"): no telemetry, no update check,
+#: no other traffic than the model API.
+QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
+
+
+def test_claude_code_gets_the_fact_once_and_the_session_block(home: Path, tmp_path: Path) -> None:
+    claude = program("claude")
+    env = private_env(tmp_path, home, **QUIET)
+    settings = Path(env["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    original = b'{\n  "permissions": {"allow": ["Bash(git status)"]},\n  "model": "claude-opus-5-5"\n}\n'
+    settings.write_bytes(original)
+    report = memcue_cli("install", "claude-code", env=env)["data"][0]
+    assert report["changed"] and report["path"] == str(settings)
+
+    project = project_dir(tmp_path)
+    sc = seeded_sidecar(home, project)
+    try:
+        with ModelStub("anthropic") as stub:
+            proc = run([str(claude), "-p", QUESTION, "--output-format", "json"], cwd=project,
+                       env={**env, "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-ant-loopback"})
+        assert proc.returncode == 0, explain(proc, sc)
+        assert json.loads(proc.stdout)["result"] == stub.reply
+        captured = sc.client.recall(QUESTION, project=resolve_project(str(project)), include_requests=True)
+    finally:
+        sc.stop()
+
+    turns = stub.turns(QUESTION)
+    assert len(turns) == 1, [r.path for r in stub.requests]
+    sent = turns[0].text
+    assert sent.count(FACT) == 1, explain(proc, sc)  # by the prompt hook, once
+    assert sent.count(PINNED) == 1  # by the session-start block, once
+    assert SESSION_HEADER in sent and PROMPT_HEADER in sent
+    assert sent.index(SESSION_HEADER) < sent.index(PINNED) and sent.index(PROMPT_HEADER) < sent.index(FACT)
+    assert sum(r.text.count(FACT) for r in stub.requests) == 1  # and nowhere else
+    assert any(r["memory_kind"] == "request" and r["content"] == QUESTION for r in captured["results"])
+
+    assert memcue_cli("uninstall", "claude-code", env=env)["data"][0]["restored"]
+    assert settings.read_bytes() == original
