@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_ERROR = 0, 1
@@ -17,16 +19,27 @@ def _harnesses(name: str) -> list[str]:
     return list(INSTALLERS) if name == "all" else [name]
 
 
+def _project(value: str | None) -> Path | None:
+    """The project root for ``--project [DIR]``: the git top-level of DIR (default: here), as the hooks
+    resolve it; None without the flag."""
+    if value is None:
+        return None
+    from memcue.adapters.base import resolve_project
+
+    return Path(resolve_project(os.path.abspath(value)))
+
+
 def _run(args: argparse.Namespace, action: str) -> int:
     from memcue import install as inst
     from memcue.hooks.locations import locations
 
     reports: list[dict[str, Any]] = []
     errors: list[str] = []
+    project = _project(args.project)
     for harness in _harnesses(args.harness):
         try:
             fn = inst.install if action == "install" else inst.uninstall
-            reports.append(fn(harness, locations().root, dry_run=args.dry_run))
+            reports.append(fn(harness, locations().root, dry_run=args.dry_run, project=project))
         except inst.InstallError as exc:
             errors.append(f"{harness}: {exc}")
     if args.json:
@@ -70,6 +83,9 @@ def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
         p = add(action, text)
         p.add_argument("harness", choices=HARNESS_CHOICES, help="claude-code, codex (hermes: not yet), or all")
         p.add_argument("--dry-run", action="store_true", help="print the change as a unified diff; write nothing")
+        p.add_argument("--project", nargs="?", const=".", metavar="DIR",
+                       help="the project's own settings instead of your user settings (Claude Code: "
+                            "<git top-level of DIR, default here>/.claude/settings.local.json, kept out of git)")
         p.set_defaults(fn=lambda args, action=action: _run(args, action))
     p = add("doctor", "Check the wiring (each harness's config, our hooks current), the sidecar and recent hooks; "
                       "exit 1 when something is wrong.")

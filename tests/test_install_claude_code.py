@@ -166,3 +166,29 @@ def test_install_and_uninstall_say_what_they_did_and_nothing_else(tmp_path: Path
     assert "hooks written to" in installed.stdout and "removed" not in installed.stdout
     removed = _cli(tmp_path, "uninstall", "claude-code")
     assert "hooks written" not in removed.stdout and ("restored" in removed.stdout or "removed" in removed.stdout)
+
+
+def test_project_install_writes_the_projects_local_settings_from_a_subdirectory(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    local = repo / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text('{"permissions": {"allow": []}}\n')
+    original = local.read_bytes()
+    env = {**os.environ, "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "MEMCUE_HOME": str(tmp_path / "home")}
+    run = [sys.executable, "-m", "memcue"]
+    for args in (["install", "claude-code"], ["install", "claude-code", "--project"]):
+        proc = subprocess.run(run + args, env=env, capture_output=True, text=True, cwd=repo / "src", timeout=60)
+        assert proc.returncode == 0, proc.stderr
+    user = _settings(tmp_path).read_bytes()
+    assert len(_ours(json.loads(local.read_text()), "UserPromptSubmit")) == 1
+    proc = subprocess.run(run + ["uninstall", "claude-code", "--project", str(repo / "src")], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert local.read_bytes() == original
+    assert _settings(tmp_path).read_bytes() == user  # the user-level install is a separate one
+    codex = subprocess.run(run + ["install", "codex", "--project"], env=env, capture_output=True, text=True,
+                           cwd=repo, timeout=60)
+    assert codex.returncode == 1 and "no per-project hooks file" in codex.stderr

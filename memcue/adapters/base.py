@@ -75,19 +75,41 @@ def resolve_project(cwd: str) -> str:
 
     The top-level is the nearest directory, from ``cwd`` upwards, holding a ``.git`` entry (a folder, or
     the file a worktree or submodule has), which is what ``git rev-parse --show-toplevel`` answers,
-    without starting git. Returns "" for an empty ``cwd``. One resolver for writes and reads (case C16).
+    without starting git. A linked worktree (``git worktree add``) belongs to its main repository's
+    project: the same code on another branch. Returns "" for an empty ``cwd``. One resolver for writes and
+    reads (case C16).
     """
     if not cwd:
         return ""
     real = os.path.realpath(cwd)
     path = real
     while True:
-        if os.path.lexists(os.path.join(path, ".git")):
-            return path
+        dot_git = os.path.join(path, ".git")
+        if os.path.lexists(dot_git):
+            return _main_worktree(dot_git) or path
         parent = os.path.dirname(path)
         if parent == path:
             return real
         path = parent
+
+
+def _main_worktree(dot_git: str) -> str:
+    """For a linked worktree's ``.git`` file (``gitdir: <repo>/.git/worktrees/<name>``, whose folder holds a
+    ``commondir`` file naming ``<repo>/.git``), the main worktree ``<repo>``; "" for anything else (a
+    repository's own ``.git`` folder, a submodule, a bare or unreadable repository)."""
+    if not os.path.isfile(dot_git):
+        return ""
+    try:
+        with open(dot_git, encoding="utf-8") as f:
+            line = f.readline().strip()
+        if not line.startswith("gitdir:"):
+            return ""
+        gitdir = os.path.join(os.path.dirname(dot_git), line[len("gitdir:"):].strip())
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
+            common = os.path.realpath(os.path.join(gitdir, f.readline().strip()))
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else ""
 
 
 def text_field(payload: dict[str, object], key: str) -> str:

@@ -10,6 +10,7 @@ original byte for byte, and otherwise removes memcue's entries only.
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
 from pathlib import Path
 from types import ModuleType
@@ -42,11 +43,24 @@ def installer(harness: str) -> ModuleType:
     return importlib.import_module(INSTALLERS[harness])
 
 
-def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str | None = None) -> dict[str, Any]:
-    """Install memcue's hooks for ``harness``; returns ``{"harness", "path", "changed", "backup", "diff"}``.
-    ``state_dir`` holds the install record (the data dir). Raises ``InstallError`` (nothing written)."""
+def _target(harness: str, project: Path | None) -> tuple[ModuleType, Path, str]:
+    """``(installer module, config file, record name)``: the user's config, or with ``project`` (a project
+    root) the harness's per-project file, recorded under its own name so both can be installed at once."""
     mod = installer(harness)
-    path = mod.settings_path()
+    if project is None:
+        return mod, mod.settings_path(), harness
+    if not hasattr(mod, "project_settings_path"):
+        raise InstallError(f"{harness} has no per-project hooks file memcue can write; install without --project")
+    path = mod.project_settings_path(project)
+    return mod, path, f"{harness}-project-{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
+
+
+def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str | None = None,
+            project: Path | None = None) -> dict[str, Any]:
+    """Install memcue's hooks for ``harness`` (into ``project``'s own settings when given); returns
+    ``{"harness", "path", "changed", "backup", "diff", "dry_run", "note"}``. ``state_dir`` holds the install
+    record (the data dir). Raises ``InstallError`` (nothing written)."""
+    mod, path, name = _target(harness, project)
     old = read_bytes(path)
     settings, style = mod.parse(old, path)
     wanted = mod.install(copy.deepcopy(settings), path, python)
@@ -57,13 +71,13 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
                               "note": getattr(mod, "TRUST_NOTE", "")}
     if not changed or dry_run:
         return report
-    record = load_record(state_dir, harness)
+    record = load_record(state_dir, name)
     kept = record.get("backup") if record.get("path") == str(path) else None
     if old is not None and not (kept and Path(kept).exists()):
         kept = str(backup(path))
     write_atomic(path, new)
     first = record if record.get("path") == str(path) else {}
-    save_record(state_dir, harness, {
+    save_record(state_dir, name, {
         "path": str(path), "written_sha256": sha256(new), "backup": kept,
         "existed": first.get("existed", old is not None),
         "original_sha256": first.get("original_sha256", sha256(old) if old is not None else None)})
@@ -71,19 +85,19 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
     return report
 
 
-def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False) -> dict[str, Any]:
-    """Take memcue's hooks out for ``harness``: restore the original byte for byte when the file is as
-    memcue left it, else remove only memcue's entries. Returns ``{"harness", "path", "changed", "restored",
-    "diff"}``. Raises ``InstallError`` (nothing written)."""
-    mod = installer(harness)
-    path = mod.settings_path()
+def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: Path | None = None) -> dict[str, Any]:
+    """Take memcue's hooks out for ``harness`` (out of ``project``'s own settings when given): restore the
+    original byte for byte when the file is as memcue left it, else remove only memcue's entries. Returns
+    ``{"harness", "path", "changed", "restored", "diff", "dry_run"}``. Raises ``InstallError`` (nothing
+    written)."""
+    mod, path, name = _target(harness, project)
     old = read_bytes(path)
-    record = load_record(state_dir, harness)
+    record = load_record(state_dir, name)
     report: dict[str, Any] = {"harness": harness, "path": str(path), "changed": False, "restored": False,
                               "diff": "", "dry_run": dry_run}
     if old is None:
         if not dry_run:
-            drop_record(state_dir, harness)
+            drop_record(state_dir, name)
         return report
     original: bytes | None = None
     untouched = record.get("path") == str(path) and record.get("written_sha256") == sha256(old)
@@ -97,7 +111,7 @@ def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False) -> dict[s
                 path.unlink()
             else:
                 write_atomic(path, original)
-            drop_record(state_dir, harness)
+            drop_record(state_dir, name)
         return report
     settings, style = mod.parse(old, path)
     kept = mod.uninstall(copy.deepcopy(settings), path)
@@ -108,5 +122,5 @@ def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False) -> dict[s
     if not dry_run:
         report["backup"] = str(backup(path))
         write_atomic(path, new)
-        drop_record(state_dir, harness)
+        drop_record(state_dir, name)
     return report

@@ -22,13 +22,19 @@ EVENTS: dict[str, tuple[str, int]] = {
     "SessionEnd": ("session-end", 5),
 }
 
-__all__ = ["EVENTS", "NAME", "dump", "install", "parse", "settings_path", "uninstall"]
+__all__ = ["EVENTS", "NAME", "dump", "install", "parse", "project_settings_path", "settings_path", "uninstall"]
 
 
 def settings_path() -> Path:
     """``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``."""
     base = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
     return (Path(base).expanduser() if base else Path.home() / ".claude") / "settings.json"
+
+
+def project_settings_path(project: Path) -> Path:
+    """``<project>/.claude/settings.local.json``: the project's personal settings, which Claude Code keeps out
+    of git (the shared ``settings.json`` would carry this machine's interpreter path to every clone)."""
+    return project / ".claude" / "settings.local.json"
 
 
 def install(settings: dict[str, Any], path: Path, python: str | None = None) -> dict[str, Any]:
