@@ -5,7 +5,8 @@ finish a turn, answers every request with a short text, and records every reques
   ``/v1/messages/count_tokens``), as Claude Code calls it with ``ANTHROPIC_BASE_URL``.
 - ``responses``: OpenAI Responses (``POST …/responses``, streaming), as Codex calls a custom provider.
 - ``chat``: OpenAI Chat Completions (``POST …/chat/completions``, streaming or not), as Hermes calls a
-  custom OpenAI-compatible endpoint; ``GET …/models`` lists one model.
+  custom OpenAI-compatible endpoint; ``GET /v1/models`` lists one model, every other GET is a 404 (Hermes
+  probes ``/api/v1/models``, ``/api/tags``, ``/props`` … and takes a 200 there for a local server of that kind).
 
 Event names and fields follow the public API references of each (Anthropic "Streaming Messages"; OpenAI
 "Responses streaming events"; OpenAI "Chat Completions streaming"). Nothing leaves 127.0.0.1.
@@ -62,6 +63,9 @@ class ModelStub:
 
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 stub._record("GET", self.path, None)
+                if self.path.split("?")[0] != "/v1/models":  # Hermes probes for local servers: not one of them
+                    self._send(404, "application/json", b'{"error": "not found"}')
+                    return
                 body = {"object": "list", "data": [{"id": "stub-model", "object": "model", "owned_by": "stub"}]}
                 self._send(200, "application/json", json.dumps(body).encode())
 
