@@ -29,6 +29,26 @@ def _project(value: str | None) -> Path | None:
     return Path(resolve_project(os.path.abspath(value)))
 
 
+def _codex_trust(report: dict[str, Any], action: str, wanted: bool, state_dir: Path) -> None:
+    """After a Codex install with ``--trust``: trust memcue's hooks through ``codex app-server`` (the note
+    says so only when Codex confirms it). After an uninstall: take back the trust memcue wrote. Raises
+    ``InstallError`` when asked to trust and Codex cannot be asked or refuses."""
+    from memcue.install import codex_trust
+
+    if action == "uninstall":
+        report["trust"] = codex_trust.untrust(codex_trust.codex_program(), state_dir)
+        return
+    if not wanted:
+        return
+    program = codex_trust.codex_program()
+    if program is None:
+        raise codex_trust.InstallError("--trust needs the `codex` program on PATH; the hooks are written but "
+                                       "not active: run /hooks in Codex to trust them")
+    hooks = codex_trust.trust(program, Path(report["path"]), state_dir)
+    report["trusted"] = sorted(h["key"] for h in hooks)
+    report["note"] = f"Codex trusts memcue's {len(hooks)} hooks: they run from the next Codex session on."
+
+
 def _run(args: argparse.Namespace, action: str) -> int:
     from memcue import install as inst
     from memcue.hooks.locations import locations
@@ -36,10 +56,14 @@ def _run(args: argparse.Namespace, action: str) -> int:
     reports: list[dict[str, Any]] = []
     errors: list[str] = []
     project = _project(args.project)
+    state_dir = locations().root
     for harness in _harnesses(args.harness):
         try:
             fn = inst.install if action == "install" else inst.uninstall
-            reports.append(fn(harness, locations().root, dry_run=args.dry_run, project=project))
+            report = fn(harness, state_dir, dry_run=args.dry_run, project=project)
+            reports.append(report)
+            if harness == "codex" and not args.dry_run:
+                _codex_trust(report, action, getattr(args, "trust", False), state_dir)
         except inst.InstallError as exc:
             errors.append(f"{harness}: {exc}")
     if args.json:
@@ -59,6 +83,8 @@ def _run(args: argparse.Namespace, action: str) -> int:
                       f"{r['path']}")
             if action == "install" and r.get("note") and not args.dry_run:
                 print(f"{r['harness']}: {r['note']}")
+            if r.get("trust"):
+                print(f"{r['harness']}: {r['trust']}")
         for e in errors:
             print(f"memcue: {e}", file=sys.stderr)
     return EXIT_ERROR if errors else EXIT_OK
@@ -81,11 +107,15 @@ def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
     for action, text in (("install", "Wire memcue's hooks into a harness's config: merged, backed up, atomic."),
                          ("uninstall", "Take memcue's hooks out again (the original file back when untouched).")):
         p = add(action, text)
-        p.add_argument("harness", choices=HARNESS_CHOICES, help="claude-code, codex (hermes: not yet), or all")
+        p.add_argument("harness", choices=HARNESS_CHOICES, help="claude-code, codex, hermes, or all")
         p.add_argument("--dry-run", action="store_true", help="print the change as a unified diff; write nothing")
         p.add_argument("--project", nargs="?", const=".", metavar="DIR",
                        help="the project's own settings instead of your user settings (Claude Code: "
                             "<git top-level of DIR, default here>/.claude/settings.local.json, kept out of git)")
+        if action == "install":
+            p.add_argument("--trust", action="store_true",
+                           help="Codex: also trust memcue's hooks through `codex app-server` (Codex skips untrusted "
+                                "hooks without a word); without it, run /hooks in Codex")
         p.set_defaults(fn=lambda args, action=action: _run(args, action))
     p = add("doctor", "Check the wiring (each harness's config, our hooks current), the sidecar and recent hooks; "
                       "exit 1 when something is wrong.")

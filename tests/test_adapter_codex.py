@@ -10,7 +10,7 @@ import pytest
 from conftest import run_hook, start_sidecar
 
 from memcue.adapters import codex, event_name
-from memcue.adapters.base import SESSION_START, STOP, USER_PROMPT_SUBMIT
+from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
 from memcue.sidecar.hook_service import PROMPT_HEADER, SESSION_HEADER
 
 #: Payloads as Codex writes them (fields of codex-rs/hooks/schema/generated/*.command.input.schema.json).
@@ -39,7 +39,8 @@ def test_parse_prompt_session_start_and_stop(monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.parametrize("name,ours", [("UserPromptSubmit", USER_PROMPT_SUBMIT), ("SessionStart", SESSION_START),
-                                       ("Stop", STOP), ("stop", STOP), ("SessionEnd", None)])
+                                       ("Stop", STOP), ("stop", STOP), ("SessionEnd", SESSION_END),
+                                           ("PreToolUse", None)])
 def test_event_names(name: str, ours: str | None) -> None:
     assert event_name(codex, name) == ours
 

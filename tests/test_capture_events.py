@@ -11,6 +11,7 @@ from hookutil import spool_records
 
 from memcue.adapters import claude_code
 from memcue.adapters.base import SESSION_END, STOP
+from memcue.hooks.run import RESPONSE_MAX_CHARS
 
 
 def test_parse_and_render_of_capture_events() -> None:
@@ -28,20 +29,27 @@ def test_session_end_is_spooled_at_once_and_stored_as_bookkeeping(home: Path, tm
     started = time.monotonic()
     end = run_hook({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": str(project),
                     "hook_event_name": "SessionEnd", "reason": "clear"}, "session-end", env=env)
+    answer = "We switched the billing queue to SQS because Kafka was overkill. " * 200  # 13,000 characters
     stop = run_hook({"session_id": "s1", "cwd": str(project), "hook_event_name": "Stop",
-                     "stop_hook_active": False}, "stop", env=env)
-    assert time.monotonic() - started < 3.0
-    assert (end.returncode, end.stdout, end.stderr) == (0, b"", b"") == (stop.returncode, stop.stdout, stop.stderr)
-    (record,) = spool_records(home)  # Stop records nothing
-    assert (record["content"], record["kind"], record["session_id"]) == ("Session ended (reason: clear)", "event",
-                                                                         "s1")
+                     "stop_hook_active": False, "last_assistant_message": answer}, "stop", env=env)
+    silent = run_hook({"session_id": "s1", "cwd": str(project), "hook_event_name": "Stop",
+                       "stop_hook_active": False}, "stop", env=env)  # no answer: nothing to record
+    assert time.monotonic() - started < 4.5
+    for proc in (end, stop, silent):
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    ended, replied = spool_records(home)
+    assert (ended["content"], ended["kind"], ended["session_id"]) == ("Session ended (reason: clear)", "event", "s1")
+    assert replied["kind"] == "response" and replied["content"].endswith(" [memcue: cut]")
+    assert len(replied["content"]) == RESPONSE_MAX_CHARS + len(" [memcue: cut]")
     assert not (home / "sidecar.pid").exists(), "a capture never starts the sidecar"
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     try:
         deadline = time.monotonic() + 15
-        while sc.client.health()["counts"]["memories"] < 1 and time.monotonic() < deadline:
+        while sc.client.health()["counts"]["memories"] < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         counts = sc.client.health()["counts"]
+        asked = sc.client.recall("why did we switch the billing queue to SQS?", project=str(project))
     finally:
         sc.stop()
-    assert (counts["memories"], counts["bookkeeping"]) == (1, 1), "stored, flagged as bookkeeping"
+    assert (counts["memories"], counts["bookkeeping"]) == (2, 2), "stored, flagged as bookkeeping"
+    assert asked["results"] == [], "a captured answer never answers a question"

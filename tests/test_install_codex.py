@@ -31,14 +31,15 @@ def test_install_codex_merges_says_trust_and_uninstalls_byte_identical(tmp_path:
     assert run.returncode == 0, run.stderr
     assert "only after you trust them" in run.stdout and "/hooks" in run.stdout, "never claimed active"
     data = json.loads(path.read_text())
-    assert data["hooks"]["Stop"] == json.loads(EXISTING)["hooks"]["Stop"], "another tool's hook is kept"
+    assert data["hooks"]["Stop"][0] == json.loads(EXISTING)["hooks"]["Stop"][0], "another tool's hook is kept"
     ours = {event: [h for g in groups for h in g["hooks"] if hooks_json.is_ours(h)]
             for event, groups in data["hooks"].items()}
     assert [h["timeout"] for h in ours["UserPromptSubmit"]] == [3]
     assert [h["timeout"] for h in ours["SessionStart"]] == [5]
     assert all(isinstance(h["timeout"], int) and "codex user-prompt-submit" in h["command"]
                for h in ours["UserPromptSubmit"])
-    assert ours["Stop"] == []
+    assert [h["timeout"] for h in ours["Stop"]] == [5] and len(data["hooks"]["Stop"]) == 2
+    assert [h["timeout"] for h in ours["SessionEnd"]] == [3]  # Codex caps SessionEnd hooks at 3 s
     before = path.read_bytes()
     assert _cli(tmp_path, "install", "codex").returncode == 0 and path.read_bytes() == before
     doctor = _cli(tmp_path, "doctor", "--json")

@@ -121,7 +121,10 @@ def text_field(payload: dict[str, object], key: str) -> str:
 def command_event(harness: str, event: str, data: dict[str, object], *, session_id: str, cwd: str,
                   extra: dict[str, object]) -> HookEvent:
     """The ``HookEvent`` of a command-hook harness (Claude Code, Codex): ``prompt`` only for prompts,
-    ``source`` only at session start, ``project`` resolved from ``cwd``."""
+    ``source`` only at session start, ``project`` resolved from ``cwd``; Stop's ``last_assistant_message``
+    (the turn's answer, which both harnesses send) goes into ``extra`` for capture."""
+    if event == STOP and text_field(data, "last_assistant_message"):
+        extra = {**extra, "last_assistant_message": text_field(data, "last_assistant_message")}
     return HookEvent(harness=harness, event=event, session_id=session_id, cwd=cwd, project=resolve_project(cwd),
                      prompt=text_field(data, "prompt") if event == USER_PROMPT_SUBMIT else "",
                      source=text_field(data, "source") if event == SESSION_START else "",

@@ -4,9 +4,11 @@ Standard library only (runs inside the hook process). Codex runs the commands of
 with one JSON object on stdin (Codex 0.171 schemas ``codex-rs/hooks/schema/generated/*.command.input``):
 UserPromptSubmit ``{"session_id", "turn_id", "transcript_path", "cwd", "hook_event_name", "model",
 "permission_mode", "prompt"}``, SessionStart the same with ``"source"`` (startup|resume|clear|compact) and no
-prompt, Stop with ``"last_assistant_message"`` and ``"stop_hook_active"``. Codex sets no session variables:
+prompt, Stop with ``"last_assistant_message"`` and ``"stop_hook_active"``, SessionEnd ``{"session_id",
+"transcript_path", "cwd", "hook_event_name", "reason"}``. Codex sets no session variables:
 the session id comes from stdin only. Output schemas forbid unknown fields, so stdout is exactly
-``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` or empty; Stop injects nothing.
+``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` or empty; Stop and SessionEnd
+inject nothing.
 Codex keeps about 2,500 tokens of hook context (DESIGN.md section 3), so blocks stay under that.
 """
 
@@ -16,6 +18,7 @@ import os
 
 from memcue.adapters.base import (
     COMMAND_HOOK_TOKENS,
+    SESSION_END,
     SESSION_START,
     STOP,
     USER_PROMPT_SUBMIT,
@@ -34,6 +37,7 @@ EVENTS: dict[str, str] = {
     USER_PROMPT_SUBMIT: "UserPromptSubmit",
     SESSION_START: "SessionStart",
     STOP: "Stop",
+    SESSION_END: "SessionEnd",
 }
 #: Events whose block reaches the model; the others only capture.
 INJECTING = (USER_PROMPT_SUBMIT, SESSION_START)
@@ -43,14 +47,14 @@ MAX_CHARS = 9_500
 #: Token budgets: the command-hook defaults (``base.COMMAND_HOOK_TOKENS``).
 DEFAULT_TOKENS = COMMAND_HOOK_TOKENS
 #: Payload keys copied into ``HookEvent.extra`` when present (scalars only).
-_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "turn_id", "stop_hook_active")
+_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "turn_id", "stop_hook_active", "reason")
 
 
 def parse(event: str, payload: object) -> HookEvent:
     """A ``HookEvent`` from a decoded Codex payload; a non-object payload counts as empty.
 
     ``cwd`` falls back to the process's working directory (Codex starts hooks in the session's); ``project``
-    is ``resolve_project(cwd)``; Stop's ``last_assistant_message`` is kept in ``extra`` for capture. Never
+    is ``resolve_project(cwd)``; Stop's ``last_assistant_message`` goes into ``extra`` (``command_event``). Never
     raises on payload content.
     """
     data: dict[str, object] = payload if isinstance(payload, dict) else {}
@@ -61,8 +65,6 @@ def parse(event: str, payload: object) -> HookEvent:
         except OSError:
             cwd = ""
     extra = {key: data[key] for key in _EXTRA_KEYS if isinstance(data.get(key), str | int | float | bool)}
-    if event == STOP and text_field(data, "last_assistant_message"):
-        extra["last_assistant_message"] = text_field(data, "last_assistant_message")
     return command_event(NAME, event, data, session_id=text_field(data, "session_id"), cwd=cwd, extra=extra)
 
 
@@ -73,7 +75,7 @@ def budget(event: str) -> Budget:
 
 
 def render(event: HookEvent, context: str) -> str:
-    """Codex's stdout for ``context``: "" when blank or for a capture-only event (Stop), else exactly one
+    """Codex's stdout for ``context``: "" when blank or for a capture-only event (Stop, SessionEnd), else exactly one
     ``hookSpecificOutput`` object (no other field: Codex fails a hook whose output has unknown fields)."""
     name = EVENTS.get(event.event) if event.event in INJECTING else None
     return hook_specific_output(name, context, budget(event.event).max_chars)

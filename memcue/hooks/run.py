@@ -206,20 +206,32 @@ def _spool_prompt(event: HookEvent) -> None:
         log(f"could not spool the prompt: {exc!r}")
 
 
+#: Characters of an agent's answer a Stop capture keeps (the harness's transcript keeps the whole of it).
+RESPONSE_MAX_CHARS = 8_000
+
+
 def _capture(event: HookEvent) -> None:
-    """Spool what a capture-only event records: SessionEnd becomes a "Session ended" bookkeeping row (flagged
-    at write, never an answer: it marks the session's end for session context). Stop records nothing yet."""
-    if event.event != SESSION_END or not event.project:
+    """Spool what a capture-only event records. SessionEnd becomes a "Session ended" row, Stop the turn's
+    answer (``last_assistant_message``, first ``RESPONSE_MAX_CHARS`` characters) as a ``response``; both are
+    bookkeeping rows (flagged at write, never an answer to a question): the record of the session, kept."""
+    if not event.project:
+        return
+    if event.event == SESSION_END:
+        text, kind = f"Session ended (reason: {event.extra.get('reason') or 'other'})", "event"
+    elif event.event == STOP and str(event.extra.get("last_assistant_message") or "").strip():
+        text, kind = str(event.extra["last_assistant_message"]), "response"
+        if len(text) > RESPONSE_MAX_CHARS:
+            text = text[:RESPONSE_MAX_CHARS] + " [memcue: cut]"
+    else:
         return
     from memcue.hooks import spool
 
-    reason = str(event.extra.get("reason") or "other")
-    record = spool.remember_prompt(f"Session ended (reason: {reason})", project=event.project,
-                                   session_id=event.session_id, harness=event.harness, kind="event")
+    record = spool.remember_prompt(text, project=event.project, session_id=event.session_id,
+                                   harness=event.harness, kind=kind)
     try:
         spool.append(record, spool.spool_path(event.harness, event.session_id))
     except Exception as exc:  # a full disk must not break the harness
-        log(f"could not spool the session end: {exc!r}")
+        log(f"could not spool the {event.event}: {exc!r}")
 
 
 def _write_stdout(text: str) -> None:

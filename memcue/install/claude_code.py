@@ -15,10 +15,11 @@ from memcue.install.hooks_json import dump, parse
 
 NAME = "claude-code"
 #: Claude Code event -> (memcue event, timeout in s). Prompt hooks get 3 s (the hook's own deadline is
-#: 2.5 s); session start 5 s (deadline 4.5 s); SessionEnd, capture only (spooled at once), 5 s.
+#: 2.5 s); session start 5 s (deadline 4.5 s); Stop and SessionEnd, capture only (spooled at once), 5 s.
 EVENTS: dict[str, tuple[str, int]] = {
     "UserPromptSubmit": ("user-prompt-submit", 3),
     "SessionStart": ("session-start", 5),
+    "Stop": ("stop", 5),
     "SessionEnd": ("session-end", 5),
 }
 

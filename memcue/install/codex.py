@@ -4,7 +4,7 @@ Same JSON shape as Claude Code's hooks (``install.hooks_json``): ``command`` is 
 ``timeout`` an integer (a fractional one makes Codex discard the whole file). Codex runs a hook only once
 the user has trusted it (``/hooks`` in Codex, or ``hooks.state`` in its ``config.toml``), and says nothing
 about an untrusted one, so an install here never claims the hooks are active: ``TRUST_NOTE`` says what to
-do. (``--trust`` through ``codex app-server`` is not built yet.)
+do, and ``memcue install codex --trust`` trusts them through Codex's own app-server (``install.codex_trust``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,16 @@ from memcue.install import hooks_json
 from memcue.install.hooks_json import dump, parse
 
 NAME = "codex"
-#: Codex event -> (memcue event, timeout in s): the prompt hook 3 s (deadline 2.5 s), session start 5 s.
+#: Codex event -> (memcue event, timeout in s): the prompt hook 3 s (deadline 2.5 s), session start 5 s,
+#: Stop 5 s (capture only). SessionEnd gets 3 s: Codex 0.171 caps SessionEnd hooks at 3 s and warns about more.
 EVENTS: dict[str, tuple[str, int]] = {
     "UserPromptSubmit": ("user-prompt-submit", 3),
     "SessionStart": ("session-start", 5),
+    "Stop": ("stop", 5),
+    "SessionEnd": ("session-end", 3),
 }
-TRUST_NOTE = ("Codex runs these hooks only after you trust them: start `codex`, run /hooks and trust memcue's "
-              "entries. Until then they are written but not active.")
+TRUST_NOTE = ("Codex runs these hooks only after you trust them: run `memcue install codex --trust`, or start "
+              "`codex`, run /hooks and trust memcue's entries. Until then they are written but not active.")
 
 __all__ = ["EVENTS", "NAME", "TRUST_NOTE", "dump", "install", "parse", "settings_path", "uninstall"]
 

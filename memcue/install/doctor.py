@@ -1,7 +1,8 @@
 """``memcue doctor``: is memcue wired into each harness, current, and able to answer?
 
 Checks, per harness (Claude Code and Codex so far): its config file, whether memcue's hooks are there and
-current (this interpreter, these timeouts), and the harness's version when its program is on PATH; then the
+current (this interpreter, these timeouts), the harness's version when its program is on PATH, and for Codex
+whether Codex trusts the hooks (asked through ``codex app-server`` when ``codex`` is on PATH); then the
 sidecar (running, model, tokenizer, sqlite-vec, config errors, a socket path something else occupies) and
 the hook log (recent failures, the latest timings when ``MEMCUE_HOOK_DEBUG`` is on). Each finding is
 ``ok``, ``warn`` or ``problem``; the command exits 1 when any is a problem.
@@ -13,11 +14,12 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from memcue.hooks.locations import Locations, socket_blocked
-from memcue.install import claude_code, codex, hooks_json
+from memcue.install import claude_code, codex, codex_trust, hooks_json
 from memcue.install.files import InstallError, read_bytes
 
 OK, WARN, PROBLEM = "ok", "warn", "problem"
@@ -72,10 +74,28 @@ def check_hooks_json(mod: ModuleType, program: str) -> dict[str, Any]:
         return _finding(name, PROBLEM, f"{what} in {path}: run `memcue install {name}`", path=str(path),
                         version=version, installed=True)
     note = getattr(mod, "TRUST_NOTE", "")
-    if note:  # written, but whether Codex trusts them is not checked yet
-        return _finding(name, WARN, f"hooks current in {path}; trust not checked: {note}", path=str(path),
-                        version=version, installed=True)
+    if note:
+        return _trust_finding(name, path, version, note)
     return _finding(name, OK, f"hooks current in {path}", path=str(path), version=version, installed=True)
+
+
+def _trust_finding(name: str, path: Path, version: str, note: str) -> dict[str, Any]:
+    """Codex: memcue's hooks are current; does Codex trust them (asked through ``codex app-server``)?"""
+    detail = {"path": str(path), "version": version, "installed": True}
+    program = codex_trust.codex_program()
+    if program is None:
+        return _finding(name, WARN, f"hooks current in {path}; trust not checked (codex is not on PATH): {note}",
+                        trust=None, **detail)
+    try:
+        trust = codex_trust.status(program, path)
+    except InstallError as exc:
+        return _finding(name, WARN, f"hooks current in {path}; trust not checked: {exc}", trust=None, **detail)
+    waiting = sorted(event for event, state in trust.items() if state not in ("trusted", "managed"))
+    if waiting or not trust:
+        return _finding(name, PROBLEM, f"Codex will not run memcue's hooks ({', '.join(waiting) or 'none listed'} "
+                                       f"not trusted): run `memcue install codex --trust`, or /hooks in Codex",
+                        trust=trust, **detail)
+    return _finding(name, OK, f"hooks current in {path} and trusted by Codex", trust=trust, **detail)
 
 
 def check_sidecar(loc: Locations) -> list[dict[str, Any]]:

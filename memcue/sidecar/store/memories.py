@@ -38,6 +38,11 @@ DF_CACHE_SIZE = 8192
 OPTIMIZE_EVERY = 1000
 
 
+#: Kinds that are a record of the session rather than knowledge: stored as bookkeeping rows (never an answer,
+#: never embedded). ``response``: an agent's answer captured at Stop (hooks/run.py).
+RECORD_KINDS = ("response",)
+
+
 @dataclass
 class NewMemory:
     """A memory to write. Times are Unix seconds; ``source_id`` makes a write idempotent (spool, import)."""
@@ -202,7 +207,7 @@ class Store(RecallQueries, VectorRows):
                         (now, same[0][0]))
                     results.append(WriteResult(int(same[0][0]), bool(same[0][1]), duplicate=True))
                     continue
-                flagged = is_bookkeeping(content)
+                flagged = m.kind in RECORD_KINDS or is_bookkeeping(content)
                 created = m.created_at if m.created_at is not None else now
                 self._writer.execute(
                     "INSERT INTO memories(content, kind, project, session_id, created_at, updated_at, pinned,"
