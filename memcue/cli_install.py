@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,10 +14,21 @@ from typing import Any
 EXIT_OK, EXIT_ERROR = 0, 1
 
 
-def _harnesses(name: str) -> list[str]:
-    from memcue.install import INSTALLERS
+def _harnesses(name: str, action: str) -> tuple[list[str], list[str]]:
+    """``(harnesses to act on, harnesses skipped)``. ``all`` installs into the harnesses this machine has (the
+    program on PATH, or its config folder present) and uninstalls from every one."""
+    from memcue.install import INSTALLERS, installer
 
-    return list(INSTALLERS) if name == "all" else [name]
+    if name != "all":
+        return [name], []
+    if action == "uninstall":
+        return list(INSTALLERS), []
+    found, skipped = [], []
+    for harness in INSTALLERS:
+        mod = installer(harness)
+        present = shutil.which(getattr(mod, "PROGRAM", harness)) or mod.settings_path().parent.is_dir()
+        (found if present else skipped).append(harness)
+    return found, skipped
 
 
 def _project(value: str | None) -> Path | None:
@@ -57,7 +69,8 @@ def _run(args: argparse.Namespace, action: str) -> int:
     errors: list[str] = []
     project = _project(args.project)
     state_dir = locations().root
-    for harness in _harnesses(args.harness):
+    harnesses, skipped = _harnesses(args.harness, action)
+    for harness in harnesses:
         try:
             fn = inst.install if action == "install" else inst.uninstall
             report = fn(harness, state_dir, dry_run=args.dry_run, project=project)
@@ -67,7 +80,8 @@ def _run(args: argparse.Namespace, action: str) -> int:
         except inst.InstallError as exc:
             errors.append(f"{harness}: {exc}")
     if args.json:
-        print(json.dumps({"success": not errors, "data": reports, "errors": errors}, ensure_ascii=False))
+        print(json.dumps({"success": not errors, "data": reports, "errors": errors, "skipped": skipped},
+                         ensure_ascii=False))
     else:
         for r in reports:
             if args.dry_run:
@@ -85,6 +99,8 @@ def _run(args: argparse.Namespace, action: str) -> int:
                 print(f"{r['harness']}: {r['note']}")
             if r.get("trust"):
                 print(f"{r['harness']}: {r['trust']}")
+        for harness in skipped:
+            print(f"{harness}: not found on this machine (no program on PATH, no config folder); skipped")
         for e in errors:
             print(f"memcue: {e}", file=sys.stderr)
     return EXIT_ERROR if errors else EXIT_OK

@@ -192,3 +192,20 @@ def test_project_install_writes_the_projects_local_settings_from_a_subdirectory(
     codex = subprocess.run(run + ["install", "codex", "--project"], env=env, capture_output=True, text=True,
                            cwd=repo, timeout=60)
     assert codex.returncode == 1 and "no per-project hooks file" in codex.stderr
+
+
+def test_install_all_wires_the_harnesses_this_machine_has(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()  # Claude Code's folder exists; no codex or hermes program, no folders
+    env = {**os.environ, "HOME": str(tmp_path), "MEMCUE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "HERMES_HOME"):
+        env.pop(key, None)
+    proc = subprocess.run([sys.executable, "-m", "memcue", "install", "all", "--json"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [r["harness"] for r in out["data"]] == ["claude-code"]
+    assert set(out["skipped"]) >= {"codex"} and not (tmp_path / ".codex").exists()
+    proc = subprocess.run([sys.executable, "-m", "memcue", "uninstall", "all"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / ".claude" / "settings.json").exists()

@@ -14,6 +14,8 @@ from memcue.install import hooks_json
 from memcue.install.hooks_json import dump, parse
 
 NAME = "claude-code"
+#: The harness's program, looked for on PATH (``memcue install all``, ``memcue doctor``).
+PROGRAM = "claude"
 #: Claude Code event -> (memcue event, timeout in s). Prompt hooks get 3 s (the hook's own deadline is
 #: 2.5 s); session start 5 s (deadline 4.5 s); Stop and SessionEnd, capture only (spooled at once), 5 s.
 EVENTS: dict[str, tuple[str, int]] = {
@@ -23,7 +25,8 @@ EVENTS: dict[str, tuple[str, int]] = {
     "SessionEnd": ("session-end", 5),
 }
 
-__all__ = ["EVENTS", "NAME", "dump", "install", "parse", "project_settings_path", "settings_path", "uninstall"]
+__all__ = ["EVENTS", "NAME", "PROGRAM", "dump", "install", "parse", "project_settings_path", "settings_path",
+           "uninstall"]
 
 
 def settings_path() -> Path:

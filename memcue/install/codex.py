@@ -17,6 +17,8 @@ from memcue.install import hooks_json
 from memcue.install.hooks_json import dump, parse
 
 NAME = "codex"
+#: The harness's program, looked for on PATH (``memcue install all``, ``memcue doctor``).
+PROGRAM = "codex"
 #: Codex event -> (memcue event, timeout in s): the prompt hook 3 s (deadline 2.5 s), session start 5 s,
 #: Stop 5 s (capture only). SessionEnd gets 3 s: Codex 0.171 caps SessionEnd hooks at 3 s and warns about more.
 EVENTS: dict[str, tuple[str, int]] = {
@@ -28,7 +30,7 @@ EVENTS: dict[str, tuple[str, int]] = {
 TRUST_NOTE = ("Codex runs these hooks only after you trust them: run `memcue install codex --trust`, or start "
               "`codex`, run /hooks and trust memcue's entries. Until then they are written but not active.")
 
-__all__ = ["EVENTS", "NAME", "TRUST_NOTE", "dump", "install", "parse", "settings_path", "uninstall"]
+__all__ = ["EVENTS", "NAME", "PROGRAM", "TRUST_NOTE", "dump", "install", "parse", "settings_path", "uninstall"]
 
 
 def settings_path() -> Path:

@@ -47,11 +47,11 @@ def _version(program: str) -> str:
     return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else ""
 
 
-def check_hooks_json(mod: ModuleType, program: str) -> dict[str, Any]:
+def check_hooks_json(mod: ModuleType) -> dict[str, Any]:
     """A hooks-file harness (``mod``: ``install.claude_code`` or ``install.codex``): its file, memcue's hooks
-    present and current (this interpreter, these timeouts), and ``<program> --version``."""
+    present and current (this interpreter, these timeouts), and ``<mod.PROGRAM> --version``."""
     name, path = mod.NAME, mod.settings_path()
-    version = _version(program)
+    version = _version(mod.PROGRAM)
     try:
         settings, _ = mod.parse(read_bytes(path), path)
     except InstallError as exc:
@@ -147,7 +147,7 @@ def check_hook_log(loc: Locations) -> dict[str, Any]:
 
 def run_checks(loc: Locations) -> dict[str, Any]:
     """Every check: ``{"ok": bool, "findings": [{"area", "status", "message", ...}]}``."""
-    harnesses = [check_hooks_json(claude_code, "claude"), check_hooks_json(codex, "codex")]
+    harnesses = [check_hooks_json(claude_code), check_hooks_json(codex)]
     findings = [*harnesses, *check_sidecar(loc), check_hook_log(loc)]
     if not any(f.get("installed") for f in harnesses):
         findings.append(_finding("harnesses", PROBLEM, "memcue is wired into no harness: run `memcue install "
