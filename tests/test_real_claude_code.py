@@ -2,12 +2,14 @@
 ``claude -p`` against a loopback Anthropic Messages server, which records what reached the model.
 
 Checks: the remembered fact reached the model in the request, exactly once; the session-start block arrived
-in the same request; the prompt was captured; uninstall gives back the settings file byte for byte.
+in the same request; the prompt, the answer (Stop) and the session's end were captured; uninstall gives back
+the settings file byte for byte.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,10 @@ def test_claude_code_gets_the_fact_once_and_the_session_block(home: Path, tmp_pa
         assert proc.returncode == 0, explain(proc, sc)
         assert json.loads(proc.stdout)["result"] == stub.reply
         captured = sc.client.recall(QUESTION, project=resolve_project(str(project)), include_requests=True)
+        deadline = time.monotonic() + 15  # Stop (the answer) and SessionEnd arrive through the spool
+        while sc.client.health()["counts"]["bookkeeping"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        bookkeeping = sc.client.health()["counts"]["bookkeeping"]
     finally:
         sc.stop()
 
@@ -66,6 +72,7 @@ def test_claude_code_gets_the_fact_once_and_the_session_block(home: Path, tmp_pa
     assert sent.index(SESSION_HEADER) < sent.index(PINNED) and sent.index(PROMPT_HEADER) < sent.index(FACT)
     assert sum(r.text.count(FACT) for r in stub.requests) == 1  # and nowhere else
     assert any(r["memory_kind"] == "request" and r["content"] == QUESTION for r in captured["results"])
+    assert bookkeeping == 2, "the answer (Stop) and the session's end (SessionEnd) are recorded"
 
     assert memcue_cli("uninstall", "claude-code", env=env)["data"][0]["restored"]
     assert settings.read_bytes() == original
