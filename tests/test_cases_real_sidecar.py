@@ -115,7 +115,8 @@ def test_C03_bm25_channel_returns_the_matching_memory_on_the_sidecar(env: Env, p
         assert found, f"{mode}: {answer['results']}"
         assert found[0]["channel_scores"].get("bm25", 0) > 0, found[0]
         assert answer["results"][0]["content"] == expected, f"{mode}: the match ranks first"
-    run = hook(env, {"session_id": "s3", "cwd": project, "prompt": prompt}, "C03")
+    # A session of its own: one that was already given this memory is not given it again (sidecar/sessions.py).
+    run = hook(env, {"session_id": f"s3-{C03_MEMORIES.index(expected)}", "cwd": project, "prompt": prompt}, "C03")
     assert (run.returncode, run.stderr) == (0, b"")
     assert f") {expected}" in strict_output(run), "the hook injects the matching memory"
 

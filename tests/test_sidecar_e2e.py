@@ -172,7 +172,8 @@ def test_C07_hook_block_under_cap_with_cjk_and_emoji(c07, tokens: TokenCounter) 
     assert expected > 30, "enough supported memories to overflow any budget"
     blocks = {}
     for budget in ("50000", "600"):
-        proc = run_hook(prompt_payload(query, project), env=hook_env(sidecar.root, MEMCUE_PROMPT_TOKENS=budget))
+        proc = run_hook(prompt_payload(query, project, session_id=f"c07-{budget}"),  # a fresh conversation each
+                        env=hook_env(sidecar.root, MEMCUE_PROMPT_TOKENS=budget))
         assert proc.returncode == 0 and proc.stderr == b""
         block = blocks[budget] = context_of(proc)
         assert block, proc.stdout
