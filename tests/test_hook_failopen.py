@@ -26,6 +26,8 @@ from hookutil import (
     start_fake_process,
 )
 
+from memcue.hooks.run import STALL_MARK, STALL_PROBE_S
+
 PROMPT = {
     "session_id": "sess-c01",
     "transcript_path": "/tmp/t.jsonl",
@@ -59,11 +61,12 @@ def test_C01_socket_accepts_and_never_answers(home: Path) -> None:
         for i in range(10):
             run = run_hook({**PROMPT, "prompt": f"prompt {i}"}, home, MEMCUE_HOOK_DEADLINE_S="0.5")
             assert_failed_open(run, 1.5)
-            assert run.elapsed_s >= 0.4, "the hook gave up before its deadline"
+            assert run.elapsed_s >= (0.4 if i == 0 else 0.25), "the hook gave up before its deadline (or probe)"
     finally:
         listener.close()
         path.unlink(missing_ok=True)
     log = hook_log(home)
+    assert log.count(f"giving it {STALL_PROBE_S} s") == 9, "after one silent answer, later prompts only probe"
     assert "started pid=" not in log, "a connected-but-silent sidecar must not trigger a spawn"
     assert log.count("timed out waiting for the answer") == 10
     # No answer proves the prompt was stored, so each one is spooled (no loss).
@@ -112,14 +115,22 @@ def test_C01_sigstopped_sidecar(home: Path) -> None:
         assert warm.returncode == 0
         assert warm.output()["hookSpecificOutput"]["additionalContext"].startswith("memory: ")
         os.kill(fake.pid, signal.SIGSTOP)
-        for _ in range(3):
-            run = run_hook(PROMPT, home, MEMCUE_HOOK_DEADLINE_S="0.5")
-            assert_failed_open(run, 1.5)
+        stopped = [run_hook(PROMPT, home, MEMCUE_HOOK_DEADLINE_S="1.5") for _ in range(4)]
+        os.kill(fake.pid, signal.SIGCONT)
+        resumed = [run_hook(PROMPT, home, MEMCUE_HOOK_DEADLINE_S="2.0") for _ in range(2)]
     finally:
         os.kill(fake.pid, signal.SIGCONT)
         fake.kill()
         fake.wait()
         path.unlink(missing_ok=True)
+    for run in stopped:
+        assert_failed_open(run, 2.5)
+    # The first prompt waits out its deadline; the next ones only probe the stopped sidecar (STALL_PROBE_S).
+    assert stopped[0].elapsed_s >= 1.4 and max(r.elapsed_s for r in stopped[1:]) < 1.0
+    for run in resumed:  # the probe gets an answer once the sidecar runs again, and the mark is gone
+        assert run.output()["hookSpecificOutput"]["additionalContext"].startswith("memory: ")
+    assert not (home / STALL_MARK).exists()
+    assert hook_log(home).count(f"giving it {STALL_PROBE_S} s") == 4
     assert "started pid=" not in hook_log(home)
 
 
@@ -294,10 +305,10 @@ def test_C01_socket_accepts_reads_and_never_answers(home: Path) -> None:
     server = _AcceptReadNeverAnswer(socket_path(home))
     prompts = [f"prompt {i} about the build-cache key" for i in range(10)]
     try:
-        for prompt in prompts:
+        for i, prompt in enumerate(prompts):
             run = run_hook({**PROMPT, "prompt": prompt}, home, MEMCUE_HOOK_DEADLINE_S="0.5")
             assert_failed_open(run, 1.5)
-            assert run.elapsed_s >= 0.4, "the hook gave up before its deadline"
+            assert run.elapsed_s >= (0.4 if i == 0 else 0.25), "the hook gave up before its deadline (or probe)"
         deadline = time.monotonic() + 2
         while len(server.requests) < 10 and time.monotonic() < deadline:
             time.sleep(0.02)
