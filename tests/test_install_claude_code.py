@@ -144,11 +144,6 @@ def test_C12_unreadable_path_is_an_error(tmp_path: Path) -> None:
     assert run.returncode == 1 and "cannot read" in run.stderr and "changed nothing" in run.stderr
 
 
-def test_hermes_says_not_yet(tmp_path: Path) -> None:
-    run = _cli(tmp_path, "install", "hermes")
-    assert run.returncode == 1 and "cannot install into hermes yet" in run.stderr
-
-
 def test_the_installed_command_runs_through_a_shell(tmp_path: Path) -> None:
     """Claude Code runs ``command`` with a shell: the quoted string must start the real hook."""
     assert _cli(tmp_path, "install", "claude-code").returncode == 0

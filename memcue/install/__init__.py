@@ -5,11 +5,20 @@ One module per harness (``install/<harness>.py``: ``settings_path``, ``parse``, 
 when something changes (a second install leaves the file byte for byte as it was), backs the file up before
 its first change, and records what it wrote; an uninstall of a file nobody touched since restores the
 original byte for byte, and otherwise removes memcue's entries only.
+
+A harness module may also provide:
+
+- ``files(python) -> {path: bytes}``: whole files memcue owns outright (Hermes' plugin). Each is written
+  atomically when its bytes differ, listed in the report's ``files`` and in the diff, recorded, and removed on
+  uninstall (with its ``__pycache__`` entry and then its folder, when left empty). A file already at that path
+  is replaced only when its first line is the new content's first line (an older copy of ours).
+- ``install_state(settings, recorded) -> dict``: what the install replaced (Hermes: the previous memory
+  provider), kept in the install record and passed back as ``uninstall(settings, path, state)``.
+- ``install_note(settings) -> str``: the report's note for this install (else its ``TRUST_NOTE``, if any).
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import importlib
 from pathlib import Path
@@ -28,8 +37,9 @@ from memcue.install.files import (
     write_atomic,
 )
 
-#: Harness -> installer module. Hermes comes with its plugin (issue 5).
-INSTALLERS: dict[str, str] = {"claude-code": "memcue.install.claude_code", "codex": "memcue.install.codex"}
+#: Harness -> installer module.
+INSTALLERS: dict[str, str] = {"claude-code": "memcue.install.claude_code", "codex": "memcue.install.codex",
+                              "hermes": "memcue.install.hermes"}
 HARNESS_CHOICES = ("claude-code", "codex", "hermes", "all")
 
 __all__ = ["HARNESS_CHOICES", "InstallError", "install", "installer", "uninstall"]
@@ -38,7 +48,7 @@ __all__ = ["HARNESS_CHOICES", "InstallError", "install", "installer", "uninstall
 def installer(harness: str) -> ModuleType:
     """The installer module of ``harness``. Raises ``InstallError`` for one memcue cannot install yet."""
     if harness not in INSTALLERS:
-        raise InstallError(f"memcue cannot install into {harness} yet (claude-code and codex so far); nothing "
+        raise InstallError(f"memcue cannot install into {harness} yet ({', '.join(INSTALLERS)} so far); nothing "
                            "changed")
     return importlib.import_module(INSTALLERS[harness])
 
@@ -55,72 +65,145 @@ def _target(harness: str, project: Path | None) -> tuple[ModuleType, Path, str]:
     return mod, path, f"{harness}-project-{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
 
 
+def _first_line(data: bytes) -> bytes:
+    return data.split(b"\n", 1)[0]
+
+
+def _owned_files(mod: ModuleType, python: str | None) -> list[tuple[Path, bytes | None, bytes]]:
+    """``(path, bytes there now or None, bytes memcue wants)`` for each whole file ``mod`` owns. Raises
+    ``InstallError`` when a file at one of those paths is not an older copy of ours (nothing written)."""
+    wanted: dict[Path, bytes] = mod.files(python) if hasattr(mod, "files") else {}
+    out = []
+    for path, data in wanted.items():
+        now = read_bytes(path)
+        if now is not None and now != data and _first_line(now) != _first_line(data):
+            raise InstallError(f"{path} exists and is not memcue's; memcue changed nothing (move it away, then run "
+                               "the install again)")
+        out.append((path, now, data))
+    return out
+
+
+def _removable_files(mod: ModuleType, record: dict[str, Any]) -> list[tuple[Path, bytes]]:
+    """``(path, bytes now)`` for each file ``mod`` owns that is there and is ours: what memcue wrote (per the
+    record) or a copy starting with our first line."""
+    if not hasattr(mod, "files"):
+        return []
+    written: dict[str, str] = record.get("files") or {}
+    out = []
+    for path, data in mod.files(None).items():
+        now = read_bytes(path)
+        if now is not None and (written.get(str(path)) == sha256(now) or _first_line(now) == _first_line(data)):
+            out.append((path, now))
+    return out
+
+
+def _remove_file(path: Path) -> None:
+    """Delete ``path``, the bytecode Python cached for it, and the folders that leaves empty (up to the
+    file's own folder)."""
+    path.unlink(missing_ok=True)
+    cache = path.parent / "__pycache__"
+    for compiled in cache.glob(f"{path.stem}.*.pyc") if path.suffix == ".py" else []:
+        compiled.unlink(missing_ok=True)
+    for folder in (cache, path.parent):
+        try:
+            folder.rmdir()
+        except OSError:  # not there, or not empty: keep it
+            pass
+
+
 def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str | None = None,
             project: Path | None = None) -> dict[str, Any]:
     """Install memcue's hooks for ``harness`` (into ``project``'s own settings when given); returns
-    ``{"harness", "path", "changed", "backup", "diff", "dry_run", "note"}``. ``state_dir`` holds the install
-    record (the data dir). Raises ``InstallError`` (nothing written)."""
+    ``{"harness", "path", "changed", "backup", "diff", "dry_run", "note", "files"}`` (``files``: the whole files
+    memcue owns for this harness, paths as strings). ``state_dir`` holds the install record (the data dir).
+    Raises ``InstallError`` (nothing written)."""
     mod, path, name = _target(harness, project)
     old = read_bytes(path)
     settings, style = mod.parse(old, path)
-    wanted = mod.install(copy.deepcopy(settings), path, python)
-    new = mod.dump(wanted, style)
-    changed = old is None or wanted != settings
-    report: dict[str, Any] = {"harness": harness, "path": str(path), "changed": changed, "backup": None,
-                              "diff": diff(path, old, new) if changed else "", "dry_run": dry_run,
-                              "note": getattr(mod, "TRUST_NOTE", "")}
+    wanted, _ = mod.parse(old, path)  # a second parse, not a deepcopy: ruamel's merge keys do not survive one
+    wanted = mod.install(wanted, path, python)
+    config_changed = old is None or wanted != settings
+    new = mod.dump(wanted, style) if config_changed else old
+    owned = _owned_files(mod, python)
+    files_changed = [(p, now, data) for p, now, data in owned if now != data]
+    changed = config_changed or bool(files_changed)
+    note = mod.install_note(settings) if hasattr(mod, "install_note") else getattr(mod, "TRUST_NOTE", "")
+    report: dict[str, Any] = {
+        "harness": harness, "path": str(path), "changed": changed, "backup": None,
+        "diff": (diff(path, old, new) if config_changed else "") + "".join(diff(p, n, d) for p, n, d in files_changed),
+        "dry_run": dry_run, "note": note, "files": [str(p) for p, _, _ in owned]}
     if not changed or dry_run:
         return report
     record = load_record(state_dir, name)
-    kept = record.get("backup") if record.get("path") == str(path) else None
-    if old is not None and not (kept and Path(kept).exists()):
-        kept = str(backup(path))
-    write_atomic(path, new)
     first = record if record.get("path") == str(path) else {}
-    save_record(state_dir, name, {
-        "path": str(path), "written_sha256": sha256(new), "backup": kept,
+    kept = first.get("backup")
+    if config_changed and old is not None and not (kept and Path(kept).exists()):
+        kept = str(backup(path))
+    for file_path, _, data in files_changed:  # the plugin before the config that names it
+        write_atomic(file_path, data)
+    if config_changed:
+        write_atomic(path, new)
+    entry: dict[str, Any] = {
+        "path": str(path), "written_sha256": sha256(new) if new is not None else None, "backup": kept,
         "existed": first.get("existed", old is not None),
-        "original_sha256": first.get("original_sha256", sha256(old) if old is not None else None)})
+        "original_sha256": first.get("original_sha256", sha256(old) if old is not None else None)}
+    if owned:
+        entry["files"] = {str(p): sha256(d) for p, _, d in owned}
+    if hasattr(mod, "install_state"):
+        entry["state"] = mod.install_state(settings, first.get("state") or {})
+    save_record(state_dir, name, entry)
     report["backup"] = kept
     return report
 
 
 def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: Path | None = None) -> dict[str, Any]:
     """Take memcue's hooks out for ``harness`` (out of ``project``'s own settings when given): restore the
-    original byte for byte when the file is as memcue left it, else remove only memcue's entries. Returns
-    ``{"harness", "path", "changed", "restored", "diff", "dry_run"}``. Raises ``InstallError`` (nothing
-    written)."""
+    original byte for byte when the file is as memcue left it, else remove only memcue's entries; remove the
+    whole files memcue owns. Returns ``{"harness", "path", "changed", "restored", "diff", "dry_run", "files"}``
+    (``files``: the files removed). Raises ``InstallError`` (nothing written or removed)."""
     mod, path, name = _target(harness, project)
     old = read_bytes(path)
     record = load_record(state_dir, name)
-    report: dict[str, Any] = {"harness": harness, "path": str(path), "changed": False, "restored": False,
-                              "diff": "", "dry_run": dry_run}
-    if old is None:
-        if not dry_run:
-            drop_record(state_dir, name)
-        return report
+    gone = _removable_files(mod, record)
+    report: dict[str, Any] = {"harness": harness, "path": str(path), "changed": bool(gone), "restored": False,
+                              "diff": "", "dry_run": dry_run, "files": [str(p) for p, _ in gone]}
+    files_diff = "".join(diff(p, data, None) for p, data in gone)
+    new: bytes | None = old  # what the config file becomes (None: deleted)
+    untouched = old is not None and record.get("path") == str(path) and record.get("written_sha256") == sha256(old)
     original: bytes | None = None
-    untouched = record.get("path") == str(path) and record.get("written_sha256") == sha256(old)
     if untouched and record.get("existed") and record.get("backup"):
         saved = read_bytes(Path(record["backup"]))
         original = saved if saved is not None and sha256(saved) == record.get("original_sha256") else None
-    if untouched and (original is not None or not record.get("existed")):
-        report.update(changed=True, restored=True, diff=diff(path, old, original))
-        if not dry_run:
-            if original is None:
-                path.unlink()
-            else:
-                write_atomic(path, original)
-            drop_record(state_dir, name)
+    if old is None:
+        pass
+    elif untouched and (original is not None or not record.get("existed")):
+        new = original
+        report["restored"] = True
+    else:
+        settings, style = mod.parse(old, path)
+        kept, _ = mod.parse(old, path)
+        if hasattr(mod, "install_state"):
+            kept = mod.uninstall(kept, path, record.get("state") or {})
+        else:
+            kept = mod.uninstall(kept, path)
+        if kept != settings:
+            new = mod.dump(kept, style)
+    config_changed = new != old
+    report.update(changed=config_changed or bool(gone),
+                  diff=(diff(path, old, new) if config_changed else "") + files_diff)
+    if dry_run or not report["changed"]:
+        if old is None and not dry_run:
+            drop_record(state_dir, name)  # the file is gone: nothing left to restore
         return report
-    settings, style = mod.parse(old, path)
-    kept = mod.uninstall(copy.deepcopy(settings), path)
-    if kept == settings:
-        return report
-    new = mod.dump(kept, style)
-    report.update(changed=True, diff=diff(path, old, new))
-    if not dry_run:
-        report["backup"] = str(backup(path))
-        write_atomic(path, new)
-        drop_record(state_dir, name)
+    if config_changed:  # the config stops naming the plugin before the plugin goes
+        if new is None:
+            path.unlink()
+        elif report["restored"]:
+            write_atomic(path, new)
+        else:
+            report["backup"] = str(backup(path))
+            write_atomic(path, new)
+    for file_path, _ in gone:
+        _remove_file(file_path)
+    drop_record(state_dir, name)
     return report
