@@ -29,13 +29,19 @@ EPILOG = """examples:
 Data lives in $MEMCUE_HOME (default ~/.local/share/memcue)."""
 
 
+PROJECT_HELP = ("a path in the project (its git top-level is the project, as for the hooks), or a bare project "
+                "key as stored; default: the current directory")
+
+
 def _project(args: argparse.Namespace) -> str:
     from memcue.adapters.base import resolve_project
 
     if getattr(args, "global_", False):
         return ""
-    if getattr(args, "project", None):
-        return args.project
+    value = getattr(args, "project", None)
+    if value:  # a path: the same resolver as the hooks (case C16); a bare name is a project key as stored
+        is_path = os.sep in value or value in (".", "..") or value.startswith("~")
+        return resolve_project(os.path.abspath(os.path.expanduser(value))) if is_path else value
     return resolve_project(os.getcwd())
 
 
@@ -280,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     def scope(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--project", help="project path (default: git top-level of the current directory)")
+        p.add_argument("--project", metavar="DIR", help=PROJECT_HELP)
         p.add_argument("--global", dest="global_", action="store_true", help="a memory for every project")
 
     p = add("remember", "Store a memory now (keyword-searchable at once, embedded in the background).")
@@ -297,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all-projects", action="store_true", help="search every project")
     p.add_argument("--include-requests", action="store_true",
                    help="let prompts you typed (captured by the hook, kind request) answer too")
-    p.add_argument("--project", help="project path (default: git top-level of the current directory)")
+    p.add_argument("--project", metavar="DIR", help=PROJECT_HELP)
     p.add_argument("--since", metavar="TIME", type=iso_time,
                    help="only memories written at or after TIME (ISO 8601 date/time)")
     p.add_argument("--until", metavar="TIME", type=iso_time, help="only memories written before TIME (ISO 8601)")

@@ -31,9 +31,9 @@ def _repo(path: Path) -> Path:
     return path
 
 
-def _remember_from(cwd: Path, text: str, env: dict[str, str]) -> None:
+def _remember_from(cwd: Path, text: str, env: dict[str, str], *extra: str) -> None:
     """``memcue remember`` run from ``cwd``: the CLI resolves the project itself (the write side)."""
-    proc = subprocess.run([sys.executable, "-m", "memcue", "remember", text, "--kind", "decision"], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "memcue", "remember", text, "--kind", "decision", *extra], cwd=cwd,
                           env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
 
@@ -57,15 +57,20 @@ def test_C16_projects_do_not_cross_and_one_project_has_many_paths(home: Path, tm
     try:
         _remember_from(billing / "src" / "auth", FACT, env)  # written from a subdirectory
         _remember_from(app_a, "the app deploys with fly.io on tag push", env)
+        # --project names a folder of the project, resolved like the hooks resolve a cwd
+        _remember_from(tmp_path, "web-ui renders invoices with server components", env, "--project",
+                       str(web / "src"))
         sc.client.wait_idle(timeout_s=120)
         answers = {name: _ask(cwd, question, env, f"s-{name}") for name, cwd in {
             "web-ui": web, "billing": billing, "subdir": billing / "src" / "auth",
             "worktree": w / "billing-hotfix", "symlink": tmp_path / "billing-link"}.items()}
         apps = {name: _ask(cwd, "how does the app deploy?", env, f"a-{name}")
                 for name, cwd in {"team-a": app_a, "team-b": app_b}.items()}
+        web_answer = _ask(web, "how are invoices rendered in web-ui?", env, "w-1")
     finally:
         sc.stop()
     assert answers.pop("web-ui") == ""  # another project's jwt decision stays there
     for name, block in answers.items():
         assert FACT in block, name
     assert "fly.io" in apps["team-a"] and apps["team-b"] == ""
+    assert "server components" in web_answer

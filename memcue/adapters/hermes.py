@@ -27,7 +27,7 @@ from memcue.adapters.base import (
     text_field,
     token_budget,
 )
-from memcue.adapters.output import _cap
+from memcue.adapters.output import cap
 
 NAME = "hermes"
 
@@ -85,4 +85,4 @@ def render(event: HookEvent, context: str) -> str:
     ``<memory-context>`` tags inside it are defused to ``[memory-context]``."""
     if event.event not in INJECTING or not context.strip():
         return ""
-    return _cap(_FENCE.sub(r"[\1]", context), budget(event.event).max_chars)
+    return cap(_FENCE.sub(r"[\1]", context), budget(event.event).max_chars)

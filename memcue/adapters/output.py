@@ -35,7 +35,7 @@ def _dropped_memories(lines: list[str]) -> int:
     return n
 
 
-def _cap(context: str, max_chars: int) -> str:
+def cap(context: str, max_chars: int) -> str:
     """``context`` cut to ``max_chars`` characters at a memory boundary, ending with a left-out line.
 
     Keeps whole lines; when the first line dropped continues a memory (continuation lines are indented
@@ -72,5 +72,5 @@ def hook_specific_output(hook_event_name: str | None, context: str, max_chars: i
     if not context or not context.strip() or hook_event_name is None:
         return ""
     body = {"hookSpecificOutput": {"hookEventName": hook_event_name,
-                                   "additionalContext": _cap(context, max_chars)}}
+                                   "additionalContext": cap(context, max_chars)}}
     return json.dumps(body, ensure_ascii=False)
