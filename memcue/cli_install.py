@@ -90,11 +90,12 @@ def _run(args: argparse.Namespace, action: str) -> int:
                 print(f"{r['harness']}: {r['path']} already {'has' if action == 'install' else 'lacks'} memcue's "
                       "hooks; nothing changed")
             elif action == "install":
-                print(f"{r['harness']}: hooks written to {r['path']}"
-                      + (f" (backup: {r['backup']})" if r.get("backup") else " (new file)"))
+                print(f"{r['harness']}: wired into {r['path']}"
+                      + (f" (backup: {r['backup']})" if r.get("backup") else " (new file)")
+                      + "".join(f"; wrote {f}" for f in r.get("files") or []))
             else:
-                print(f"{r['harness']}: {'original restored' if r.get('restored') else 'memcue hooks removed'} in "
-                      f"{r['path']}")
+                print(f"{r['harness']}: {'original restored' if r.get('restored') else 'memcue removed'} in "
+                      f"{r['path']}" + "".join(f"; removed {f}" for f in r.get("files") or []))
             if action == "install" and r.get("note") and not args.dry_run:
                 print(f"{r['harness']}: {r['note']}")
             if r.get("trust"):

@@ -158,9 +158,9 @@ def test_the_installed_command_runs_through_a_shell(tmp_path: Path) -> None:
 
 def test_install_and_uninstall_say_what_they_did_and_nothing_else(tmp_path: Path) -> None:
     installed = _cli(tmp_path, "install", "claude-code")
-    assert "hooks written to" in installed.stdout and "removed" not in installed.stdout
+    assert "wired into" in installed.stdout and "removed" not in installed.stdout
     removed = _cli(tmp_path, "uninstall", "claude-code")
-    assert "hooks written" not in removed.stdout and ("restored" in removed.stdout or "removed" in removed.stdout)
+    assert "wired into" not in removed.stdout and ("restored" in removed.stdout or "removed" in removed.stdout)
 
 
 def test_project_install_writes_the_projects_local_settings_from_a_subdirectory(tmp_path: Path) -> None:

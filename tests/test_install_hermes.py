@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -301,3 +302,21 @@ def test_a_change_outside_the_memory_lines_is_refused(tmp_path: Path) -> None:
     settings["terminal"]["confirm"] = "no"  # ruamel writing anything else would be a reformat
     with pytest.raises(InstallError, match="change other lines too"):
         hermes.dump(settings, style)
+
+
+def test_doctor_checks_the_provider_key_and_the_plugin(tmp_path: Path) -> None:
+    def hermes_finding() -> dict:
+        out = json.loads(_cli(tmp_path, "doctor", "--json").stdout)
+        return next(f for f in out["data"]["findings"] if f["area"] == "hermes")
+
+    _write(tmp_path, C13)
+    assert hermes_finding()["status"] == "warn"  # not wired yet: a hint, not a failure
+    assert _cli(tmp_path, "install", "hermes").returncode == 0
+    assert hermes_finding()["status"] == "ok"
+    current = _plugin(tmp_path).read_text()  # an older copy: another interpreter's path
+    _plugin(tmp_path).write_text(re.sub(r"(?m)^MEMCUE_PYTHON = .*$", 'MEMCUE_PYTHON = "/old/python"', current))
+    assert hermes_finding()["status"] == "problem" and "out of date" in hermes_finding()["message"]
+    assert _cli(tmp_path, "install", "hermes").returncode == 0
+    text = _config(tmp_path).read_text().replace("provider: memcue", "provider: honcho")
+    _config(tmp_path).write_text(text)
+    assert hermes_finding()["status"] == "problem" and "'honcho'" in hermes_finding()["message"]

@@ -1,6 +1,6 @@
 """``memcue doctor``: is memcue wired into each harness, current, and able to answer?
 
-Checks, per harness (Claude Code and Codex so far): its config file, whether memcue's hooks are there and
+Checks, per harness (Claude Code, Codex, Hermes): its config file, whether memcue's hooks are there and
 current (this interpreter, these timeouts), the harness's version when its program is on PATH, and for Codex
 whether Codex trusts the hooks (asked through ``codex app-server`` when ``codex`` is on PATH); then the
 sidecar (running, model, tokenizer, sqlite-vec, config errors, a socket path something else occupies) and
@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from memcue.hooks.locations import Locations, socket_blocked
-from memcue.install import claude_code, codex, codex_trust, hooks_json
+from memcue.install import claude_code, codex, codex_trust, hermes, hooks_json
 from memcue.install.files import InstallError, read_bytes
 
 OK, WARN, PROBLEM = "ok", "warn", "problem"
@@ -98,6 +98,32 @@ def _trust_finding(name: str, path: Path, version: str, note: str) -> dict[str, 
     return _finding(name, OK, f"hooks current in {path} and trusted by Codex", trust=trust, **detail)
 
 
+def check_hermes() -> dict[str, Any]:
+    """Hermes: ``memory.provider`` in its config.yaml names memcue, and memcue's plugin is there and current
+    (this interpreter), plus ``hermes --version``."""
+    path, plugin = hermes.settings_path(), hermes.plugin_path()
+    detail = {"path": str(path), "plugin": str(plugin), "version": _version(hermes.PROGRAM)}
+    try:
+        settings, _ = hermes.parse(read_bytes(path), path)
+        current = read_bytes(plugin)
+    except InstallError as exc:
+        return _finding(hermes.NAME, PROBLEM, str(exc), **detail)
+    memory = settings.get("memory") if isinstance(settings.get("memory"), dict) else {}
+    selected = memory.get("provider") == hermes.PROVIDER
+    if not selected and current is None:
+        return _finding(hermes.NAME, WARN, f"not wired ({path}): run `memcue install hermes`", installed=False,
+                        **detail)
+    if not selected:
+        return _finding(hermes.NAME, PROBLEM, f"memory.provider in {path} is {memory.get('provider')!r}, not "
+                                              "memcue: run `memcue install hermes`", installed=True, **detail)
+    if current != hermes.files()[plugin]:
+        what = "missing" if current is None else "out of date"
+        return _finding(hermes.NAME, PROBLEM, f"the plugin {plugin} is {what}: run `memcue install hermes`",
+                        installed=True, **detail)
+    return _finding(hermes.NAME, OK, f"memcue is Hermes' memory provider ({path}, plugin current)", installed=True,
+                    **detail)
+
+
 def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
     """The sidecar's state, or why it cannot start; not running is fine (hooks start it)."""
     from memcue.client import Client, ClientError, SidecarDown
@@ -147,11 +173,11 @@ def check_hook_log(loc: Locations) -> dict[str, Any]:
 
 def run_checks(loc: Locations) -> dict[str, Any]:
     """Every check: ``{"ok": bool, "findings": [{"area", "status", "message", ...}]}``."""
-    harnesses = [check_hooks_json(claude_code), check_hooks_json(codex)]
+    harnesses = [check_hooks_json(claude_code), check_hooks_json(codex), check_hermes()]
     findings = [*harnesses, *check_sidecar(loc), check_hook_log(loc)]
     if not any(f.get("installed") for f in harnesses):
         findings.append(_finding("harnesses", PROBLEM, "memcue is wired into no harness: run `memcue install "
-                                                       "claude-code` or `memcue install codex`"))
+                                                       "all` (or claude-code, codex, hermes)"))
     return {"ok": not any(f["status"] == PROBLEM for f in findings), "findings": findings}
 
 

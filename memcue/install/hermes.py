@@ -26,6 +26,8 @@ from memcue.install import yaml_file
 from memcue.install.files import InstallError
 
 NAME = "hermes"
+#: The harness's program, looked for on PATH (``memcue install all``, ``memcue doctor``).
+PROGRAM = "hermes"
 #: The provider name: the plugin folder's name and the value of ``memory.provider``.
 PROVIDER = "memcue"
 #: The plugin's source in this package (copied with the two constants filled in).
@@ -36,8 +38,8 @@ MANUAL_LINES = f"memory:\n  provider: {PROVIDER}\n"
 _OUR_LINE = re.compile(r"memory\s*:|[ \t]+provider\s*:")
 _CONSTANT = {name: re.compile(rf"^{name} = .*$", re.MULTILINE) for name in ("MEMCUE_PYTHON", "MEMCUE_LAUNCH")}
 
-__all__ = ["NAME", "PROVIDER", "dump", "files", "install", "install_note", "install_state", "parse", "plugin_path",
-           "settings_path", "uninstall"]
+__all__ = ["NAME", "PROGRAM", "PROVIDER", "dump", "files", "install", "install_note", "install_state", "parse",
+           "plugin_path", "settings_path", "uninstall"]
 
 
 def hermes_home() -> Path:
