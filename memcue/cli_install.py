@@ -121,8 +121,9 @@ def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
     with --json)."""
     from memcue.install import HARNESS_CHOICES
 
-    for action, text in (("install", "Wire memcue's hooks into a harness's config: merged, backed up, atomic."),
-                         ("uninstall", "Take memcue's hooks out again (the original file back when untouched).")):
+    for action, text in (("install", "Wire memcue into a harness (Claude Code, Codex: hooks; Hermes: memory "
+                                     "provider): merged, backed up, atomic; `all` = every harness found."),
+                         ("uninstall", "Take memcue out again (the original files back when untouched).")):
         p = add(action, text)
         p.add_argument("harness", choices=HARNESS_CHOICES, help="claude-code, codex, hermes, or all")
         p.add_argument("--dry-run", action="store_true", help="print the change as a unified diff; write nothing")
@@ -134,7 +135,7 @@ def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
                            help="Codex: also trust memcue's hooks through `codex app-server` (Codex skips untrusted "
                                 "hooks without a word); without it, run /hooks in Codex")
         p.set_defaults(fn=lambda args, action=action: _run(args, action))
-    p = add("doctor", "Check the wiring (each harness's config, our hooks current), the sidecar and recent hooks; "
-                      "exit 1 when something is wrong.")
+    p = add("doctor", "Check the wiring (each harness's config, our entries current, Codex trust), the sidecar "
+                      "and recent hooks; exit 1 when something is wrong.")
     p.set_defaults(fn=_doctor)
 
