@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,15 @@ def seeded_sidecar(memcue_home: Path, project: Path) -> Sidecar:
     sc.client.remember(PINNED, project=scope, kind="decision", pinned=True)
     sc.client.wait_idle(timeout_s=120)
     return sc
+
+
+def wait_for_bookkeeping(sc: Sidecar, count: int, timeout_s: float = 15.0) -> int:
+    """Wait until the sidecar holds ``count`` bookkeeping rows (the answer at Stop and the session's end reach
+    it through the spool); returns how many it holds then."""
+    deadline = time.monotonic() + timeout_s
+    while sc.client.health()["counts"]["bookkeeping"] < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return int(sc.client.health()["counts"]["bookkeeping"])
 
 
 def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120,

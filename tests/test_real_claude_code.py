@@ -9,7 +9,6 @@ the settings file byte for byte.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from real_harness import (
     project_dir,
     run,
     seeded_sidecar,
+    wait_for_bookkeeping,
 )
 
 from memcue.adapters.base import resolve_project
@@ -56,10 +56,7 @@ def test_claude_code_gets_the_fact_once_and_the_session_block(home: Path, tmp_pa
         assert proc.returncode == 0, explain(proc, sc)
         assert json.loads(proc.stdout)["result"] == stub.reply
         captured = sc.client.recall(QUESTION, project=resolve_project(str(project)), include_requests=True)
-        deadline = time.monotonic() + 15  # Stop (the answer) and SessionEnd arrive through the spool
-        while sc.client.health()["counts"]["bookkeeping"] < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        bookkeeping = sc.client.health()["counts"]["bookkeeping"]
+        bookkeeping = wait_for_bookkeeping(sc, 2)  # the answer (Stop) and the session's end
     finally:
         sc.stop()
 

@@ -26,6 +26,7 @@ from real_harness import (
     project_dir,
     run,
     seeded_sidecar,
+    wait_for_bookkeeping,
 )
 
 from memcue.install import hooks_json
@@ -97,6 +98,7 @@ def test_codex_runs_trusted_hooks_only_and_gets_the_fact_once(home: Path, tmp_pa
             assert proc.returncode == 0, explain(proc, sc)
             assert stub.reply in proc.stdout.decode()
             sent = [r for r in stub.requests[before:] if QUESTION in r.text]
+            bookkeeping = wait_for_bookkeeping(sc, 2)  # the trusted run's answer (Stop) and session end
     finally:
         sc.stop()
 
@@ -105,6 +107,7 @@ def test_codex_runs_trusted_hooks_only_and_gets_the_fact_once(home: Path, tmp_pa
     assert text.count(FACT) == 1, explain(proc, sc)  # by the prompt hook, once
     assert text.count(PINNED) == 1 and SESSION_HEADER in text and PROMPT_HEADER in text
     assert sum(r.text.count(FACT) for r in stub.requests[before:]) == 1
+    assert bookkeeping == 2, "Stop and SessionEnd are recorded (the untrusted run recorded nothing)"
 
     memcue_cli("uninstall", "codex", env=env)
     assert (codex_home / "config.toml").read_bytes() == original

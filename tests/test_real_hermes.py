@@ -28,6 +28,7 @@ from real_harness import (
     program,
     project_dir,
     seeded_sidecar,
+    wait_for_bookkeeping,
 )
 
 from memcue.adapters.base import resolve_project
@@ -101,10 +102,7 @@ def test_hermes_gets_the_fact_once_in_memory_context_and_the_session_block(home:
         assert proc.returncode == 0, explain(proc, sc)
         assert stub.reply in proc.stdout.decode(), explain(proc, sc)
         captured = sc.client.recall(QUESTION, project=resolve_project(str(project)), include_requests=True)
-        deadline = time.monotonic() + 15  # Stop (the answer) and SessionEnd arrive through the spool
-        while sc.client.health()["counts"]["bookkeeping"] < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        bookkeeping = sc.client.health()["counts"]["bookkeeping"]
+        bookkeeping = wait_for_bookkeeping(sc, 2)  # the answer (Stop) and the session's end
     finally:
         sc.stop()
 
