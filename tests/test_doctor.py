@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import start_sidecar
+from conftest import prompt_payload, run_hook, start_sidecar
 
 from memcue.hooks.locations import Locations
 
@@ -52,10 +52,19 @@ def test_doctor_sees_the_running_sidecar_and_a_blocked_socket(tmp_path: Path, ho
     _install(tmp_path, home)
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     try:
+        _, before = _doctor(tmp_path, home)
+        for i in range(2):
+            run = run_hook(prompt_payload(f"what about the deploy freeze {i}?", str(tmp_path), f"s{i}"),
+                           env={**os.environ, "MEMCUE_HOME": str(home)})
+            assert run.returncode == 0
         code, found = _doctor(tmp_path, home)
     finally:
         sc.stop()
     assert found["sidecar"]["status"] == "ok" and "running (pid" in found["sidecar"]["message"]
+    assert "hook timings" not in before  # no hook served yet: nothing to report
+    timings = found["hook timings"]
+    assert timings["status"] == "ok" and [h["event"] for h in timings["recent"]] == ["user-prompt-submit"] * 2
+    assert "last 2 hook calls" in timings["message"] and timings["max_ms"] >= timings["p50_ms"] > 0
     Locations(home).socket.write_text("not a socket")
     code, found = _doctor(tmp_path, home)
     assert code == 1 and found["sidecar"]["status"] == "problem" and "not a socket" in found["sidecar"]["message"]

@@ -27,6 +27,8 @@ OK, WARN, PROBLEM = "ok", "warn", "problem"
 LOG_TAIL = 200
 #: The hook's log text when a prompt started the sidecar and went on without waiting (``hooks/run.py``).
 COLD_START = "not waiting for it on a prompt"
+#: Sidecar time per hook call (ms, p50 of the latest) above which doctor warns.
+SLOW_HOOK_MS = 500.0
 #: How long a harness's ``--version`` may take (s).
 VERSION_TIMEOUT_S = 5.0
 
@@ -152,7 +154,23 @@ def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
         out.append(_finding("tokenizer", WARN, "token counts are estimated (tiktoken's file is missing)"))
     if health.get("config_error"):
         out.append(_finding("config", WARN, f"config.toml: {health['config_error']}"))
+    recent = (health.get("hooks") or {}).get("recent") or []
+    if recent:
+        out.append(_hook_times(recent))
     return out
+
+
+def _hook_times(recent: list[dict[str, Any]]) -> dict[str, Any]:
+    """The sidecar's time for its latest hook calls (``/health`` ``hooks.recent``): p50 and max in ms, and how
+    many injected something. A p50 over ``SLOW_HOOK_MS`` is a warning: prompts wait on it."""
+    times = sorted(float(h.get("ms") or 0) for h in recent)
+    p50, worst = times[len(times) // 2], times[-1]
+    injected = sum(1 for h in recent if h.get("included"))
+    message = (f"last {len(recent)} hook calls: {p50:.0f} ms p50, {worst:.0f} ms max in the sidecar; "
+               f"{injected} injected memories")
+    status = WARN if p50 > SLOW_HOOK_MS else OK
+    return _finding("hook timings", status, message + (" (slow: see `memcue status`)" if status == WARN else ""),
+                    p50_ms=p50, max_ms=worst, recent=recent)
 
 
 def check_hook_log(loc: Locations) -> dict[str, Any]:

@@ -126,6 +126,9 @@ def create_app(engine: Engine) -> FastAPI:
     async def hook(harness: str, event: str, body: HookIn) -> HookOut:
         if harness not in HARNESSES or event not in HOOK_EVENTS:
             raise HTTPException(404, f"unknown hook {harness}/{event}")
-        return await handle_hook(engine, harness, event, body, limiter)
+        out = await handle_hook(engine, harness, event, body, limiter)
+        engine.hook_times.append({"harness": harness, "event": event, "ms": out.retrieval_time_ms,
+                                  "answered_by": out.answered_by, "included": out.included})
+        return out
 
     return app

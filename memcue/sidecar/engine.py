@@ -6,6 +6,7 @@ the worker thread embeds pending rows when the model is ready and ingests the sp
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import logging
@@ -35,6 +36,8 @@ from memcue.sidecar.store.memories import NewMemory, Store, WriteResult
 from memcue.sidecar.tokens import TokenCounter
 
 log = logging.getLogger("memcue.engine")
+#: Hook calls kept for ``/health`` (the latest first out).
+HOOK_TIMES_KEPT = 20
 
 #: Rows embedded per batch by the background worker (about 0.2 s of work on the bulk session, so a question
 #: arriving meanwhile waits at most that long for the CPU).
@@ -79,6 +82,9 @@ class Engine:
         self.sessions = SessionLedger()
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
+        #: The last ``HOOK_TIMES_KEPT`` hook calls served: harness, event, ms in the sidecar, answered_by,
+        #: memories included (``/health`` ``hooks``, ``memcue doctor``).
+        self.hook_times: collections.deque[dict[str, Any]] = collections.deque(maxlen=HOOK_TIMES_KEPT)
         #: How the spool is followed while running: "watchfiles", or why it is polled.
         self.spool_watch = f"polling every {WORKER_TICK_S:g} s"
         self._wake = threading.Event()
@@ -132,6 +138,7 @@ class Engine:
             "questions": self.question_stats() if self.question_stats else {},
             "background_yields": self.background_yields,
             "prompt_vectors_reused": self.prompt_vectors_reused,
+            "hooks": {"recent": list(self.hook_times)},
             "spool_watch": self.spool_watch,
             "embedding_cache": emb.cache_stats() if emb else {},
             "vector_index": self.services.vectors.stats(),
