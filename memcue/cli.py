@@ -25,7 +25,7 @@ EPILOG = """examples:
   memcue import notes.jsonl          one JSON object per line: {"content": ..., "kind": ..., "project": ...}
   memcue status --json
   memcue install all                 wire memcue into Claude Code, Codex and Hermes (those found); --dry-run first
-  memcue install codex --trust       Codex runs hooks only once trusted: let Codex trust memcue's
+  memcue install codex --trust       Codex runs only trusted hooks: have Codex trust memcue's hooks
   memcue doctor                      is everything wired, trusted and answering?
   memcue demo                        seed a demo store and run real Claude Code payloads through the hook
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ EXIT_OK, EXIT_ERROR = 0, 1
 def _harnesses(name: str, action: str) -> tuple[list[str], list[str]]:
     """``(harnesses to act on, harnesses skipped)``. ``all`` installs into the harnesses this machine has (the
     program on PATH, or its config folder present) and uninstalls from every one."""
-    from memcue.install import INSTALLERS, installer
+    from memcue.install import INSTALLERS, present
 
     if name != "all":
         return [name], []
@@ -25,9 +24,7 @@ def _harnesses(name: str, action: str) -> tuple[list[str], list[str]]:
         return list(INSTALLERS), []
     found, skipped = [], []
     for harness in INSTALLERS:
-        mod = installer(harness)
-        present = shutil.which(getattr(mod, "PROGRAM", harness)) or mod.settings_path().parent.is_dir()
-        (found if present else skipped).append(harness)
+        (found if present(harness) else skipped).append(harness)
     return found, skipped
 
 
@@ -70,6 +67,9 @@ def _run(args: argparse.Namespace, action: str) -> int:
     project = _project(args.project)
     state_dir = locations().root
     harnesses, skipped = _harnesses(args.harness, action)
+    if not harnesses:
+        errors.append("no harness found on this machine (no claude, codex or hermes on PATH, no config folder): "
+                      "install one first, or name it (memcue install claude-code)")
     for harness in harnesses:
         try:
             fn = inst.install if action == "install" else inst.uninstall
@@ -84,18 +84,19 @@ def _run(args: argparse.Namespace, action: str) -> int:
                          ensure_ascii=False))
     else:
         for r in reports:
+            files = r.get("files") or []
             if args.dry_run:
                 print(r["diff"] or f"{r['path']}: no change", end="" if r["diff"] else "\n")
             elif not r["changed"]:
-                print(f"{r['harness']}: {r['path']} already {'has' if action == 'install' else 'lacks'} memcue's "
-                      "hooks; nothing changed")
+                print(f"{r['harness']}: {r['path']} already {'has' if action == 'install' else 'lacks'} memcue; "
+                      "nothing changed")
             elif action == "install":
-                print(f"{r['harness']}: wired into {r['path']}"
-                      + (f" (backup: {r['backup']})" if r.get("backup") else " (new file)")
-                      + "".join(f"; wrote {f}" for f in r.get("files") or []))
+                where = " (new file)" if r.get("created") else f" (backup: {r['backup']})" if r.get("backup") else ""
+                print(f"{r['harness']}: wired into {r['path']}{where}" + "".join(f"; wrote {f}" for f in files))
             else:
-                print(f"{r['harness']}: {'original restored' if r.get('restored') else 'memcue removed'} in "
-                      f"{r['path']}" + "".join(f"; removed {f}" for f in r.get("files") or []))
+                done = ("removed (memcue had created it)" if r.get("deleted") else
+                        "original restored" if r.get("restored") else "memcue's entries removed")
+                print(f"{r['harness']}: {r['path']}: {done}" + "".join(f"; removed {f}" for f in files))
             if action == "install" and r.get("note") and not args.dry_run:
                 print(f"{r['harness']}: {r['note']}")
             if r.get("trust"):
@@ -129,7 +130,8 @@ def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
         p.add_argument("--dry-run", action="store_true", help="print the change as a unified diff; write nothing")
         p.add_argument("--project", nargs="?", const=".", metavar="DIR",
                        help="the project's own settings instead of your user settings (Claude Code: "
-                            "<git top-level of DIR, default here>/.claude/settings.local.json, kept out of git)")
+                            "<git top-level of DIR, default here>/.claude/settings.local.json, which install "
+                            "lists in the repository's .git/info/exclude)")
         if action == "install":
             p.add_argument("--trust", action="store_true",
                            help="Codex: also trust memcue's hooks through `codex app-server` (Codex skips untrusted "

@@ -16,7 +16,7 @@ from memcue.hooks.locations import Locations
 def _doctor(tmp_path: Path, home: Path) -> tuple[int, dict]:
     env = {**os.environ, "HOME": str(tmp_path),  # never the real home
            "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CODEX_HOME": str(tmp_path / "codex"),
-           "MEMCUE_HOME": str(home)}
+           "MEMCUE_HOME": str(home), "PATH": "/usr/bin:/bin"}  # no harness program on PATH: only folders count
     run = subprocess.run([sys.executable, "-m", "memcue", "doctor", "--json"], env=env, capture_output=True,
                          text=True, timeout=60)
     return run.returncode, {f["area"]: f for f in json.loads(run.stdout)["data"]["findings"]}
@@ -30,11 +30,15 @@ def _install(tmp_path: Path, home: Path) -> None:
 
 def test_doctor_says_what_is_missing_then_all_good(tmp_path: Path, home: Path) -> None:
     code, found = _doctor(tmp_path, home)
+    assert found["claude-code"]["status"] == "ok" and "not on this machine" in found["claude-code"]["message"]
+    (tmp_path / "claude").mkdir()  # Claude Code is here now, memcue not wired into it
+    code, found = _doctor(tmp_path, home)
     assert code == 1 and found["harnesses"]["status"] == "problem"
     assert found["claude-code"]["status"] == "warn" and "memcue install claude-code" in found["claude-code"]["message"]
     _install(tmp_path, home)
     code, found = _doctor(tmp_path, home)
     assert code == 0 and found["claude-code"]["status"] == "ok" and "harnesses" not in found
+    assert found["codex"]["status"] == found["hermes"]["status"] == "ok", "harnesses not on this machine are fine"
 
 
 def test_doctor_flags_hooks_from_another_interpreter(tmp_path: Path, home: Path) -> None:

@@ -179,6 +179,10 @@ def test_project_install_writes_the_projects_local_settings_from_a_subdirectory(
         assert proc.returncode == 0, proc.stderr
     user = _settings(tmp_path).read_bytes()
     assert len(_ours(json.loads(local.read_text()), "UserPromptSubmit")) == 1
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo, capture_output=True,
+                            text=True, check=True).stdout
+    assert "settings.local.json" not in status, "the personal file stays out of git (.git/info/exclude)"
+    assert (repo / ".git" / "info" / "exclude").read_text().count("/.claude/settings.local.json*") == 1
     proc = subprocess.run(run + ["uninstall", "claude-code", "--project", str(repo / "src")], env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -204,3 +208,7 @@ def test_install_all_wires_the_harnesses_this_machine_has(tmp_path: Path) -> Non
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / ".claude" / "settings.json").exists()
+    (tmp_path / ".claude").rmdir()  # now this machine has no harness at all
+    proc = subprocess.run([sys.executable, "-m", "memcue", "install", "all"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1 and "no harness found" in proc.stderr

@@ -252,12 +252,12 @@ def test_an_older_plugin_is_replaced_and_a_foreign_file_refused(tmp_path: Path) 
     assert plugin.read_bytes() == b"# someone else's plugin\n", "uninstall removes only our own file"
 
 
-def test_dry_run_prints_both_diffs_and_writes_nothing(tmp_path: Path) -> None:
+def test_dry_run_prints_the_config_diff_and_the_plugin_in_a_line_and_writes_nothing(tmp_path: Path) -> None:
     path = _write(tmp_path, C13)
     run = _cli(tmp_path, "install", "hermes", "--dry-run")
     assert run.returncode == 0, run.stderr
-    assert "+memory:\n+  provider: memcue\n" in run.stdout and str(_plugin(tmp_path)) in run.stdout
-    assert "+MEMCUE_LAUNCH = " in run.stdout
+    assert "+memory:\n+  provider: memcue\n" in run.stdout
+    assert f"+++ {_plugin(tmp_path)} (new file: " in run.stdout and "MEMCUE_LAUNCH" not in run.stdout
     assert path.read_text() == C13 and not _backups(tmp_path) and not (tmp_path / "hermes" / "plugins").exists()
     assert not (tmp_path / "memcue" / "install").exists(), "no install record either"
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import shutil
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -42,7 +43,7 @@ INSTALLERS: dict[str, str] = {"claude-code": "memcue.install.claude_code", "code
                               "hermes": "memcue.install.hermes"}
 HARNESS_CHOICES = ("claude-code", "codex", "hermes", "all")
 
-__all__ = ["HARNESS_CHOICES", "InstallError", "install", "installer", "uninstall"]
+__all__ = ["HARNESS_CHOICES", "InstallError", "install", "installer", "present", "uninstall"]
 
 
 def installer(harness: str) -> ModuleType:
@@ -51,6 +52,12 @@ def installer(harness: str) -> ModuleType:
         raise InstallError(f"memcue cannot install into {harness} yet ({', '.join(INSTALLERS)} so far); nothing "
                            "changed")
     return importlib.import_module(INSTALLERS[harness])
+
+
+def present(harness: str) -> bool:
+    """True when this machine has ``harness``: its program on PATH, or its config folder."""
+    mod = installer(harness)
+    return bool(shutil.which(getattr(mod, "PROGRAM", harness))) or mod.settings_path().parent.is_dir()
 
 
 def _target(harness: str, project: Path | None) -> tuple[ModuleType, Path, str]:
@@ -97,6 +104,15 @@ def _removable_files(mod: ModuleType, record: dict[str, Any]) -> list[tuple[Path
     return out
 
 
+def _file_diff(path: Path, old: bytes | None, new: bytes) -> str:
+    """The diff of a whole file memcue owns: a one-line summary for a new one (its text is memcue's own, not
+    the user's), else a unified diff."""
+    if old is None:
+        lines = new.count(b"\n")
+        return f"--- /dev/null\n+++ {path} (new file: {lines} lines of memcue's)\n"
+    return diff(path, old, new)
+
+
 def _remove_file(path: Path) -> None:
     """Delete ``path``, the bytecode Python cached for it, and the folders that leaves empty (up to the
     file's own folder)."""
@@ -114,9 +130,9 @@ def _remove_file(path: Path) -> None:
 def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str | None = None,
             project: Path | None = None) -> dict[str, Any]:
     """Install memcue's hooks for ``harness`` (into ``project``'s own settings when given); returns
-    ``{"harness", "path", "changed", "backup", "diff", "dry_run", "note", "files"}`` (``files``: the whole files
-    memcue owns for this harness, paths as strings). ``state_dir`` holds the install record (the data dir).
-    Raises ``InstallError`` (nothing written)."""
+    ``{"harness", "path", "changed", "backup", "diff", "dry_run", "note", "files", "created"}`` (``files``: the
+    whole files memcue owns for this harness, paths as strings; ``created``: the config file did not exist).
+    ``state_dir`` holds the install record (the data dir). Raises ``InstallError`` (nothing written)."""
     mod, path, name = _target(harness, project)
     old = read_bytes(path)
     settings, style = mod.parse(old, path)
@@ -130,8 +146,9 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
     note = mod.install_note(settings) if hasattr(mod, "install_note") else getattr(mod, "TRUST_NOTE", "")
     report: dict[str, Any] = {
         "harness": harness, "path": str(path), "changed": changed, "backup": None,
-        "diff": (diff(path, old, new) if config_changed else "") + "".join(diff(p, n, d) for p, n, d in files_changed),
-        "dry_run": dry_run, "note": note, "files": [str(p) for p, _, _ in owned]}
+        "diff": (diff(path, old, new) if config_changed else "")
+        + "".join(_file_diff(p, n, d) for p, n, d in files_changed),
+        "dry_run": dry_run, "note": note, "files": [str(p) for p, _, _ in owned], "created": old is None}
     if not changed or dry_run:
         return report
     record = load_record(state_dir, name)
@@ -153,14 +170,17 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
         entry["state"] = mod.install_state(settings, first.get("state") or {})
     save_record(state_dir, name, entry)
     report["backup"] = kept
+    if project is not None and hasattr(mod, "keep_out_of_git"):
+        report["note"] = mod.keep_out_of_git(project) or report["note"]
     return report
 
 
 def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: Path | None = None) -> dict[str, Any]:
     """Take memcue's hooks out for ``harness`` (out of ``project``'s own settings when given): restore the
     original byte for byte when the file is as memcue left it, else remove only memcue's entries; remove the
-    whole files memcue owns. Returns ``{"harness", "path", "changed", "restored", "diff", "dry_run", "files"}``
-    (``files``: the files removed). Raises ``InstallError`` (nothing written or removed)."""
+    whole files memcue owns. Returns ``{"harness", "path", "changed", "restored", "deleted", "diff", "dry_run",
+    "files"}`` (``deleted``: the config file went, memcue had created it; ``files``: the files removed).
+    Raises ``InstallError`` (nothing written or removed)."""
     mod, path, name = _target(harness, project)
     old = read_bytes(path)
     record = load_record(state_dir, name)
@@ -189,7 +209,7 @@ def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: 
         if kept != settings:
             new = mod.dump(kept, style)
     config_changed = new != old
-    report.update(changed=config_changed or bool(gone),
+    report.update(changed=config_changed or bool(gone), deleted=config_changed and new is None,
                   diff=(diff(path, old, new) if config_changed else "") + files_diff)
     if dry_run or not report["changed"]:
         if old is None and not dry_run:

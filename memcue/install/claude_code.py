@@ -25,8 +25,8 @@ EVENTS: dict[str, tuple[str, int]] = {
     "SessionEnd": ("session-end", 5),
 }
 
-__all__ = ["EVENTS", "NAME", "PROGRAM", "dump", "install", "parse", "project_settings_path", "settings_path",
-           "uninstall"]
+__all__ = ["EVENTS", "NAME", "PROGRAM", "dump", "install", "keep_out_of_git", "parse", "project_settings_path",
+           "settings_path", "uninstall"]
 
 
 def settings_path() -> Path:
@@ -36,9 +36,34 @@ def settings_path() -> Path:
 
 
 def project_settings_path(project: Path) -> Path:
-    """``<project>/.claude/settings.local.json``: the project's personal settings, which Claude Code keeps out
-    of git (the shared ``settings.json`` would carry this machine's interpreter path to every clone)."""
+    """``<project>/.claude/settings.local.json``: the project's personal settings (the shared ``settings.json``
+    would carry this machine's interpreter path to every clone); ``keep_out_of_git`` keeps it out of git."""
     return project / ".claude" / "settings.local.json"
+
+
+#: The line that keeps the personal settings file, and memcue's backups of it, out of git (``.git/info/exclude``
+#: syntax, relative to the repository).
+EXCLUDE_LINE = "/.claude/settings.local.json*"
+
+
+def keep_out_of_git(project: Path) -> str:
+    """Add ``EXCLUDE_LINE`` to ``<project>/.git/info/exclude`` (the repository's own, uncommitted ignore list)
+    unless it is there; returns a note saying so ("" when nothing was done: no ``.git`` folder, or already
+    listed). Never raises: the install itself is done."""
+    info = project / ".git" / "info"
+    if not (project / ".git").is_dir():
+        return ""
+    exclude = info / "exclude"
+    try:
+        text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+        if EXCLUDE_LINE in text.splitlines():
+            return ""
+        info.mkdir(exist_ok=True)
+        with exclude.open("a", encoding="utf-8") as fh:
+            fh.write(("" if not text or text.endswith("\n") else "\n") + EXCLUDE_LINE + "\n")
+    except OSError as exc:
+        return f"could not add {EXCLUDE_LINE} to {exclude} ({exc.strerror}); keep the file out of git yourself"
+    return f"{EXCLUDE_LINE} added to {exclude}, so git leaves this personal file alone"
 
 
 def install(settings: dict[str, Any], path: Path, python: str | None = None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from memcue.hooks.locations import Locations, socket_blocked
-from memcue.install import claude_code, codex, codex_trust, hermes, hooks_json
+from memcue.install import claude_code, codex, codex_trust, hermes, hooks_json, present
 from memcue.install.files import InstallError, read_bytes
 
 OK, WARN, PROBLEM = "ok", "warn", "problem"
@@ -49,6 +49,17 @@ def _version(program: str) -> str:
     return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else ""
 
 
+def _hermes_version() -> str:
+    """Hermes' version from its package metadata beside the ``hermes`` program ("" when not found). Running
+    ``hermes --version`` would make Hermes ask PyPI for updates."""
+    path = shutil.which(hermes.PROGRAM)
+    if not path:
+        return ""
+    venv = Path(path).resolve().parent.parent
+    found = sorted(venv.glob("lib/python*/site-packages/hermes_agent-*.dist-info"))
+    return f"hermes-agent {found[-1].name.removeprefix('hermes_agent-').removesuffix('.dist-info')}" if found else ""
+
+
 def check_hooks_json(mod: ModuleType) -> dict[str, Any]:
     """A hooks-file harness (``mod``: ``install.claude_code`` or ``install.codex``): its file, memcue's hooks
     present and current (this interpreter, these timeouts), and ``<mod.PROGRAM> --version``."""
@@ -69,6 +80,8 @@ def check_hooks_json(mod: ModuleType) -> dict[str, Any]:
         elif any(h.get("command") != want or h.get("timeout") != timeout for h in mine):
             stale.append(event)
     if missing == list(mod.EVENTS):
+        if not present(name):
+            return _finding(name, OK, "not on this machine (no program on PATH, no config folder)", installed=False)
         return _finding(name, WARN, f"not wired ({path}): run `memcue install {name}`", path=str(path),
                         version=version, installed=False)
     if missing or stale:
@@ -104,7 +117,7 @@ def check_hermes() -> dict[str, Any]:
     """Hermes: ``memory.provider`` in its config.yaml names memcue, and memcue's plugin is there and current
     (this interpreter), plus ``hermes --version``."""
     path, plugin = hermes.settings_path(), hermes.plugin_path()
-    detail = {"path": str(path), "plugin": str(plugin), "version": _version(hermes.PROGRAM)}
+    detail = {"path": str(path), "plugin": str(plugin), "version": _hermes_version()}
     try:
         settings, _ = hermes.parse(read_bytes(path), path)
         current = read_bytes(plugin)
@@ -113,6 +126,9 @@ def check_hermes() -> dict[str, Any]:
     memory = settings.get("memory") if isinstance(settings.get("memory"), dict) else {}
     selected = memory.get("provider") == hermes.PROVIDER
     if not selected and current is None:
+        if not present(hermes.NAME):
+            return _finding(hermes.NAME, OK, "not on this machine (no program on PATH, no config folder)",
+                            installed=False)
         return _finding(hermes.NAME, WARN, f"not wired ({path}): run `memcue install hermes`", installed=False,
                         **detail)
     if not selected:
@@ -178,7 +194,8 @@ def check_hook_log(loc: Locations) -> dict[str, Any]:
     try:
         lines = loc.hook_log.read_text(encoding="utf-8", errors="replace").splitlines()[-LOG_TAIL:]
     except OSError:
-        return _finding("hooks", OK, "no hook has run yet (no hook.log)")
+        return _finding("hooks", OK, "no hook failures logged (hook.log gets failures; MEMCUE_HOOK_DEBUG=1 logs "
+                                     "every run)")
     failed = [line for line in lines if ("sidecar call failed" in line or "hook error" in line)
               and COLD_START not in line]  # a prompt that started the sidecar is normal, not a failure
     times = [float(m.group(1)) for line in lines if (m := re.search(r"done in ([\d.]+) ms", line))]

@@ -64,7 +64,7 @@ def _memory(settings: CommentedMap, path: Path) -> CommentedMap | None:
     memory = settings.get("memory")
     if memory is None or isinstance(memory, CommentedMap):
         return memory
-    raise InstallError(f'{path}: "memory" is a YAML {type(memory).__name__}, not a mapping; memcue changed nothing')
+    raise InstallError(f'{path}: "memory" is a YAML {yaml_file.kind(memory)}, not a mapping; memcue changed nothing')
 
 
 def parse(data: bytes | None, path: Path) -> tuple[CommentedMap, dict[str, Any]]:

@@ -22,6 +22,8 @@ from memcue.hooks import command
 from memcue.install.files import InstallError
 
 _BOM = b"\xef\xbb\xbf"
+#: JSON's names for what ``json.loads`` returns (for error messages).
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
 _OURS = re.compile(r"memcue[/\\]hooks[/\\]launch\.py|-m\s+memcue\.hooks\b")
 
 
@@ -60,7 +62,8 @@ def parse(data: bytes | None, path: Path) -> tuple[dict[str, Any], dict[str, Any
             "nothing. The harness itself needs strict JSON: fix the file (comments and trailing commas are "
             "not allowed), then run the install again.") from None
     if not isinstance(settings, dict):
-        raise InstallError(f"{path} holds a JSON {type(settings).__name__}, not an object; memcue changed nothing")
+        raise InstallError(f"{path} holds a JSON {_JSON_TYPES.get(type(settings), 'value')}, not an object; memcue "
+                           "changed nothing")
     found = re.search(r"\n([ \t]+)\S", text)
     style["indent"] = found.group(1) if found else 2
     style["newline"] = text.endswith("\n")

@@ -67,6 +67,15 @@ def _decode(data: bytes, path: Path) -> tuple[str, bool]:
         raise InstallError(f"{path} is not UTF-8 text; memcue changed nothing") from None
 
 
+def kind(value: object) -> str:
+    """What a YAML value is, in the words of an error message: list, string, boolean, number, mapping, value."""
+    for name, types in (("boolean", (bool,)), ("list", (list,)), ("string", (str,)), ("number", (int, float)),
+                        ("mapping", (dict,))):
+        if isinstance(value, types):
+            return name
+    return "value"
+
+
 def parse(data: bytes | None, path: Path) -> tuple[CommentedMap, dict[str, Any]]:
     """``(document, style)`` from the file's bytes (None: no file). The document is a ruamel ``CommentedMap``
     (edit it like a dict); ``style`` holds what ``dump`` needs to reproduce the file: ``bom``, ``newline``
@@ -98,8 +107,7 @@ def parse(data: bytes | None, path: Path) -> tuple[CommentedMap, dict[str, Any]]
         style["layout"] = None
         return CommentedMap(), style
     if not isinstance(doc, CommentedMap):
-        raise InstallError(f"{path} holds a YAML {type(doc).__name__.removeprefix('Commented').lower()} at the top, "
-                           "not a mapping; memcue changed nothing")
+        raise InstallError(f"{path} holds a YAML {kind(doc)} at the top, not a mapping; memcue changed nothing")
     style["layout"], style["width"] = _layout_of(doc, text, style)
     return doc, style
 
