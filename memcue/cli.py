@@ -100,7 +100,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     with Client() as client:
         client.ensure_running()
         answer = client.recall(args.query, **fields)
-    text = format_recall(answer)
+    text = format_recall(answer, show_weak=args.show_weak)
     if not answer["results"] and project is not None:
         text += f"\n(searched project {project or '(global)'}; --all-projects searches every project)"
     _print(answer, args.json, text)
@@ -304,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=limit, default=10, help="results at most, 1-100 (default 10)")
     p.add_argument("--keyword", action="store_true", help="BM25 keyword search only")
     p.add_argument("--all-projects", action="store_true", help="search every project")
+    p.add_argument("--show-weak", action="store_true", help="also list weak matches, labelled [weak] (left out by "
+                                                            "default: they are not evidence)")
     p.add_argument("--include-requests", action="store_true",
                    help="let prompts you typed (captured by the hook, kind request) answer too")
     p.add_argument("--project", metavar="DIR", help=PROJECT_HELP)

@@ -7,16 +7,19 @@ import sys
 from typing import Any
 
 
-def format_recall(answer: dict[str, Any]) -> str:
-    """A recall answer as the text ``memcue recall`` prints."""
+def format_recall(answer: dict[str, Any], show_weak: bool = False) -> str:
+    """A recall answer as the text ``memcue recall`` prints: one entry per memory with its score and, for
+    anything but a supported match, its label after the score (``[related]``, ``[weak]``). Weak matches are
+    left out unless ``show_weak``; a line says how many."""
     lines = []
-    for rank, r in enumerate(answer["results"], 1):
+    shown = [r for r in answer["results"] if show_weak or r["tier"] != "weak"]
+    for rank, r in enumerate(shown, 1):
         label = "" if r["tier"] == "supported" else f" [{r['tier']}]"
         cos = (r.get("channel_scores") or {}).get("semantic")
         evidence = [f"sim {cos:.2f}" if cos is not None else "", "keywords" if r.get("cue_terms") else ""]
         why = ", ".join(e for e in evidence if e)
-        lines.append(f"{rank}. #{r['memory_id']} ({r['memory_kind']}, {r['age_label']}{'; ' + why if why else ''})"
-                     f"{label}\n"
+        lines.append(f"{rank}. #{r['memory_id']} {float(r.get('score') or 0):.2f}{label} "
+                     f"({r['memory_kind']}, {r['age_label']}{'; ' + why if why else ''})\n"
                      f"   {r.get('content', r.get('preview', ''))}")
         context = r.get("context") or {}
         for key in ("session", "entities"):
@@ -24,6 +27,9 @@ def format_recall(answer: dict[str, Any]) -> str:
                 lines.append(f"     {key}: #{item['memory_id']} {item['content'][:100]}")
         if context.get("replaced_by"):
             lines.append(f"     replaced by #{context['replaced_by']['memory_id']}")
+    hidden = len(answer["results"]) - len(shown)
+    if hidden:
+        lines.append(f"({hidden} weak {'match' if hidden == 1 else 'matches'} not shown: --show-weak lists them)")
     if answer.get("note"):
         lines.append(answer["note"])
     layers = answer.get("layers") or {}
@@ -34,7 +40,8 @@ def format_recall(answer: dict[str, Any]) -> str:
     tier = answer["tier"]
     if tier == "supported" and answer["results"] and all(r["tier"] == "weak" for r in answer["results"]):
         tier = "supported, weak matches only"
-    legend = " (ranked by fused rank; sim = cosine similarity, keywords = BM25 matched)" if answer["results"] else ""
+    legend = (" (score: fused rank score, for ordering only; sim = cosine similarity, keywords = BM25 matched)"
+              if shown else "")
     lines.append(f"[{tier} · {answer.get('retrieval_time_ms', 0):.0f} ms · {statuses}]{legend}")
     return "\n".join(lines)
 

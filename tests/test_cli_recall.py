@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +62,23 @@ def test_what_did_i_ask_for_finds_prompts_behind_many_newer_memories(home: Path)
         sc.stop()
     data = answer.get("data", answer)
     assert [r["content"] for r in data["results"]] == ["add a retry to the Taxly client"]
+
+
+def test_weak_matches_are_hidden_unless_asked_and_labelled_after_the_score(home: Path) -> None:
+    sc = start_sidecar(home)  # the real model: the weak tier needs the semantic channel
+    try:
+        sc.client.remember("use jwt middleware v8 with clock-skew 30s", project="p", kind="decision")
+        sc.client.wait_idle(timeout_s=120)
+        env = {**os.environ, "MEMCUE_HOME": str(home)}
+        run = [sys.executable, "-m", "memcue", "recall", "how do we handle jwt here?", "--project", "p"]
+        plain = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60)
+        weak = subprocess.run([*run, "--show-weak"], env=env, capture_output=True, text=True, timeout=60)
+        answer = _recall(home, "how do we handle jwt here?")["data"]
+    finally:
+        sc.stop()
+    assert [r["tier"] for r in answer["results"]] == ["weak"], "the case this test is about: one weak match"
+    assert plain.returncode == weak.returncode == 0
+    assert "clock-skew" not in plain.stdout and "1 weak match not shown: --show-weak lists them" in plain.stdout
+    line = next(line for line in weak.stdout.splitlines() if line.startswith("1. #"))
+    assert re.match(r"1\. #\d+ \d\.\d\d \[weak\] \(decision, ", line), line
+    assert "clock-skew" in weak.stdout
