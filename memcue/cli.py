@@ -270,6 +270,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from memcue.mcp import main as run_mcp
+
+    return run_mcp()
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from memcue.demo.run import run_demo
 
@@ -342,9 +348,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_stop)
     p = add("status", "Is the sidecar running; model, vector search and store counts.")
     p.set_defaults(fn=cmd_status)
-    from memcue.cli_install import add_commands
+    p = add("mcp", "Run the MCP server on stdio (for an agent's MCP config: command `memcue`, args [\"mcp\"]); "
+                   "it starts the sidecar if needed.", False)
+    p.set_defaults(fn=cmd_mcp)
+    from memcue import cli_install, cli_memory
 
-    add_commands(add)
+    cli_memory.add_commands(add, _project, PROJECT_HELP)
+    cli_install.add_commands(add)
     p = add("demo", "Seed a demo store in a temp dir and run real Claude Code payloads through the real hook.")
     p.add_argument("--keep", action="store_true", help="leave the demo sidecar running and print its MEMCUE_HOME")
     p.set_defaults(fn=cmd_demo)

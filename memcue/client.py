@@ -149,6 +149,39 @@ class Client:
     def recall(self, query: str, **fields: Any) -> dict[str, Any]:
         return self._call("POST", "/recall", json={"query": query, **fields})
 
+    def expand(self, ids: list[int] | str) -> dict[str, Any]:
+        """``POST /expand``: memories with their context (depth 2): ``{"success", "items", "not_found"}``."""
+        return self._call("POST", "/expand", json={"ids": ids})
+
+    def fetch(self, ids: list[int] | str, **fields: Any) -> dict[str, Any]:
+        """``POST /fetch``: memories by id (a list, or a comma-separated string such as ``"12, 15"``), forgotten
+        and superseded ones too, in the order asked. ``fields``: ``session_id``, ``query_id`` (the recall being
+        opened). Returns ``{"success", "results": [memory], "not_found": [id]}``; a memory is ``{"memory_id",
+        "content", "memory_kind", "project", "session_id", "created_at", "updated_at" (Unix s), "age_label",
+        "pinned", "bookkeeping", "forgotten", "forgotten_at", "superseded_by", "seen_count"}``; ``success`` is
+        False when no id resolves. Raises ``ClientError`` for a part that is not a number (HTTP 422)."""
+        return self._call("POST", "/fetch", json={"ids": ids, **fields})
+
+    def list_recent(self, **fields: Any) -> dict[str, Any]:
+        """``POST /list``: the newest memories first, full text. ``fields``: ``project`` (that project plus
+        global memories; none: every project), ``all_projects``, ``limit`` (1..500, default 20), ``kind``,
+        ``include_forgotten``, ``include_bookkeeping``. Returns ``{"results": [memory]}`` (see ``fetch``)."""
+        return self._call("POST", "/list", json=fields)
+
+    def forget(self, ids: list[int] | str) -> dict[str, Any]:
+        """``POST /forget``: soft-delete memories (a list of ids or ``"12, 15"``); they stop answering at once
+        and stay fetchable. Idempotent. Returns ``{"forgotten": [id], "not_found": [id], "already": [id]}``.
+        Raises ``ClientError`` for a part that is not a number (HTTP 422)."""
+        return self._call("POST", "/forget", json={"ids": ids})
+
+    def session_context(self, **fields: Any) -> dict[str, Any]:
+        """``POST /session_context``: the session-start block of ``project`` (pinned, newest, named after the
+        project) once per session; the same session asking again gets a one-line pointer (or "").
+        ``fields``: ``session_id`` (omit for a new one), ``project``, ``harness`` (default "mcp"),
+        ``max_tokens`` (default 1500), ``max_chars`` (default 9500), ``budget_s`` (default 5). Returns
+        ``{"session_id", "context", "included", "tokens"}``."""
+        return self._call("POST", "/session_context", json=fields)
+
     def wait_idle(self, timeout_s: float = 600.0, on_progress: Any = None) -> dict[str, Any]:
         """Wait until the model is loaded and every memory has its vector; return the last health."""
         deadline = time.monotonic() + timeout_s

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,11 +43,13 @@ class Recorded:
 class ModelStub:
     """A loopback server speaking ``api`` (``anthropic`` | ``responses`` | ``chat``); a context manager.
 
-    ``url`` is ``http://127.0.0.1:<port>``; ``requests`` lists what arrived, in order.
+    ``url`` is ``http://127.0.0.1:<port>``; ``requests`` lists what arrived, in order; every POST is answered
+    with ``reply`` after ``delay_s`` seconds.
     """
 
     api: str
     reply: str = REPLY
+    delay_s: float = 0.0
     requests: list[Recorded] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -76,6 +79,7 @@ class ModelStub:
                 except ValueError:
                     body = None
                 stub._record("POST", self.path, body)
+                time.sleep(stub.delay_s)
                 content_type, data = stub._answer(self.path, body if isinstance(body, dict) else {})
                 self._send(200, content_type, data)
 

@@ -1,4 +1,5 @@
-"""The sidecar's HTTP API (FastAPI): health, remember, recall and the hook route.
+"""The sidecar's HTTP API (FastAPI): health, remember, recall, fetch/list/forget, session context and the hook
+route.
 
 Recall and hook work runs in worker threads (embedding and SQLite are blocking), bounded by one
 ``CapacityLimiter`` so a burst of callers cannot starve the event loop.
@@ -7,6 +8,7 @@ Recall and hook work runs in worker threads (embedding and SQLite are blocking),
 from __future__ import annotations
 
 import time
+import uuid
 
 import anyio
 import anyio.to_thread
@@ -15,15 +17,25 @@ from fastapi.responses import JSONResponse
 
 from memcue import __version__
 from memcue.sidecar.engine import Engine
-from memcue.sidecar.hook_service import handle_hook
+from memcue.sidecar.hook_service import handle_hook, session_block
+from memcue.sidecar.memory_api import fetch as fetch_memories
+from memcue.sidecar.memory_api import list_recent
 from memcue.sidecar.models import (
     ExpandIn,
+    FetchIn,
+    FetchOut,
+    ForgetIn,
+    ForgetOut,
     HookIn,
     HookOut,
+    ListIn,
+    ListOut,
     RecallIn,
     RememberBatchIn,
     RememberIn,
     RememberOut,
+    SessionContextIn,
+    SessionContextOut,
     UpdateIn,
     unix_seconds,
 )
@@ -70,14 +82,16 @@ def create_app(engine: Engine) -> FastAPI:
 
     @app.post("/remember", response_model=RememberOut)
     async def remember(body: RememberIn) -> RememberOut:
-        result = (await anyio.to_thread.run_sync(engine.remember, [_new_memory(body)], limiter=limiter))[0]
-        return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate)
+        result = await anyio.to_thread.run_sync(engine.remember_one, _new_memory(body), limiter=limiter)
+        return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate,
+                           redacted=result.redacted)
 
     @app.post("/remember/batch", response_model=list[RememberOut])
     async def remember_batch(body: RememberBatchIn) -> list[RememberOut]:
         results = await anyio.to_thread.run_sync(engine.remember, [_new_memory(m) for m in body.memories],
                                                  limiter=limiter)
-        return [RememberOut(id=r.id, bookkeeping=r.bookkeeping, duplicate=r.duplicate) for r in results]
+        return [RememberOut(id=r.id, bookkeeping=r.bookkeeping, duplicate=r.duplicate, redacted=r.redacted)
+                for r in results]
 
     @app.post("/update", response_model=RememberOut)
     async def update(body: UpdateIn) -> RememberOut:
@@ -88,11 +102,33 @@ def create_app(engine: Engine) -> FastAPI:
                            session_id=old["session_id"], pinned=old["pinned"] if body.pinned is None else body.pinned,
                            source="update", metadata=body.metadata, valid_from=unix_seconds(body.valid_from))
         result = await anyio.to_thread.run_sync(engine.update, body.memory_id, memory, limiter=limiter)
-        return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate)
+        return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate,
+                           redacted=result.redacted)
 
     @app.post("/expand")
     async def expand(body: ExpandIn) -> dict:
         return await anyio.to_thread.run_sync(engine.expand, body.id_list(), limiter=limiter)
+
+    @app.post("/fetch", response_model=FetchOut)
+    async def fetch(body: FetchIn) -> dict:
+        return await anyio.to_thread.run_sync(fetch_memories, store, body.ids, limiter=limiter)
+
+    @app.post("/list", response_model=ListOut)
+    async def list_memories(body: ListIn) -> dict:
+        return await anyio.to_thread.run_sync(list_recent, store, body, limiter=limiter)
+
+    @app.post("/forget", response_model=ForgetOut)
+    async def forget(body: ForgetIn) -> ForgetOut:
+        out = await anyio.to_thread.run_sync(engine.forget, body.ids, limiter=limiter)
+        return ForgetOut(forgotten=out.forgotten, not_found=out.not_found, already=out.already)
+
+    @app.post("/session_context", response_model=SessionContextOut)
+    async def session_context(body: SessionContextIn) -> SessionContextOut:
+        session_id = body.session_id or uuid.uuid4().hex
+        out = await session_block(engine, body.harness, session_id, body.project, budget_s=body.budget_s,
+                                  max_tokens=body.max_tokens, max_chars=body.max_chars, limiter=limiter)
+        return SessionContextOut(session_id=session_id, context=out.context, included=out.included,
+                                 tokens=out.tokens)
 
     @app.post("/recall")
     async def recall(body: RecallIn) -> dict:
@@ -105,9 +141,15 @@ def create_app(engine: Engine) -> FastAPI:
                                 channels=KEYWORD_CHANNELS if body.mode == "keyword" else FULL_CHANNELS,
                                 include_requests=body.include_requests, weights=body.weights, filters=filters,
                                 now=unix_seconds(body.now), depth=body.depth, max_tokens=body.max_tokens)
+        started = time.perf_counter()
+        answer = await _answer(request, body, started)
+        # The optional answer check, within what is left of the budget; it adds fields, never hides a result.
+        left = (body.budget_s - (time.perf_counter() - started)) if body.budget_s is not None else 60.0
+        return {**answer, **await engine.answer_checker.judge(answer, left, warming=bool(answer.get("warming_up")))}
+
+    async def _answer(request: RecallRequest, body: RecallIn, started: float) -> dict:
         if body.budget_s is None:
             return await questions.ask(request)
-        started = time.perf_counter()
         answer, by = await engine.recall_within(request, body.budget_s, limiter)
         if answer is None:
             return {"query": body.query, "results": [], "tier": "none", "retrieval_mode": "none",

@@ -8,6 +8,8 @@ Known keys (all optional)::
     semantic = 0.6
     [rerank]
     model = "Xenova/ms-marco-MiniLM-L-6-v2"   # a fastembed cross-encoder; off when absent
+    [answer_check]                # optional judge of question answers (sidecar/answer_check.py)
+    url = "http://127.0.0.1:8080/v1"
 
 A file that cannot be read or parsed is ignored (defaults apply), and so is each entry of the wrong name
 or type; the problems are logged and reported by ``/health`` (``config_error``): a broken config must not
@@ -22,17 +24,20 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memcue.sidecar.answer_check import AnswerCheckConfig, parse_config
+
 log = logging.getLogger("memcue.config")
 
 
 @dataclass(frozen=True)
 class RecallConfig:
-    """``support_gate`` on/off, per-type channel ``weights`` overrides, ``rerank_model`` ("" = off), and
-    ``error`` (why the file was ignored, "" when fine)."""
+    """``support_gate`` on/off, per-type channel ``weights`` overrides, ``rerank_model`` ("" = off), the
+    ``answer_check`` endpoint (off by default), and ``error`` (why the file was ignored, "" when fine)."""
 
     support_gate: bool = True
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
     rerank_model: str = ""
+    answer_check: AnswerCheckConfig = field(default_factory=AnswerCheckConfig)
     error: str = ""
 
 
@@ -97,7 +102,10 @@ def load_config(path: Path, env: dict[str, str] | None = None) -> RecallConfig:
         problems.append(f"rerank.model = {model!r}: must be a model name")
         model = ""
     model = env.get("MEMCUE_RERANK_MODEL") or model
+    answer_check, check_problems = parse_config(data.get("answer_check"), env)
+    problems.extend(check_problems)
     error = f"{path}: " + "; ".join(problems) if problems else ""
     if error:
         log.error("config problems, ignored: %s", error)
-    return RecallConfig(support_gate=gate, weights=weights, rerank_model=model, error=error)
+    return RecallConfig(support_gate=gate, weights=weights, rerank_model=model, answer_check=answer_check,
+                        error=error)

@@ -21,7 +21,9 @@ import numpy as np
 
 from memcue import __version__
 from memcue.hooks.locations import Locations
+from memcue.sidecar.answer_check import AnswerChecker
 from memcue.sidecar.config import load_config
+from memcue.sidecar.dedup import NearCheck, find_near_duplicate
 from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.heap import trim_heap
 from memcue.sidecar.race import race
@@ -32,7 +34,9 @@ from memcue.sidecar.recall.pipeline import KEYWORD_CHANNELS, RecallRequest, Reca
 from memcue.sidecar.recall.rerank import Reranker
 from memcue.sidecar.sessions import SessionLedger
 from memcue.sidecar.spool import SpoolReader
+from memcue.sidecar.store.forgetting import ForgetResult
 from memcue.sidecar.store.memories import NewMemory, Store, WriteResult
+from memcue.sidecar.store.redaction import redact
 from memcue.sidecar.tokens import TokenCounter
 
 log = logging.getLogger("memcue.engine")
@@ -69,6 +73,8 @@ class Engine:
         self.services = RecallServices(config=self.config)
         if self.config.rerank_model:
             self.services.reranker = Reranker(self.config.rerank_model, locations.models_dir)
+        #: The optional judge of question answers (off unless configured: ``sidecar/answer_check.py``).
+        self.answer_checker = AnswerChecker(self.config.answer_check)
         self._probes: np.ndarray | None = None
         #: Set by the HTTP app: the question scheduler's settings and counters for ``/health``.
         self.question_stats: Any = None
@@ -154,6 +160,26 @@ class Engine:
         self._wake.set()
         return out
 
+    def remember_one(self, memory: NewMemory) -> WriteResult:
+        """Store one memory (``/remember``): a near-duplicate in the same project reinforces the stored memory
+        instead (``sidecar.dedup``; the result says ``duplicate``). A new row gets the vector the check
+        computed at once, so the next ``remember`` sees it."""
+        try:
+            check = find_near_duplicate(self.store, self.services.vectors, self.embedder, memory)
+        except Exception:  # noqa: BLE001 - the write must not fail for the check; exact dedup still applies
+            log.exception("near-duplicate check failed; storing the memory as new")
+            check = NearCheck()
+        if check.memory_id is not None:
+            self.store.reinforce(check.memory_id)
+            return WriteResult(check.memory_id, False, duplicate=True, redacted=redact(memory.content).count)
+        result = self.store.remember_many([memory])[0]
+        emb = self.embedder
+        if (check.vector is not None and emb is not None and not (result.duplicate or result.bookkeeping)
+                and not memory.metadata.get("embed_text")):
+            self._store_vectors([result.id], np.asarray(check.vector, dtype=np.float32).reshape(1, -1), emb)
+        self._wake.set()
+        return result
+
     def remember_prompt(self, memory: NewMemory) -> WriteResult:
         """Store a captured prompt. When its recall just embedded the same text (the query-embedding cache
         holds it), that vector is stored with it at once: the worker does not embed the prompt a second
@@ -175,6 +201,14 @@ class Engine:
         self._wake.set()
         return out
 
+    def forget(self, ids: list[int]) -> ForgetResult:
+        """Soft-delete memories (see ``Store.forget``): they stop answering at once and leave every working
+        set. Idempotent."""
+        out = self.store.forget(ids)
+        for memory_id in out.forgotten:
+            self.services.working_sets.forget(memory_id)
+        return out
+
     # -- reads ---------------------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
         """Run the recall pipeline and shape the results by ``request.depth`` and ``request.max_tokens``
@@ -190,6 +224,7 @@ class Engine:
         items = [{"memory_id": mid, "fact_id": mid, "content": rows[mid]["content"], "memory_kind": rows[mid]["kind"],
                   "project": rows[mid]["project"], "created_at": rows[mid]["created_at"],
                   "superseded_by": rows[mid]["superseded_by"], "bookkeeping": rows[mid]["bookkeeping"],
+                  "forgotten": rows[mid]["forgotten_at"] is not None,
                   "context": context_for(self.store, mid)} for mid in dict.fromkeys(ids) if mid in rows]
         return {"success": bool(items), "items": items, "not_found": [i for i in dict.fromkeys(ids) if i not in rows]}
 

@@ -61,7 +61,9 @@ async def handle_hook(engine: Engine, harness: str, event_name: str, body: HookI
     if event_name == "user-prompt-submit":
         return await _prompt(engine, harness, ev, body, limiter, started)
     if event_name == "session-start":
-        return await _session_start(engine, harness, ev, body, limiter, started)
+        return await session_block(engine, harness, str(ev.get("session_id") or ""), str(ev.get("project") or ""),
+                                   session_source(ev), budget_s=body.budget_s, max_tokens=body.max_tokens,
+                                   max_chars=body.max_chars, limiter=limiter, started=started)
     return _nothing(started)
 
 
@@ -113,12 +115,17 @@ def session_source(ev: dict[str, Any]) -> str:
     return source if source in SOURCES else "startup"
 
 
-async def _session_start(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn,
-                         limiter: anyio.CapacityLimiter, started: float) -> HookOut:
-    project = str(ev.get("project") or "")
+async def session_block(engine: Engine, harness: str, session_id: str, project: str, source: str = "startup", *,
+                        budget_s: float, max_tokens: int, max_chars: int, limiter: anyio.CapacityLimiter,
+                        started: float | None = None) -> HookOut:
+    """The session-start block of ``project`` for the session ``session_id`` of ``harness`` (the SessionStart
+    hook and ``POST /session_context`` both come here): pinned memories, the newest ones and a recall on the
+    project's name, rendered under ``max_tokens`` / ``max_chars``, built within ``budget_s`` (s). A session
+    gets it once (``SessionLedger``); a resumed session, or one asking again, gets the one-line ``POINTER``.
+    ``source`` is a SessionStart source (``SOURCES``). Nothing ("" context) without a project."""
+    started = time.perf_counter() if started is None else started
     query_id = uuid.uuid4().hex[:16]
-    key = engine.sessions.key(harness, str(ev.get("session_id") or ""))
-    source = session_source(ev)
+    key = engine.sessions.key(harness, session_id)
     if source in ("clear", "compact"):
         engine.sessions.forget_injected(key)  # the conversation no longer holds what was injected
     if project and (source == "resume" or engine.sessions.had_block(key)):
@@ -127,7 +134,7 @@ async def _session_start(engine: Engine, harness: str, ev: dict[str, Any], body:
         count = await anyio.to_thread.run_sync(engine.store.doc_count, project, limiter=limiter)
         text = POINTER.format(count=f"{count} {'memory' if count == 1 else 'memories'}")
         tokens = engine.tokens.count(text)
-        if not count or tokens > body.max_tokens or len(text) > body.max_chars:
+        if not count or tokens > max_tokens or len(text) > max_chars:
             return _nothing(started, query_id)
         return HookOut(version=__version__, context=text, answered_by="session", tier="supported",
                        retrieval_time_ms=round((time.perf_counter() - started) * 1000, 2), query_id=query_id,
@@ -158,10 +165,10 @@ async def _session_start(engine: Engine, harness: str, ev: dict[str, Any], body:
 
     if not project:
         return _nothing(started, query_id)
-    with anyio.move_on_after(body.budget_s):
+    with anyio.move_on_after(budget_s):
         rows = await anyio.to_thread.run_sync(build, abandon_on_cancel=True, limiter=limiter)
         block = render_block(SESSION_HEADER, rows, count_tokens=engine.tokens.count,
-                             max_tokens=body.max_tokens, max_chars=body.max_chars)
+                             max_tokens=max_tokens, max_chars=max_chars)
         if block.text:  # only a block that was given counts as the session's one full block (C15)
             engine.sessions.mark_block(key)
             engine.sessions.add_injected(key, (r["memory_id"] for r in rows[:block.included]))

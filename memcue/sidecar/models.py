@@ -36,9 +36,13 @@ class RememberBatchIn(BaseModel):
 
 
 class RememberOut(BaseModel):
+    """A write's outcome: ``duplicate`` when an existing memory was reinforced instead of a row added,
+    ``redacted`` the number of secrets replaced by markers."""
+
     id: int
     bookkeeping: bool
     duplicate: bool = False
+    redacted: int = 0
 
 
 def unix_seconds(value: dt.datetime | None) -> float | None:
@@ -128,3 +132,140 @@ class ErrorOut(BaseModel):
     code: str
     message: str
     retryable: bool = False
+
+
+#: Most ids one ``/fetch`` or ``/forget`` takes.
+MAX_IDS = 1000
+
+
+def parse_ids(value: Any) -> Any:
+    """Memory ids given as a comma-separated string ("12, 15") or a single number, as a list of ints; any
+    other value is passed on for pydantic to check. Raises ``ValueError`` naming a part that is not a whole
+    number."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if not isinstance(value, str):
+        return value
+    out = []
+    for part in (p.strip() for p in value.split(",")):
+        if not part:
+            continue
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise ValueError(f"{part[:40]!r} is not a memory id: give whole numbers, as a list or separated "
+                             "by commas (\"12, 15\")") from None
+    return out
+
+
+class IdsIn(BaseModel):
+    """Memory ids as a list (``[12, 15]``) or a comma-separated string (``"12, 15"``); 1 to ``MAX_IDS``."""
+
+    ids: list[int]
+
+    @field_validator("ids", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return parse_ids(value)
+
+    @field_validator("ids")
+    @classmethod
+    def _some(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("give at least one memory id")
+        if len(value) > MAX_IDS:
+            raise ValueError(f"at most {MAX_IDS} ids at once (got {len(value)})")
+        return value
+
+
+class FetchIn(IdsIn):
+    """``POST /fetch``: memories by id, forgotten and superseded ones included. ``session_id`` and
+    ``query_id`` name the recall whose results are being opened (from a recall block), if any."""
+
+    session_id: str = ""
+    query_id: str = ""
+
+
+class MemoryOut(BaseModel):
+    """One stored memory as ``/fetch`` and ``/list`` return it. Times in Unix seconds; ``age_label`` is the
+    human age ("today", "3 weeks ago"); ``forgotten`` with ``forgotten_at`` (Unix s) after a ``/forget``;
+    ``superseded_by`` the newer version's id after an ``/update``; ``seen_count`` how often it was written."""
+
+    memory_id: int
+    content: str
+    memory_kind: str
+    project: str
+    session_id: str
+    created_at: float
+    updated_at: float
+    age_label: str
+    pinned: bool
+    bookkeeping: bool
+    forgotten: bool
+    forgotten_at: float | None = None
+    superseded_by: int | None = None
+    seen_count: int = 1
+
+
+class FetchOut(BaseModel):
+    """``results`` in the order asked (each id once); ``not_found`` the ids no memory has; ``success``
+    is False when no id resolves."""
+
+    success: bool
+    results: list[MemoryOut]
+    not_found: list[int]
+
+
+class ListIn(BaseModel):
+    """``POST /list``: newest memories first. Scope as ``/recall``: ``project`` gives that project plus global
+    ("") memories; no project, or ``all_projects``, gives every project. ``kind`` keeps one kind; forgotten
+    and bookkeeping rows only when asked."""
+
+    project: str | None = None
+    all_projects: bool = False
+    limit: int = Field(default=20, ge=1, le=500)
+    kind: str | None = None
+    include_forgotten: bool = False
+    include_bookkeeping: bool = False
+
+
+class ListOut(BaseModel):
+    """Memories newest first, with their full text (clients cut it)."""
+
+    results: list[MemoryOut]
+
+
+class ForgetIn(IdsIn):
+    """``POST /forget``: soft-delete memories by id (idempotent)."""
+
+
+class ForgetOut(BaseModel):
+    """Ids ``forgotten`` by this call, ``already`` forgotten before, and ``not_found``; in the order asked."""
+
+    forgotten: list[int]
+    not_found: list[int]
+    already: list[int]
+
+
+class SessionContextIn(BaseModel):
+    """``POST /session_context``: the session-start block a SessionStart hook gets, once per session (the
+    same session asking again gets a one-line pointer, or "" when the project holds nothing). ``session_id``
+    "" makes a new one; ``harness`` names the ledger the session is kept in (pass the harness's own name to
+    share its hook's record). ``budget_s`` (s) bounds the work; ``max_tokens`` and ``max_chars`` the block."""
+
+    session_id: str = Field(default="", max_length=200)
+    project: str = ""
+    harness: str = Field(default="mcp", min_length=1, max_length=40)
+    max_tokens: int = Field(default=1500, ge=1, le=100_000)
+    max_chars: int = Field(default=9500, ge=1, le=1_000_000)
+    budget_s: float = Field(default=5.0, gt=0, le=60)
+
+
+class SessionContextOut(BaseModel):
+    """The block (``context``, "" for nothing), the ``session_id`` it was given for, memories ``included``
+    and its size in ``tokens``."""
+
+    session_id: str
+    context: str
+    included: int
+    tokens: int

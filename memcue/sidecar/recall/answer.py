@@ -81,6 +81,7 @@ def contract_response(req: RecallRequest, results: list[dict[str, Any]], tier: s
         "reranker_status": reranker_status,
         "filters": req.filters.describe(),
         "calibration_status": "uncalibrated",
+        "answer_check_status": "off",
         "answer_confidence": None,
         "answerability": "unjudged",
         "answerability_reason": "no answer check is configured",

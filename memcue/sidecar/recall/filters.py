@@ -38,7 +38,10 @@ class Filters:
         return any(v is not None for v in (self.window_start, self.window_end, self.as_of, self.valid_at))
 
     def keeps(self, row: dict[str, Any]) -> bool:
-        """True when the memory ``row`` (a ``Store.fetch`` dict) passes every filter."""
+        """True when the memory ``row`` (a ``Store.fetch`` dict) passes every filter. A forgotten row never
+        does (not even under ``as_of``)."""
+        if row.get("forgotten_at") is not None:
+            return False
         created = float(row["created_at"])
         if self.window_start is not None and created < self.window_start:
             return False

@@ -7,7 +7,7 @@ over a matrix held in memory takes 2.3 ms. The matrix costs rows × dim × 4 byt
 capacity grows by doubling, so up to twice that while it grows).
 
 Rows are kept current incrementally: ``Store.vector_journal`` logs every id whose vector was written or
-which was superseded, and a search first re-reads just those rows (a captured prompt costs one row, not a
+which was superseded or forgotten, and a search first re-reads just those rows (a captured prompt costs one row, not a
 reload). A full load (``SELECT rowid, embedding FROM memories_vec``, about 0.25 s at 27,000) happens on
 first use, when the vector table is rebound, and when the journal started a new epoch. Scoping is a mask
 over the whole matrix: project (and global rows), excluded kinds, and superseded rows unless asked for.
@@ -62,7 +62,7 @@ class _Arrays:
     matrix: np.ndarray
     project: np.ndarray  # int32 codes into VectorIndex._projects
     kind: np.ndarray  # int32 codes into VectorIndex._kinds
-    current: np.ndarray  # bool: not superseded and still embedded
+    current: np.ndarray  # bool: not superseded, not forgotten and still embedded
     n: int = 0
     pos: dict[int, int] = field(default_factory=dict)
 
@@ -293,8 +293,8 @@ def _row_meta(store: Store, ids: list[int]) -> dict[int, tuple[str, str, bool]]:
     for i in range(0, len(ids), 900):
         chunk = ids[i:i + 900]
         rows = store._reader().execute(
-            f"SELECT id, project, kind, superseded_by IS NULL FROM memories WHERE bookkeeping = 0"
-            f" AND id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            "SELECT id, project, kind, superseded_by IS NULL AND forgotten_at IS NULL FROM memories"
+            f" WHERE bookkeeping = 0 AND id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         out.update((int(r[0]), (str(r[1]), str(r[2]), bool(r[3]))) for r in rows)
     return out
 
@@ -302,7 +302,8 @@ def _row_meta(store: Store, ids: list[int]) -> dict[int, tuple[str, str, bool]]:
 def _all_meta(store: Store) -> dict[int, tuple[str, str, bool]]:
     """id -> (project, kind, current) for every embedded, non-bookkeeping row (a full load)."""
     rows = store._reader().execute(
-        "SELECT id, project, kind, superseded_by IS NULL FROM memories WHERE embedded = 1 AND bookkeeping = 0")
+        "SELECT id, project, kind, superseded_by IS NULL AND forgotten_at IS NULL FROM memories"
+        " WHERE embedded = 1 AND bookkeeping = 0")
     return {int(r[0]): (str(r[1]), str(r[2]), bool(r[3])) for r in rows}
 
 

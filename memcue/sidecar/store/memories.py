@@ -20,11 +20,14 @@ import apsw
 from memcue.sidecar.store.bookkeeping import is_bookkeeping
 from memcue.sidecar.store.db import READER_CACHE_KIB, connect
 from memcue.sidecar.store.entities import extract_entities, link_entities
+from memcue.sidecar.store.forgetting import Forgetting
 from memcue.sidecar.store.journal import VectorJournal
 from memcue.sidecar.store.migrations import ensure_vector_table, migrate, schema_version
 from memcue.sidecar.store.recall_queries import RecallQueries
+from memcue.sidecar.store.redaction import redact
 from memcue.sidecar.store.rows import COLUMNS, row_dict, scope_conditions
 from memcue.sidecar.store.sanitize import sanitize_text
+from memcue.sidecar.store.strip import strip_injected
 from memcue.sidecar.store.vectors import VectorRows
 
 #: ``embedded`` values: 0 waiting for a vector, 1 has one, 2 never embedded (bookkeeping rows).
@@ -64,14 +67,22 @@ class NewMemory:
 class WriteResult:
     """Outcome of one write: the row ``id``, whether it was flagged ``bookkeeping``, and whether it was a
     ``duplicate`` of an earlier write (same ``source_id``, or same text in the same project): then nothing
-    new was stored."""
+    new was stored. ``redacted``: secrets replaced by markers in the text (``store.redaction``)."""
 
     id: int
     bookkeeping: bool
     duplicate: bool = False
+    redacted: int = 0
 
 
-class Store(RecallQueries, VectorRows):
+def _redact_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata`` with secrets out of ``embed_text`` (embedded instead of the content when present)."""
+    if isinstance(metadata.get("embed_text"), str):
+        return {**metadata, "embed_text": redact(metadata["embed_text"]).text}
+    return metadata
+
+
+class Store(RecallQueries, VectorRows, Forgetting):
     """Rows, keyword index and vector index in one SQLite file at ``path``.
 
     Raises ``apsw.Error`` when the file cannot be opened or migrated.
@@ -179,8 +190,10 @@ class Store(RecallQueries, VectorRows):
         """Store several memories in one transaction; bookkeeping flags are set in the same transaction.
 
         The same text (and kind) written again in the same project is not stored twice: the existing row's
-        ``seen_count`` goes up and the result says ``duplicate``. Raises ``ValueError`` for empty text
-        (nothing of the batch is written then).
+        ``seen_count`` goes up and the result says ``duplicate``. Secrets are replaced by markers first
+        (``store.redaction``, also in ``metadata["embed_text"]``, the text embedded instead when given), and a
+        captured prompt (kind ``request``) loses any memcue block pasted into it (``store.strip``). Raises
+        ``ValueError`` for empty text (nothing of the batch is written then).
         """
         results: list[WriteResult] = []
         now = time.time()
@@ -194,20 +207,28 @@ class Store(RecallQueries, VectorRows):
                         results.append(WriteResult(int(found[0][0]), bool(found[0][1]), duplicate=True))
                         continue
                 content = sanitize_text(m.content)
+                # A captured prompt: memcue's own injected block is not stored again. A prompt that was only
+                # such a block is kept as it was, as a bookkeeping row (never recalled, never embedded).
+                stripped = strip_injected(content) if m.kind == "request" else content
+                only_block = bool(content.strip()) and not stripped.strip()
+                content = content if only_block else stripped
+                secrets = redact(content)
+                content = secrets.text
                 if not content.strip():
                     raise ValueError("a memory needs some text: the content is empty after cleaning")
                 project = sanitize_text(m.project or "")
                 digest = hashlib.sha1(f"{m.kind}\x00{content}".encode()).hexdigest()
                 same = self._writer.execute(
                     "SELECT id, bookkeeping FROM memories WHERE project = ? AND content_sha1 = ?"
-                    " AND superseded_by IS NULL LIMIT 1", (project, digest)).fetchall()
+                    " AND superseded_by IS NULL AND forgotten_at IS NULL LIMIT 1", (project, digest)).fetchall()
                 if same:
                     self._writer.execute(
                         "UPDATE memories SET seen_count = seen_count + 1, updated_at = ? WHERE id = ?",
                         (now, same[0][0]))
-                    results.append(WriteResult(int(same[0][0]), bool(same[0][1]), duplicate=True))
+                    results.append(WriteResult(int(same[0][0]), bool(same[0][1]), duplicate=True,
+                                               redacted=secrets.count))
                     continue
-                flagged = m.kind in RECORD_KINDS or is_bookkeeping(content)
+                flagged = only_block or m.kind in RECORD_KINDS or is_bookkeeping(content)
                 created = m.created_at if m.created_at is not None else now
                 self._writer.execute(
                     "INSERT INTO memories(content, kind, project, session_id, created_at, updated_at, pinned,"
@@ -225,7 +246,7 @@ class Store(RecallQueries, VectorRows):
                         sanitize_text(m.source or ""),
                         m.source_id,
                         SKIPPED if flagged else PENDING,
-                        json.dumps(m.metadata, ensure_ascii=False),
+                        json.dumps(_redact_metadata(m.metadata), ensure_ascii=False),
                         digest,
                         m.valid_from,
                         m.valid_to,
@@ -234,10 +255,18 @@ class Store(RecallQueries, VectorRows):
                 new_id = self._writer.last_insert_rowid()
                 if not flagged:
                     link_entities(self._writer, new_id, extract_entities(content))
-                results.append(WriteResult(new_id, flagged))
+                results.append(WriteResult(new_id, flagged, redacted=secrets.count))
                 self.rows_written += 1
             self.generation += 1
         return results
+
+    def reinforce(self, memory_id: int) -> None:
+        """Count one more sighting of ``memory_id`` (``seen_count`` + 1, ``updated_at`` now), as writing the same
+        text again does; used for near-duplicates (``sidecar.dedup``)."""
+        with self._write_lock, self._writer:
+            self._writer.execute("UPDATE memories SET seen_count = seen_count + 1, updated_at = ? WHERE id = ?",
+                                 (time.time(), int(memory_id)))
+            self.generation += 1
 
     def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
         """Write ``memory`` as a new version of ``memory_id``: the old row gets ``superseded_by`` (the new id),
@@ -252,6 +281,8 @@ class Store(RecallQueries, VectorRows):
             raise KeyError(f"no memory with id {memory_id}")
         if old["superseded_by"] is not None:
             raise ValueError(f"memory {memory_id} was already replaced by {old['superseded_by']}; update that one")
+        if old["forgotten_at"] is not None:
+            raise ValueError(f"memory {memory_id} was forgotten; remember the new text instead")
         if memory.valid_from is None:
             memory.valid_from = now
         if not memory.project:
@@ -283,11 +314,12 @@ class Store(RecallQueries, VectorRows):
     def list_memories(
         self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
         kinds_excluded: Sequence[str] = (), pinned_only: bool = False, kind: str | None = None,
+        include_forgotten: bool = False,
     ) -> list[dict[str, Any]]:
         """Newest first. ``project`` None means every project; a project also gets global ("") rows; ``kind``
-        keeps only rows of that kind."""
+        keeps only rows of that kind. Forgotten rows only with ``include_forgotten``."""
         where, args = scope_conditions(project=project, exclude_kinds=kinds_excluded,
-                                       include_bookkeeping=include_bookkeeping)
+                                       include_bookkeeping=include_bookkeeping, include_forgotten=include_forgotten)
         if pinned_only:
             where.append("pinned = 1")
         if kind is not None:
@@ -350,8 +382,10 @@ class Store(RecallQueries, VectorRows):
         return out
 
     def doc_count(self, project: str | None = None) -> int:
-        """Number of current, non-bookkeeping memories in ``project`` and global rows (all when None)."""
-        sql, args = "SELECT count(*) FROM memories WHERE bookkeeping = 0 AND superseded_by IS NULL", []
+        """Number of current (not superseded, not forgotten), non-bookkeeping memories in ``project`` and global
+        rows (all when None)."""
+        sql = "SELECT count(*) FROM memories WHERE bookkeeping = 0 AND superseded_by IS NULL AND forgotten_at IS NULL"
+        args: list[str] = []
         if project is not None:
             sql += " AND project IN (?, '')"
             args.append(project)

@@ -148,6 +148,19 @@ def m008_missing_baselines(conn: apsw.Connection) -> None:
     conn.execute("CREATE INDEX memories_no_baseline ON memories(id) WHERE embedded = 1 AND baseline IS NULL")
 
 
+@migration
+def m009_forgotten(conn: apsw.Connection) -> None:
+    # forgotten_at (Unix s): a soft delete. A forgotten memory never answers but can still be fetched.
+    # memories_scope gains the column so the scope counts (graph N, doc_count) stay index-only.
+    conn.execute(
+        """
+        ALTER TABLE memories ADD COLUMN forgotten_at REAL;
+        DROP INDEX memories_scope;
+        CREATE INDEX memories_scope ON memories(project, bookkeeping, superseded_by, forgotten_at);
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

@@ -8,17 +8,20 @@ from typing import Any
 
 COLUMNS = (
     "id, content, kind, project, session_id, created_at, updated_at, pinned, bookkeeping, "
-    "superseded_by, source, source_id, embedded, metadata, seen_count, valid_from, valid_to, superseded_at, baseline"
+    "superseded_by, source, source_id, embedded, metadata, seen_count, valid_from, valid_to, superseded_at, baseline, "
+    "forgotten_at"
 )
 
 
 def scope_conditions(
     alias: str = "", *, project: str | None = None, exclude_kinds: Sequence[str] = (),
-    include_superseded: bool = False, include_bookkeeping: bool = False,
+    include_superseded: bool = False, include_bookkeeping: bool = False, include_forgotten: bool = False,
 ) -> tuple[list[str], list[Any]]:
     """SQL conditions (and their arguments) for the rows a recall may see: ``project`` and global rows
     (every project when None), not ``exclude_kinds``, not superseded unless ``include_superseded``, not
-    bookkeeping unless ``include_bookkeeping``. ``alias`` prefixes the columns ("m" -> "m.project")."""
+    bookkeeping unless ``include_bookkeeping``, not forgotten unless ``include_forgotten`` (a forgotten row
+    stays out even under ``include_superseded``: an ``as_of`` recall never brings it back). ``alias``
+    prefixes the columns ("m" -> "m.project")."""
     col = f"{alias}." if alias else ""
     where: list[str] = []
     args: list[Any] = []
@@ -26,6 +29,8 @@ def scope_conditions(
         where.append(f"{col}bookkeeping = 0")
     if not include_superseded:
         where.append(f"{col}superseded_by IS NULL")
+    if not include_forgotten:
+        where.append(f"{col}forgotten_at IS NULL")
     if project is not None:
         where.append(f"{col}project IN (?, '')")
         args.append(project)

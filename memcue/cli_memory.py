@@ -1,0 +1,179 @@
+"""``memcue search|fetch|list|forget|expand|session-context``: reading and managing stored memories by hand
+(issue 6, CLI parity with the MCP tools). Thin over ``memcue.client.Client``; kept out of ``cli.py``.
+
+Every command prints text for people, or with ``--json`` the ``{"success": ..., "data": ...}`` envelope;
+exit codes as for the rest of the CLI: 0 ok, 1 error (or nothing found by id), 2 usage, 75 busy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from collections.abc import Callable
+from typing import Any
+
+EXIT_OK, EXIT_ERROR = 0, 1
+#: Characters of a memory's text shown per line by ``memcue list`` (``--full`` shows all of it).
+LIST_CHARS = 120
+
+
+def clean_ids(text: str) -> str:
+    """An ids argument as the sidecar takes it: ``"#12, #15"`` -> ``"12, 15"`` (people copy ids with their #)."""
+    return text.replace("#", "")
+
+
+def _client() -> Any:
+    from memcue.client import Client
+
+    client = Client()
+    client.ensure_running()
+    return client
+
+
+def _emit(data: Any, as_json: bool, text: str, ok: bool = True) -> int:
+    if as_json:
+        print(json.dumps({"success": ok, "data": data}, ensure_ascii=False, indent=2))
+    elif text:
+        print(text)
+    return EXIT_OK if ok else EXIT_ERROR
+
+
+def _when(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+def _line(m: dict[str, Any], full: bool = False) -> str:
+    """One memory in a line: id, kind, age, flags, then its text (cut to ``LIST_CHARS`` unless ``full``)."""
+    flags = [f for f, on in (("pinned", m.get("pinned")), ("bookkeeping", m.get("bookkeeping")),
+                             ("forgotten", m.get("forgotten")),
+                             (f"replaced by #{m.get('superseded_by')}", m.get("superseded_by"))) if on]
+    text = " ".join(str(m.get("content", "")).split())
+    if not full and len(text) > LIST_CHARS:
+        text = text[: LIST_CHARS - 1] + "…"
+    label = f"{m.get('memory_kind', 'note')}, {m.get('age_label', '')}" + "".join(f", {f}" for f in flags)
+    return f"#{m['memory_id']} ({label}) {text}"
+
+
+def cmd_search(args: argparse.Namespace, project: str | None) -> int:
+    """Keyword-only recall: for a known exact term (an error code, a flag, a file name)."""
+    from memcue.cli_text import format_recall
+
+    with _client() as client:
+        answer = client.recall(args.term, project=project, limit=args.limit, mode="keyword",
+                               session_id="cli:search")
+    return _emit(answer, args.json, format_recall(answer, show_weak=True))
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    with _client() as client:
+        out = client.fetch(args.ids)
+    lines = [f"{_line(m, full=True)}\n   project {m.get('project') or '(global)'}; written "
+             f"{_when(m.get('created_at'))}; seen {m.get('seen_count', 1)}x" for m in out["results"]]
+    if out["not_found"]:
+        lines.append(f"not found: {', '.join(f'#{i}' for i in out['not_found'])}")
+    return _emit(out, args.json, "\n".join(lines), ok=bool(out["success"]))
+
+
+def cmd_list(args: argparse.Namespace, project: str | None) -> int:
+    fields: dict[str, Any] = {"limit": args.limit, "include_forgotten": args.include_forgotten,
+                              "include_bookkeeping": args.include_bookkeeping}
+    if project is None:
+        fields["all_projects"] = True
+    else:
+        fields["project"] = project
+    if args.kind:
+        fields["kind"] = args.kind
+    with _client() as client:
+        out = client.list_recent(**fields)
+    text = "\n".join(_line(m, args.full) for m in out["results"]) or "(no memories)"
+    return _emit(out, args.json, text)
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    with _client() as client:
+        out = client.forget(args.ids)
+    parts = [f"forgotten: {', '.join(f'#{i}' for i in out['forgotten'])}" if out["forgotten"] else "",
+             f"already forgotten: {', '.join(f'#{i}' for i in out['already'])}" if out["already"] else "",
+             f"not found: {', '.join(f'#{i}' for i in out['not_found'])}" if out["not_found"] else ""]
+    text = "\n".join(p for p in parts if p)
+    if out["forgotten"]:
+        text += "\n(they no longer answer; `memcue list --include-forgotten` and `memcue fetch` still show them)"
+    return _emit(out, args.json, text, ok=bool(out["forgotten"] or out["already"]))
+
+
+def cmd_expand(args: argparse.Namespace) -> int:
+    with _client() as client:
+        out = client.expand(args.ids)
+    lines = []
+    for item in out.get("items", []):
+        lines.append(_line(item, full=True) if "memory_id" in item else json.dumps(item, ensure_ascii=False))
+        context = item.get("context") or {}
+        for key in ("session", "entities"):
+            for c in context.get(key, []):
+                lines.append(f"     {key}: #{c['memory_id']} {str(c['content'])[:100]}")
+        if context.get("replaced_by"):
+            lines.append(f"     replaced by #{context['replaced_by']['memory_id']}")
+    if out.get("not_found"):
+        lines.append(f"not found: {', '.join(f'#{i}' for i in out['not_found'])}")
+    return _emit(out, args.json, "\n".join(lines), ok=bool(out.get("items")))
+
+
+def cmd_session_context(args: argparse.Namespace, project: str | None) -> int:
+    fields: dict[str, Any] = {"project": project or "", "harness": "cli", "max_tokens": args.max_tokens}
+    if args.session_id:
+        fields["session_id"] = args.session_id
+    with _client() as client:
+        out = client.session_context(**fields)
+    text = out["context"] or "(nothing to show for this project in this session)"
+    return _emit(out, args.json, f"{text}\n[session {out['session_id']} · {out['tokens']} tokens]")
+
+
+def add_commands(add: Callable[..., argparse.ArgumentParser], project_of: Callable[[argparse.Namespace], str],
+                 project_help: str) -> None:
+    """Register the commands on the CLI. ``add(name, help)`` makes a subcommand with --json; ``project_of``
+    turns ``--project`` (or the current directory) into a project key."""
+
+    def scoped(p: argparse.ArgumentParser, all_flag: bool = True) -> None:
+        p.add_argument("--project", metavar="DIR", help=project_help)
+        if all_flag:
+            p.add_argument("--all-projects", action="store_true", help="every project, not just this one")
+
+    def project(args: argparse.Namespace) -> str | None:
+        return None if getattr(args, "all_projects", False) else project_of(args)
+
+    p = add("search", "Keyword-only search for a known exact term (an error code, a flag, a file name).")
+    p.add_argument("term", help="the exact term(s)")
+    p.add_argument("--limit", type=int, default=20, help="most results (default 20)")
+    scoped(p)
+    p.set_defaults(fn=lambda args: cmd_search(args, project(args)))
+
+    p = add("fetch", "Show memories by id, whole: forgotten and replaced ones too. Exit 1 when none exist.")
+    p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15 (a # is allowed)")
+    p.set_defaults(fn=cmd_fetch)
+
+    p = add("list", "The newest memories, one line each (this project and global ones).")
+    p.add_argument("--limit", type=int, default=20, help="how many (1-500, default 20)")
+    p.add_argument("--kind", help="only this kind (decision, preference, bug, howto, note, request, ...)")
+    p.add_argument("--include-forgotten", action="store_true", help="also memories you forgot (marked)")
+    p.add_argument("--include-bookkeeping", action="store_true",
+                   help="also bookkeeping rows (session ends, captured answers)")
+    p.add_argument("--full", action="store_true", help=f"whole texts (default: cut at {LIST_CHARS} characters)")
+    scoped(p)
+    p.set_defaults(fn=lambda args: cmd_list(args, project(args)))
+
+    p = add("forget", "Forget memories (soft delete): they stop answering at once, and stay listable and fetchable.")
+    p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15")
+    p.set_defaults(fn=cmd_forget)
+
+    p = add("expand", "Show memories with their context: the same session's neighbours, shared entities, the "
+                      "version that replaced them.")
+    p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15")
+    p.set_defaults(fn=cmd_expand)
+
+    p = add("session-context", "The block a new session of this project starts with (pinned, newest, named).")
+    p.add_argument("--session-id", help="a session to continue (a second call in one session gets a pointer)")
+    p.add_argument("--max-tokens", type=int, default=1500, help="token budget of the block (default 1500)")
+    scoped(p, all_flag=False)
+    p.set_defaults(fn=lambda args: cmd_session_context(args, project(args)))
+

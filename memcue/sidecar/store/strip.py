@@ -1,0 +1,55 @@
+"""memcue's own injected text out of a captured prompt, so recalled memories are not stored again as new ones.
+
+A user may paste (or a harness may echo) what memcue injected: a block that starts with one of the hook's
+headers (``hook_service.PROMPT_HEADER`` / ``SESSION_HEADER``, or the one-line session pointer), followed by
+memory lines ``- (kind · age) text`` (continuation lines indented two spaces) and maybe a
+``[memcue: N more memories left out…]`` line; or Hermes' ``<memory-context>…</memory-context>`` wrapper
+around a prefetch result. ``strip_injected`` removes those and keeps everything else of the prompt.
+
+The headers are repeated here (the store must not import the hook service); ``tests/test_strip.py`` checks
+they match ``hook_service``.
+"""
+
+from __future__ import annotations
+
+import re
+
+PROMPT_HEADER = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"
+SESSION_HEADER = "memcue: what this project's memory holds (pinned first, then the newest):"
+#: The start of ``hook_service.POINTER`` (a one-line block given instead of a second session-start block).
+POINTER_START = "memcue: memory is on for this project ("
+
+_HEADERS = re.compile(
+    r"^[ \t>]*(?:" + "|".join(re.escape(h) for h in (PROMPT_HEADER, SESSION_HEADER)) + r")[ \t]*$")
+_POINTER = re.compile(r"^[ \t>]*" + re.escape(POINTER_START) + r".*$")
+#: A memory line of a block (``render.memory_line``), a continuation line, or the left-out line.
+_BLOCK_LINE = re.compile(r"^[ \t>]*(?:- \([^)\n]*\) |\[memcue: \d+ more memor(?:y|ies) left out[^\]\n]*\]\s*$)")
+_CONTINUATION = re.compile(r"^(?:  |\t)\S")
+_HERMES = re.compile(r"<\s*memory-context\s*>.*?<\s*/\s*memory-context\s*>", re.IGNORECASE | re.DOTALL)
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def strip_injected(text: str) -> str:
+    """``text`` without memcue blocks and Hermes ``<memory-context>`` spans (see the module docstring); the
+    same text when there are none. The result may be empty (the prompt was only a pasted block)."""
+    if "memcue" not in text and "memory-context" not in text.lower():
+        return text
+    out = _HERMES.sub("", text)
+    lines = out.split("\n")
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _POINTER.match(line):
+            i += 1
+            continue
+        if not _HEADERS.match(line):
+            kept.append(line)
+            i += 1
+            continue
+        i += 1  # the header, then its memory lines (with their continuations) and the left-out line
+        while i < len(lines) and (_BLOCK_LINE.match(lines[i]) or _CONTINUATION.match(lines[i])):
+            i += 1
+    if len(kept) == len(lines) and out is text:
+        return text
+    return _BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip()

@@ -1,0 +1,65 @@
+"""``memcue search|fetch|list|forget|expand|session-context`` end to end: the real CLI against a real sidecar."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import start_sidecar
+
+LONG = "The release checklist lives in docs/release.md; " + "it covers tagging, changelog and rollout. " * 6
+
+
+def _cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcue", *args], env={**os.environ, "MEMCUE_HOME": str(home)},
+                          cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def _json(home: Path, cwd: Path, *args: str) -> dict:
+    proc = _cli(home, cwd, *args, "--json")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = json.loads(proc.stdout)
+    assert out["success"] is True
+    return out["data"]
+
+
+def test_search_fetch_list_forget_expand_session_context(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "billing-api"
+    project.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        ids = [_json(home, project, "remember", text, "--kind", "decision")["id"] for text in (
+            "Error BILL-4021 means the Taxly call timed out; retry it from the worker", LONG,
+            "Deploys are frozen on Fridays; ask Priya before shipping")]
+        searched = _json(home, project, "search", "BILL-4021")
+        listed = _cli(home, project, "list")
+        fetched = _json(home, project, "fetch", f"#{ids[0]}, {ids[1]}")
+        missing = _cli(home, project, "fetch", "999999")
+        forgot = _cli(home, project, "forget", str(ids[0]))
+        again = _json(home, project, "forget", str(ids[0]))
+        after = _json(home, project, "search", "BILL-4021")
+        hidden = _json(home, project, "list")
+        shown = _cli(home, project, "list", "--include-forgotten")
+        expanded = _json(home, project, "expand", str(ids[2]))
+        first = _json(home, project, "session-context", "--session-id", "cli-s1")
+        second = _json(home, project, "session-context", "--session-id", "cli-s1")
+        other = _cli(home, tmp_path, "list")  # another folder, another project
+    finally:
+        sc.stop()
+    assert searched["results"][0]["memory_id"] == ids[0]
+    assert listed.returncode == 0 and all(f"#{i} (decision" in listed.stdout for i in ids)
+    assert max(len(line) for line in listed.stdout.splitlines()) < 120 + 40, "long texts are cut in the list"
+    assert [m["memory_id"] for m in fetched["results"]] == ids[:2] and fetched["results"][1]["content"] == LONG
+    assert missing.returncode == 1 and "not found: #999999" in missing.stdout
+    assert forgot.returncode == 0 and f"forgotten: #{ids[0]}" in forgot.stdout
+    assert again["already"] == [ids[0]]
+    assert all(r["memory_id"] != ids[0] for r in after["results"]), "a forgotten memory no longer answers"
+    assert ids[0] not in [m["memory_id"] for m in hidden["results"]]
+    assert f"#{ids[0]} (decision" in shown.stdout and "forgotten" in shown.stdout
+    assert [item["memory_id"] for item in expanded["items"]] == [ids[2]]
+    assert "Deploys are frozen on Fridays" in first["context"] and first["session_id"] == "cli-s1"
+    assert "Deploys are frozen" not in second["context"], "one full block per session"
+    assert other.returncode == 0 and "(no memories)" in other.stdout

@@ -1,0 +1,98 @@
+"""memcue's own injected block is stripped from a captured prompt before it is stored (issue 6, item 5)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import apsw
+
+from memcue.hooks.locations import Locations
+from memcue.sidecar import hook_service
+from memcue.sidecar.render import render_block
+from memcue.sidecar.store import strip
+from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store.strip import strip_injected
+from tests.conftest import prompt_payload, run_hook, start_sidecar
+
+RESULTS = [
+    {"memory_kind": "decision", "age_label": "3 days ago", "content": "We store vectors in sqlite-vec."},
+    {"memory_kind": "note", "age_label": "2 weeks ago", "content": "Deploys run on Tuesdays.\nNever on Fridays."},
+    {"memory_kind": "note", "age_label": "1 month ago", "content": "The staging port is 5432."},
+]
+
+
+def block(header: str = hook_service.PROMPT_HEADER, max_tokens: int = 1000) -> str:
+    return render_block(header, RESULTS, count_tokens=lambda t: len(t) // 4, max_tokens=max_tokens,
+                        max_chars=9500).text
+
+
+def test_headers_match_the_hook_service() -> None:
+    assert strip.PROMPT_HEADER == hook_service.PROMPT_HEADER
+    assert strip.SESSION_HEADER == hook_service.SESSION_HEADER
+    assert hook_service.POINTER.startswith(strip.POINTER_START)
+
+
+def test_prompt_block_is_removed_and_the_rest_kept() -> None:
+    prompt = f"Earlier you showed me this:\n\n{block()}\n\nWhy do deploys avoid Fridays?"
+    assert strip_injected(prompt) == "Earlier you showed me this:\n\nWhy do deploys avoid Fridays?"
+
+
+def test_session_block_and_left_out_line_are_removed() -> None:
+    cut = block(hook_service.SESSION_HEADER, max_tokens=60)
+    assert "left out" in cut
+    assert strip_injected(f"{cut}\nok, go on") == "ok, go on"
+
+
+def test_pointer_line_is_removed() -> None:
+    pointer = hook_service.POINTER.format(count="4 memories")
+    assert strip_injected(f"{pointer}\nwhat next?") == "what next?"
+
+
+def test_hermes_memory_context_is_removed() -> None:
+    prompt = ("<memory-context>\n[System note: recalled memory context, not new user input]\n"
+              f"{block()}\n</memory-context>\n\nsummarise the deploy rules")
+    assert strip_injected(prompt) == "summarise the deploy rules"
+
+
+def test_text_without_a_block_is_unchanged() -> None:
+    for text in ("how does memcue store vectors?", "- (note) a list item the user wrote\nmore",
+                 "memcue recalled something odd yesterday"):
+        assert strip_injected(text) == text
+
+
+def test_store_strips_requests_only(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db", want_vec=False)
+    try:
+        pasted = f"{block()}\nand now the question"
+        req = store.remember(NewMemory(content=pasted, kind="request", project="p"))
+        assert store.fetch([req.id])[req.id]["content"] == "and now the question"
+        note = store.remember(NewMemory(content=pasted, kind="note", project="p"))
+        assert store.fetch([note.id])[note.id]["content"] == pasted
+        only = store.remember(NewMemory(content=block(), kind="request", project="p"))
+        assert only.bookkeeping, "a prompt that is only a pasted block is kept out of recall"
+    finally:
+        store.close()
+
+
+def test_real_hook_stores_the_prompt_without_the_block(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        prompt = f"you told me:\n{block()}\nso which port does staging use?"
+        run = run_hook(prompt_payload(prompt, str(project)))
+        assert run.returncode == 0
+        deadline = time.monotonic() + 15
+        rows: list = []
+        while time.monotonic() < deadline and not rows:
+            conn = apsw.Connection(str(Locations(home).database), flags=apsw.SQLITE_OPEN_READONLY)
+            try:
+                conn.setbusytimeout(2000)
+                rows = conn.execute("SELECT content FROM memories WHERE kind = 'request'").fetchall()
+            finally:
+                conn.close()
+            time.sleep(0.1)
+        assert [r[0] for r in rows] == ["you told me:\nso which port does staging use?"]
+    finally:
+        sc.stop()
