@@ -38,12 +38,15 @@ def _project(value: str | None) -> Path | None:
     return Path(resolve_project(os.path.abspath(value)))
 
 
-def _codex_trust(report: dict[str, Any], action: str, wanted: bool, state_dir: Path) -> None:
+def _codex_trust(report: dict[str, Any], action: str, args: argparse.Namespace, state_dir: Path) -> None:
     """After a Codex install with ``--trust``: trust memcue's hooks through ``codex app-server`` (the note
     says so only when Codex confirms it). After an uninstall: take back the trust memcue wrote. Raises
     ``InstallError`` when asked to trust and Codex cannot be asked or refuses."""
     from memcue.install import codex_trust
 
+    if report["harness"] != "codex":
+        return
+    wanted = getattr(args, "trust", False)
     if action == "uninstall":
         report["trust"] = codex_trust.untrust(codex_trust.codex_program(), state_dir)
         return
@@ -56,6 +59,17 @@ def _codex_trust(report: dict[str, Any], action: str, wanted: bool, state_dir: P
     hooks = codex_trust.trust(program, Path(report["path"]), state_dir)
     report["trusted"] = sorted(h["key"] for h in hooks)
     report["note"] = f"Codex trusts memcue's {len(hooks)} hooks: they run from the next Codex session on."
+
+
+def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_dir: Path) -> None:
+    """With ``--mcp``, register memcue's MCP server through the harness's CLI; an uninstall removes the one
+    memcue registered (``install.mcp_servers``). Raises ``InstallError`` when the harness refuses."""
+    from memcue.install import mcp_servers
+
+    if action == "install" and getattr(args, "mcp", False):
+        report["mcp"] = mcp_servers.register(report["harness"], state_dir, state_dir)
+    elif action == "uninstall":
+        report["mcp"] = mcp_servers.unregister(report["harness"], state_dir)
 
 
 def _run(args: argparse.Namespace, action: str) -> int:
@@ -75,8 +89,10 @@ def _run(args: argparse.Namespace, action: str) -> int:
             fn = inst.install if action == "install" else inst.uninstall
             report = fn(harness, state_dir, dry_run=args.dry_run, project=project)
             reports.append(report)
-            if harness == "codex" and not args.dry_run:
-                _codex_trust(report, action, getattr(args, "trust", False), state_dir)
+            # Last in, first out: an uninstall takes the MCP table off before it gives config.toml back.
+            steps = [_codex_trust, _mcp] if action == "install" else [_mcp, _codex_trust]
+            for step in steps if not args.dry_run else []:
+                step(report, action, args, state_dir)
         except inst.InstallError as exc:
             errors.append(f"{harness}: {exc}")
     if args.json:
@@ -99,8 +115,9 @@ def _run(args: argparse.Namespace, action: str) -> int:
                 print(f"{r['harness']}: {r['path']}: {done}" + "".join(f"; removed {f}" for f in files))
             if action == "install" and r.get("note") and not args.dry_run:
                 print(f"{r['harness']}: {r['note']}")
-            if r.get("trust"):
-                print(f"{r['harness']}: {r['trust']}")
+            for key in ("trust", "mcp"):
+                if r.get(key):
+                    print(f"{r['harness']}: {r[key]}")
         for harness in skipped:
             print(f"{harness}: not found on this machine (no program on PATH, no config folder); skipped")
         for e in errors:
@@ -133,6 +150,9 @@ def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
                             "<git top-level of DIR, default here>/.claude/settings.local.json, which install "
                             "lists in the repository's .git/info/exclude)")
         if action == "install":
+            p.add_argument("--mcp", action="store_true",
+                           help="also register memcue's MCP server (`memcue mcp`: recall, remember, fetch, forget "
+                                "... as tools) through the harness's own CLI (claude mcp add, codex mcp add)")
             p.add_argument("--trust", action="store_true",
                            help="Codex: also trust memcue's hooks through `codex app-server` (Codex skips untrusted "
                                 "hooks without a word); without it, run /hooks in Codex")

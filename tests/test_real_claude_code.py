@@ -73,3 +73,18 @@ def test_claude_code_gets_the_fact_once_and_the_session_block(home: Path, tmp_pa
 
     assert memcue_cli("uninstall", "claude-code", env=env)["data"][0]["restored"]
     assert settings.read_bytes() == original
+
+
+def test_mcp_server_registered_through_claude_and_removed_again(home: Path, tmp_path: Path) -> None:
+    claude = program("claude")
+    env = private_env(tmp_path, home, **QUIET)
+    env["PATH"] = f"{claude.parent}:{env.get('PATH', '')}"  # `--mcp` runs the claude on PATH
+    state = Path(env["HOME"]) / ".claude.json"
+    first = memcue_cli("install", "claude-code", "--mcp", env=env)["data"][0]
+    again = memcue_cli("install", "claude-code", "--mcp", env=env)["data"][0]
+    entry = json.loads(state.read_text())["mcpServers"]["memcue"]
+    assert "registered" in first["mcp"] and "already registered" in again["mcp"]
+    assert entry["args"] == ["-m", "memcue", "mcp"] and entry["env"] == {"MEMCUE_HOME": str(home)}
+    removed = memcue_cli("uninstall", "claude-code", env=env)["data"][0]
+    assert removed["mcp"] == "MCP server 'memcue' removed"
+    assert "memcue" not in json.loads(state.read_text()).get("mcpServers", {})

@@ -130,3 +130,19 @@ def test_C13_codex_config_toml_keeps_comments_through_three_trusted_installs(hom
         assert sum(hooks_json.is_ours(h) for groups in hooks.values() for g in groups for h in g["hooks"]) == 4
     memcue_cli("uninstall", "codex", env=env)
     assert config.read_bytes() == original
+
+
+def test_C13_mcp_server_and_trust_in_config_toml_come_off_byte_for_byte(home: Path, tmp_path: Path) -> None:
+    env = _env(tmp_path, home)
+    config = Path(env["HOME"]) / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(_config("http://127.0.0.1:9"))
+    original = config.read_bytes()
+    for _ in range(2):
+        memcue_cli("install", "codex", "--trust", "--mcp", env=env)
+        server = tomllib.loads(config.read_text())["mcp_servers"]["memcue"]
+        assert server["args"] == ["-m", "memcue", "mcp"] and server["env"] == {"MEMCUE_HOME": str(home)}
+        lines = iter(config.read_text().splitlines())
+        assert all(line in lines for line in original.decode().splitlines()), "every line of the user's, in order"
+    assert memcue_cli("uninstall", "codex", env=env)["data"][0]["mcp"] == "MCP server 'memcue' removed"
+    assert config.read_bytes() == original
