@@ -351,9 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("mcp", "Run the MCP server on stdio (for an agent's MCP config: command `memcue`, args [\"mcp\"]); "
                    "it starts the sidecar if needed.", False)
     p.set_defaults(fn=cmd_mcp)
-    from memcue import cli_install, cli_memory
+    from memcue import cli_install, cli_memory, cli_stats
 
     cli_memory.add_commands(add, _project, PROJECT_HELP)
+    cli_stats.add_commands(add)
     cli_install.add_commands(add)
     p = add("demo", "Seed a demo store in a temp dir and run real Claude Code payloads through the real hook.")
     p.add_argument("--keep", action="store_true", help="leave the demo sidecar running and print its MEMCUE_HOME")

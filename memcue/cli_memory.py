@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +20,9 @@ LIST_CHARS = 120
 
 
 def clean_ids(text: str) -> str:
-    """An ids argument as the sidecar takes it: ``"#12, #15"`` -> ``"12, 15"`` (people copy ids with their #)."""
-    return text.replace("#", "")
+    """An ids argument as the sidecar takes it: ``"#12, #15"`` -> ``"12, 15"`` (people copy ids with their #);
+    ``memcue://`` addresses are passed on whole."""
+    return ",".join(p if p.strip().lower().startswith("memcue://") else p.replace("#", "") for p in text.split(","))
 
 
 def _client() -> Any:
@@ -65,9 +67,18 @@ def cmd_search(args: argparse.Namespace, project: str | None) -> int:
     return _emit(answer, args.json, format_recall(answer, show_weak=True))
 
 
+def _opened(args: argparse.Namespace) -> dict[str, str]:
+    """The recall a fetch/expand opens: ``--query-id``, and ``--session-id`` or the agent's session from the
+    environment (``memcue.session``); marks those memories used (``memcue stats``)."""
+    from memcue.session import resolve_session_id
+
+    fields = {"query_id": args.query_id or "", "session_id": args.session_id or resolve_session_id("", os.environ)}
+    return {k: v for k, v in fields.items() if v}
+
+
 def cmd_fetch(args: argparse.Namespace) -> int:
     with _client() as client:
-        out = client.fetch(args.ids)
+        out = client.fetch(",".join(args.ids), **_opened(args))
     lines = [f"{_line(m, full=True)}\n   project {m.get('project') or '(global)'}; written "
              f"{_when(m.get('created_at'))}; seen {m.get('seen_count', 1)}x" for m in out["results"]]
     if out["not_found"]:
@@ -104,7 +115,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 def cmd_expand(args: argparse.Namespace) -> int:
     with _client() as client:
-        out = client.expand(args.ids)
+        out = client.expand(",".join(args.ids), **_opened(args))
     lines = []
     for item in out.get("items", []):
         lines.append(_line(item, full=True) if "memory_id" in item else json.dumps(item, ensure_ascii=False))
@@ -148,8 +159,16 @@ def add_commands(add: Callable[..., argparse.ArgumentParser], project_of: Callab
     scoped(p)
     p.set_defaults(fn=lambda args: cmd_search(args, project(args)))
 
+    def opening(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--query-id", help="the recall these ids came from (a memcue-recall block's query_id): "
+                                          "marks them used for `memcue stats`")
+        p.add_argument("--session-id", help="the session they were recalled in (default: the agent's, from the "
+                                            "environment)")
+
     p = add("fetch", "Show memories by id, whole: forgotten and replaced ones too. Exit 1 when none exist.")
-    p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15 (a # is allowed)")
+    p.add_argument("ids", nargs="+", type=clean_ids,
+                   help="ids: 12 or 12,15 or 12 15 (a # is allowed), or memcue://<project>/<id> addresses")
+    opening(p)
     p.set_defaults(fn=cmd_fetch)
 
     p = add("list", "The newest memories, one line each (this project and global ones).")
@@ -168,7 +187,8 @@ def add_commands(add: Callable[..., argparse.ArgumentParser], project_of: Callab
 
     p = add("expand", "Show memories with their context: the same session's neighbours, shared entities, the "
                       "version that replaced them.")
-    p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15")
+    p.add_argument("ids", nargs="+", type=clean_ids, help="ids: 12 or 12,15, or memcue://<project>/<id> addresses")
+    opening(p)
     p.set_defaults(fn=cmd_expand)
 
     p = add("session-context", "The block a new session of this project starts with (pinned, newest, named).")

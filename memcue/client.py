@@ -149,17 +149,25 @@ class Client:
     def recall(self, query: str, **fields: Any) -> dict[str, Any]:
         return self._call("POST", "/recall", json={"query": query, **fields})
 
-    def expand(self, ids: list[int] | str) -> dict[str, Any]:
-        """``POST /expand``: memories with their context (depth 2): ``{"success", "items", "not_found"}``."""
-        return self._call("POST", "/expand", json={"ids": ids})
+    def expand(self, ids: list[int] | list[str] | str, **fields: Any) -> dict[str, Any]:
+        """``POST /expand``: memories with their context (depth 2): ``{"success", "items", "not_found"}``.
+        ``ids`` as for ``fetch``; ``fields``: ``session_id``, ``query_id`` (the recall being opened)."""
+        return self._call("POST", "/expand", json={"ids": ids, **fields})
 
-    def fetch(self, ids: list[int] | str, **fields: Any) -> dict[str, Any]:
-        """``POST /fetch``: memories by id (a list, or a comma-separated string such as ``"12, 15"``), forgotten
-        and superseded ones too, in the order asked. ``fields``: ``session_id``, ``query_id`` (the recall being
-        opened). Returns ``{"success", "results": [memory], "not_found": [id]}``; a memory is ``{"memory_id",
-        "content", "memory_kind", "project", "session_id", "created_at", "updated_at" (Unix s), "age_label",
-        "pinned", "bookkeeping", "forgotten", "forgotten_at", "superseded_by", "seen_count"}``; ``success`` is
-        False when no id resolves. Raises ``ClientError`` for a part that is not a number (HTTP 422)."""
+    def stats(self, days: float = 30) -> dict[str, Any]:
+        """``POST /stats``: recall usage over the last ``days`` days: ``{"days", "since", "items", "recalls",
+        "by_channel", "by_kind", "by_served"}``, each count ``{"used", "unused", "total", "used_fraction"}``
+        (``used_fraction`` None when nothing was shown)."""
+        return self._call("POST", "/stats", json={"days": days})
+
+    def fetch(self, ids: list[int] | list[str] | str, **fields: Any) -> dict[str, Any]:
+        """``POST /fetch``: memories by id (a list, or a comma-separated string such as ``"12, 15"``; ``memcue://``
+        addresses too), forgotten and superseded ones too, in the order asked. ``fields``: ``session_id``,
+        ``query_id`` (the recall being opened: marks the memories used). Returns ``{"success", "results":
+        [memory], "not_found": [id]}``; a memory is ``{"memory_id", "content", "memory_kind", "project",
+        "session_id", "created_at", "updated_at" (Unix s), "age_label", "pinned", "bookkeeping", "forgotten",
+        "forgotten_at", "superseded_by", "seen_count"}``; ``success`` is False when no id resolves. Raises
+        ``ClientError`` for a part that is not a number (HTTP 422)."""
         return self._call("POST", "/fetch", json={"ids": ids, **fields})
 
     def list_recent(self, **fields: Any) -> dict[str, Any]:

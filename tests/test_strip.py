@@ -96,3 +96,21 @@ def test_real_hook_stores_the_prompt_without_the_block(home: Path, tmp_path: Pat
         assert [r[0] for r in rows] == ["you told me:\nso which port does staging use?"]
     finally:
         sc.stop()
+
+
+def test_compact_block_is_stripped_from_a_stored_prompt(tmp_path: Path) -> None:
+    from memcue.sidecar.render import render_compact
+
+    results = [{"memory_id": 41 + i, "project": "/home/ana/src/billing-api", "score": 0.05,
+                "channel_scores": {"semantic": 0.8}, "cue_terms": ["jwt", "clock-skew"]} for i in range(30)]
+    compact = render_compact(results, session_id="s1", query_id="ab12", count_tokens=lambda t: len(t) // 4,
+                             max_tokens=300, max_chars=9500).text
+    assert compact.startswith("<memcue-recall ") and "left out" in compact
+    store = Store(tmp_path / "c.db", want_vec=False)
+    try:
+        req = store.remember(NewMemory(content=f"{compact}\nwhich jwt leeway do we use?", kind="request", project="p"))
+        assert store.fetch([req.id])[req.id]["content"] == "which jwt leeway do we use?"
+        only = store.remember(NewMemory(content=compact, kind="request", project="p"))
+        assert only.bookkeeping
+    finally:
+        store.close()

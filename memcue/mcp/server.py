@@ -36,7 +36,10 @@ SESSION_CONTEXT_TOKENS = 1500
 PROJECT = ("project: a path in it (resolved to its git top-level) or a project key as stored; default: the "
            "project the server runs in")
 
-Ids = Annotated[list[int] | str, Field(description="memory ids: a list [12, 15] or a comma-separated string \"12,15\"")]
+Ids = Annotated[list[int | str] | str, Field(description="memory ids: a list [12, 15] or a comma-separated string "
+                                                      "\"12,15\"; memcue://<project>/<id> addresses too")]
+QueryId = Annotated[str | None, Field(description="the query_id of the memcue-recall block or recall these ids "
+                                                  "came from (records that the recall was used)")]
 Project = Annotated[str | None, Field(description=PROJECT)]
 Time = Annotated[str | float | None, Field(description="ISO 8601 date/time or Unix seconds")]
 
@@ -129,17 +132,18 @@ class Tools:
 
         return self.backend.call(run)
 
-    def fetch(self, ids: Ids) -> dict[str, Any]:
-        """Open memories by id (from recall, search or list_recent): full text, kind, project, age, whether it was
-        forgotten or replaced (`superseded_by`). Unknown ids are listed in `not_found`; `success` is false when
-        none resolve."""
+    def fetch(self, ids: Ids, query_id: QueryId = None) -> dict[str, Any]:
+        """Open memories by id or memcue:// address (from a memcue-recall block, recall, search or list_recent):
+        full text, kind, project, age, whether it was forgotten or replaced (`superseded_by`). Pass the block's
+        query_id when you have one. Unknown ids are listed in `not_found`; `success` is false when none
+        resolve."""
         try:
             wanted = parse_ids(ids)
         except ValueError as exc:
             return failure(str(exc))
 
         def run(client: Any) -> dict[str, Any]:
-            out = client.fetch(wanted, session_id=self.session_id)
+            out = client.fetch(wanted, session_id=self.session_id, query_id=(query_id or "").strip())
             return {**out, "success": bool(out.get("results"))}
 
         return self.backend.call(run)
@@ -214,7 +218,7 @@ class Tools:
 
         return self.backend.call(run)
 
-    def expand(self, ids: Ids) -> dict[str, Any]:
+    def expand(self, ids: Ids, query_id: QueryId = None) -> dict[str, Any]:
         """Open memories with their context: full text plus where each came from, nearby memories of the same
         session, memories about the same entities, and the newer version if it was replaced. Use after recall
         when a result needs its surroundings. Unknown ids are in `not_found`."""
@@ -222,7 +226,8 @@ class Tools:
             wanted = parse_ids(ids)
         except ValueError as exc:
             return failure(str(exc))
-        return self.backend.call(lambda client: client.expand(wanted))
+        return self.backend.call(lambda client: client.expand(wanted, session_id=self.session_id,
+                                                              query_id=(query_id or "").strip()))
 
     def session_init(
         self,

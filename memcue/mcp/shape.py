@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from memcue.adapters.base import resolve_project
+from memcue.address import memory_id_of
 
 #: The answer for a related outcome when the agent did not ask for related memories.
 RELATED_HIDDEN = "I don't have this exactly. Closer memories exist; ask with include_related to see them."
@@ -43,19 +44,20 @@ def recall_project(value: str | None) -> str | None:
 
 
 def parse_ids(ids: list[int] | list[str] | str | int) -> list[int]:
-    """Memory ids from a list, one number, or a comma-separated string ("12, 15"); ``memcue://proj/12``
-    addresses are accepted too. Order kept, duplicates dropped. Raises ``ValueError`` naming a bad part."""
+    """Memory ids from a list, one number, or a comma-separated string ("12, 15"); ``memcue://<project>/12``
+    addresses (``memcue.address``, as a compact recall block writes them) are accepted too. Order kept,
+    duplicates dropped. Raises ``ValueError`` naming a bad part."""
     parts: list[Any] = ids if isinstance(ids, list) else str(ids).split(",")
     out: list[int] = []
     for part in parts:
         text = str(part).strip()
-        if text.startswith("memcue://"):
-            text = text.rsplit("/", 1)[-1]
         if not text:
             continue
-        if not text.lstrip("#").isdigit():
-            raise ValueError(f"{part!r} is not a memory id (ids are whole numbers, e.g. 12 or \"12,15\")")
-        out.append(int(text.lstrip("#")))
+        try:
+            out.append(memory_id_of(text))
+        except ValueError:
+            raise ValueError(f"{part!r} is not a memory id (ids are whole numbers, e.g. 12 or \"12,15\", or "
+                             "memcue://<project>/<id> addresses)") from None
     if not out:
         raise ValueError("no memory ids given")
     return list(dict.fromkeys(out))

@@ -1,5 +1,5 @@
-"""The sidecar's HTTP API (FastAPI): health, remember, recall, fetch/list/forget, session context and the hook
-route.
+"""The sidecar's HTTP API (FastAPI): health, remember, recall, fetch/list/forget, session context, recall usage
+statistics and the hook route.
 
 Recall and hook work runs in worker threads (embedding and SQLite are blocking), bounded by one
 ``CapacityLimiter`` so a burst of callers cannot starve the event loop.
@@ -36,6 +36,7 @@ from memcue.sidecar.models import (
     RememberOut,
     SessionContextIn,
     SessionContextOut,
+    StatsIn,
     UpdateIn,
     unix_seconds,
 )
@@ -44,6 +45,7 @@ from memcue.sidecar.recall.channels import ALL_CHANNELS
 from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.pipeline import FULL_CHANNELS, KEYWORD_CHANNELS, RecallRequest
 from memcue.sidecar.store.memories import NewMemory
+from memcue.sidecar.usage import served_recall
 
 #: Worker threads for recall and writes at once (2 cores; embedding uses one thread each).
 WORKER_THREADS = 4
@@ -105,13 +107,31 @@ def create_app(engine: Engine) -> FastAPI:
         return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate,
                            redacted=result.redacted)
 
+    def opened(out: dict, found: list[int], session_id: str, query_id: str) -> dict:
+        """Mark memories opened from a recall (``query_id``, else the session's latest) used."""
+        engine.usage.mark_used(found, query_id=query_id, session_id=session_id)
+        return out
+
     @app.post("/expand")
     async def expand(body: ExpandIn) -> dict:
-        return await anyio.to_thread.run_sync(engine.expand, body.id_list(), limiter=limiter)
+        def run() -> dict:
+            out = engine.expand(body.id_list())
+            return opened(out, [i["memory_id"] for i in out["items"]], body.session_id, body.query_id)
+
+        return await anyio.to_thread.run_sync(run, limiter=limiter)
 
     @app.post("/fetch", response_model=FetchOut)
     async def fetch(body: FetchIn) -> dict:
-        return await anyio.to_thread.run_sync(fetch_memories, store, body.ids, limiter=limiter)
+        def run() -> dict:
+            out = fetch_memories(store, body.ids)
+            return opened(out, [m["memory_id"] for m in out["results"]], body.session_id, body.query_id)
+
+        return await anyio.to_thread.run_sync(run, limiter=limiter)
+
+    @app.post("/stats")
+    async def stats(body: StatsIn) -> dict:
+        """Recall usage: used and unused memories per channel, kind and way served (``store.usage``)."""
+        return await anyio.to_thread.run_sync(engine.usage.stats, body.days, limiter=limiter)
 
     @app.post("/list", response_model=ListOut)
     async def list_memories(body: ListIn) -> dict:
@@ -143,6 +163,8 @@ def create_app(engine: Engine) -> FastAPI:
                                 now=unix_seconds(body.now), depth=body.depth, max_tokens=body.max_tokens)
         started = time.perf_counter()
         answer = await _answer(request, body, started)
+        engine.usage.record(served_recall(str(answer.get("query_id") or ""), body.session_id, "question",
+                                          answer.get("results") or []))
         # The optional answer check, within what is left of the budget; it adds fields, never hides a result.
         left = (body.budget_s - (time.perf_counter() - started)) if body.budget_s is not None else 60.0
         return {**answer, **await engine.answer_checker.judge(answer, left, warming=bool(answer.get("warming_up")))}

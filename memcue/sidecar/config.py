@@ -10,6 +10,8 @@ Known keys (all optional)::
     model = "Xenova/ms-marco-MiniLM-L-6-v2"   # a fastembed cross-encoder; off when absent
     [answer_check]                # optional judge of question answers (sidecar/answer_check.py)
     url = "http://127.0.0.1:8080/v1"
+    [hooks]
+    prompt_block = "full"        # or "compact" (env MEMCUE_PROMPT_BLOCK wins): see PROMPT_BLOCKS
 
 A file that cannot be read or parsed is ignored (defaults apply), and so is each entry of the wrong name
 or type; the problems are logged and reported by ``/health`` (``config_error``): a broken config must not
@@ -27,17 +29,24 @@ from pathlib import Path
 from memcue.sidecar.answer_check import AnswerCheckConfig, parse_config
 
 log = logging.getLogger("memcue.config")
+#: How a prompt hook renders its block: "full" (each memory's text, the default) or "compact" (one line per
+#: memory: score, ``memcue://`` address, matched terms; the agent fetches what it needs). Compact is not the
+#: default yet: it only helps an agent that can fetch, and the installers do not register the MCP server in
+#: every harness yet; the real-harness tests (issue 5) check that a fact's text reaches the model.
+PROMPT_BLOCKS = ("full", "compact")
 
 
 @dataclass(frozen=True)
 class RecallConfig:
     """``support_gate`` on/off, per-type channel ``weights`` overrides, ``rerank_model`` ("" = off), the
-    ``answer_check`` endpoint (off by default), and ``error`` (why the file was ignored, "" when fine)."""
+    ``answer_check`` endpoint (off by default), the prompt hook's ``prompt_block`` (``PROMPT_BLOCKS``), and
+    ``error`` (why the file was ignored, "" when fine)."""
 
     support_gate: bool = True
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
     rerank_model: str = ""
     answer_check: AnswerCheckConfig = field(default_factory=AnswerCheckConfig)
+    prompt_block: str = "full"
     error: str = ""
 
 
@@ -104,8 +113,29 @@ def load_config(path: Path, env: dict[str, str] | None = None) -> RecallConfig:
     model = env.get("MEMCUE_RERANK_MODEL") or model
     answer_check, check_problems = parse_config(data.get("answer_check"), env)
     problems.extend(check_problems)
+    prompt_block, block_problems = _prompt_block(data.get("hooks", {}), env)
+    problems.extend(block_problems)
     error = f"{path}: " + "; ".join(problems) if problems else ""
     if error:
         log.error("config problems, ignored: %s", error)
     return RecallConfig(support_gate=gate, weights=weights, rerank_model=model, answer_check=answer_check,
-                        error=error)
+                        prompt_block=prompt_block, error=error)
+
+
+def _prompt_block(hooks: object, env: dict[str, str]) -> tuple[str, list[str]]:
+    """The prompt hook's block shape: ``MEMCUE_PROMPT_BLOCK``, else ``[hooks] prompt_block``, else "full"."""
+    problems: list[str] = []
+    value: object = "full"
+    if not isinstance(hooks, dict):
+        problems.append("[hooks] must be a table")
+    else:
+        value = hooks.get("prompt_block", "full")
+    if value not in PROMPT_BLOCKS:
+        problems.append(f"hooks.prompt_block = {value!r}: must be one of {', '.join(PROMPT_BLOCKS)}; using full")
+        value = "full"
+    from_env = (env.get("MEMCUE_PROMPT_BLOCK") or "").strip().lower()
+    if from_env and from_env not in PROMPT_BLOCKS:
+        problems.append(f"MEMCUE_PROMPT_BLOCK={from_env!r}: must be one of {', '.join(PROMPT_BLOCKS)}; ignored")
+    elif from_env:
+        value = from_env
+    return str(value), problems

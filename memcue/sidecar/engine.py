@@ -38,6 +38,7 @@ from memcue.sidecar.store.forgetting import ForgetResult
 from memcue.sidecar.store.memories import NewMemory, Store, WriteResult
 from memcue.sidecar.store.redaction import redact
 from memcue.sidecar.tokens import TokenCounter
+from memcue.sidecar.usage import UsageRecorder
 
 log = logging.getLogger("memcue.engine")
 #: Hook calls kept for ``/health`` (the latest first out).
@@ -96,6 +97,8 @@ class Engine:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
+        #: Recalls served and the memories opened from them (``sidecar/usage.py``), written by the worker.
+        self.usage = UsageRecorder(self.store, on_record=self._wake.set)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -116,6 +119,7 @@ class Engine:
         self._wake.set()
         if self._worker is not None:
             self._worker.join(timeout=5)
+        self.usage.flush()
         self.store.close()
 
     @property
@@ -277,6 +281,7 @@ class Engine:
         last_trim = time.monotonic()
         while not self._stop.is_set():
             try:
+                self.usage.flush()
                 self.spool.ingest()
                 emb = self.embedder
                 if emb is not None and emb.state == "ready" and not bind_tried:

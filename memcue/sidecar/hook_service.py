@@ -4,6 +4,14 @@ Prompt hooks inject only what ``injection.injectable`` allows: supported memorie
 never a weak match (a person asking sees those, labelled) and never a ``related`` answer, so a bad match
 is dropped rather than dressed up. Session start injects the project's pinned memories,
 its newest memories (no bookkeeping, no captured prompts) and a recall on the project's name.
+
+A prompt hook's block is "full" (each memory's text) unless the sidecar's ``MEMCUE_PROMPT_BLOCK=compact`` or
+config ``[hooks] prompt_block = "compact"`` asks for the compact block (``render.render_compact``: one line per
+memory with its ``memcue://`` address, the agent fetches what it needs). Compact is not the default yet: it
+only helps an agent that can fetch, the installers do not register the MCP server in every harness yet, and
+the real-harness tests (issue 5) check that a fact's text reaches the model. Session start is always full.
+Every prompt recall that injected something is queued for the usage log (``sidecar/usage.py``) after the
+block is rendered; the write happens on the worker thread, not here.
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ from memcue.sidecar.injection import injectable
 from memcue.sidecar.models import HookIn, HookOut
 from memcue.sidecar.recall.answer import age_label
 from memcue.sidecar.recall.pipeline import RecallRequest
-from memcue.sidecar.render import Block, render_block
+from memcue.sidecar.render import Block, render_block, render_compact
 from memcue.sidecar.store.memories import NewMemory
+from memcue.sidecar.usage import served_recall
 
 PROMPT_HEADER = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"
 SESSION_HEADER = "memcue: what this project's memory holds (pinned first, then the newest):"
@@ -91,13 +100,20 @@ async def _prompt(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn
         await anyio.to_thread.run_sync(engine.remember_prompt, memory, limiter=limiter)
     if answer is None:
         return _nothing(started)
-    key = engine.sessions.key(harness, str(ev.get("session_id") or ""))
+    session_id = str(ev.get("session_id") or "")
+    key = engine.sessions.key(harness, session_id)
     shown = engine.sessions.injected(key)  # already in the conversation: not repeated
     results = [r for r in injectable(answer, limit) if r["memory_id"] not in shown]
-    block = render_block(PROMPT_HEADER, results, count_tokens=engine.tokens.count,
-                         max_tokens=body.max_tokens, max_chars=body.max_chars)
+    shape = engine.config.prompt_block
+    if shape == "compact":
+        block = render_compact(results, session_id=session_id, query_id=answer["query_id"],
+                               count_tokens=engine.tokens.count, max_tokens=body.max_tokens, max_chars=body.max_chars)
+    else:
+        block = render_block(PROMPT_HEADER, results, count_tokens=engine.tokens.count,
+                             max_tokens=body.max_tokens, max_chars=body.max_chars)
     if block.text:
         engine.sessions.add_injected(key, (r["memory_id"] for r in results[:block.included]))
+        engine.usage.record(served_recall(answer["query_id"], session_id, "hook", results[:block.included], shape))
     return _injected(block, answered_by, answer["tier"], started, answer["query_id"])
 
 

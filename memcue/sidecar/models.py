@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from memcue.address import SCHEME, memory_id_of
+
 
 class RememberIn(BaseModel):
     """``POST /remember``: one memory. ``created_at`` in Unix seconds (default now)."""
@@ -83,15 +85,21 @@ class RecallIn(BaseModel):
 
 
 class ExpandIn(BaseModel):
-    """``POST /expand``: memory (or fact) ids as a list or a comma-separated string."""
+    """``POST /expand``: memory (or fact) ids as a list or a comma-separated string (``memcue://`` addresses
+    too). ``session_id`` and ``query_id`` name the recall whose results are being opened, if any."""
 
-    ids: list[int] | str
+    ids: list[int]
+    session_id: str = ""
+    query_id: str = ""
+
+    @field_validator("ids", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return parse_ids(value)
 
     def id_list(self) -> list[int]:
-        """The ids as integers. Raises ``ValueError`` for a part that is not a number."""
-        if isinstance(self.ids, list):
-            return self.ids
-        return [int(part) for part in self.ids.replace(" ", "").split(",") if part]
+        """The ids as integers."""
+        return self.ids
 
 
 class UpdateIn(BaseModel):
@@ -139,11 +147,15 @@ MAX_IDS = 1000
 
 
 def parse_ids(value: Any) -> Any:
-    """Memory ids given as a comma-separated string ("12, 15") or a single number, as a list of ints; any
+    """Memory ids given as a comma-separated string ("12, 15") or a single number, as a list of ints;
+    ``memcue://<project>/<id>`` addresses (``memcue.address``) count as their id, in a string or a list. Any
     other value is passed on for pydantic to check. Raises ``ValueError`` naming a part that is not a whole
     number."""
     if isinstance(value, int) and not isinstance(value, bool):
         return [value]
+    if isinstance(value, list):
+        return [memory_id_of(v) if isinstance(v, str) and v.strip().lower().startswith(SCHEME) else v
+                for v in value]
     if not isinstance(value, str):
         return value
     out = []
@@ -151,10 +163,10 @@ def parse_ids(value: Any) -> Any:
         if not part:
             continue
         try:
-            out.append(int(part))
+            out.append(memory_id_of(part) if part.lower().startswith(SCHEME) else int(part))
         except ValueError:
-            raise ValueError(f"{part[:40]!r} is not a memory id: give whole numbers, as a list or separated "
-                             "by commas (\"12, 15\")") from None
+            raise ValueError(f"{part[:40]!r} is not a memory id: give whole numbers or memcue:// addresses, as a "
+                             "list or separated by commas (\"12, 15\")") from None
     return out
 
 
@@ -269,3 +281,9 @@ class SessionContextOut(BaseModel):
     context: str
     included: int
     tokens: int
+
+
+class StatsIn(BaseModel):
+    """``POST /stats``: recall usage over the last ``days`` days (``store.usage``)."""
+
+    days: float = Field(default=30, gt=0, le=3650)

@@ -1,7 +1,9 @@
 """Rendering recalled memories into an injected block under a token budget and a character cap.
 
-The block is cut at a memory boundary and, when anything was left out, ends with a line saying how
-many (case C07). ``max_chars`` exists because Claude Code replaces additionalContext over 10,000
+Two shapes: ``render_block`` writes each memory's text; ``render_compact`` writes one line per memory (score,
+``memcue://`` address, matched cue terms) inside a ``<memcue-recall session_id="…" query_id="…">`` tag, for an
+agent that opens what it needs with ``fetch``. Either is cut at a memory boundary and, when anything was left
+out, says how many (case C07). ``max_chars`` exists because Claude Code replaces additionalContext over 10,000
 characters with a 2 KB preview (Claude Code hooks docs); adapters ask for 9,500.
 """
 
@@ -9,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from html import escape
 from typing import Any
+
+from memcue.address import address
 
 
 @dataclass(frozen=True)
@@ -85,5 +90,70 @@ def render_block(
                 break
         if not kept:
             return Block("", 0, len(lines), 0, 0)
+    text = assemble(kept, len(lines) - len(kept))
+    return Block(text, len(kept), len(lines) - len(kept), count_tokens(text), len(text))
+
+
+#: The compact block's tag (``render_compact``); ``store/strip.py`` removes it from captured prompts.
+COMPACT_TAG = "memcue-recall"
+#: Cue terms shown per memory in a compact block.
+COMPACT_CUES = 3
+#: The compact block's closing instruction (``{query_id}`` filled in).
+COMPACT_INSTRUCTION = ("memcue: memories from earlier sessions (score, address, matched terms); open those you need "
+                       "with the memcue fetch tool (ids, query_id) or `memcue fetch <ids> --query-id {query_id}`.")
+
+
+def compact_score(result: dict[str, Any]) -> float:
+    """The score a compact line shows: the memory's cosine similarity to the prompt when the semantic channel
+    judged it (0..1, comparable across recalls), else its fused rank score (keyword-only answers). The fused
+    score alone is a reciprocal-rank sum (about 0.02..0.07), which two decimals barely tell apart."""
+    cosine = (result.get("channel_scores") or {}).get("semantic")
+    return float(cosine if cosine is not None else result.get("score") or 0.0)
+
+
+def compact_line(result: dict[str, Any]) -> str:
+    """One memory of a compact block: ``0.83 memcue:///home/ana/billing-api/412 [jwt, clock-skew, middleware]``
+    (score to two decimals, the address, up to ``COMPACT_CUES`` matched cue terms; no brackets without cues)."""
+    line = f"{compact_score(result):.2f} {address(str(result.get('project') or ''), int(result['memory_id']))}"
+    cues = [" ".join(str(c).split()) for c in (result.get("cue_terms") or [])[:COMPACT_CUES]]
+    cues = [c.replace(",", " ").replace("]", " ").strip() for c in cues]
+    return f"{line} [{', '.join(c for c in cues if c)}]" if any(cues) else line
+
+
+def compact_open_tag(session_id: str, query_id: str) -> str:
+    """``<memcue-recall session_id="…" query_id="…">`` (attribute values XML-escaped)."""
+    return f'<{COMPACT_TAG} session_id="{escape(session_id, quote=True)}" query_id="{escape(query_id, quote=True)}">'
+
+
+def render_compact(
+    results: Sequence[dict[str, Any]],
+    *,
+    session_id: str,
+    query_id: str,
+    count_tokens: Callable[[str], int],
+    max_tokens: int,
+    max_chars: int,
+) -> Block:
+    """The compact recall block: the open tag, one ``compact_line`` per memory (as many whole lines as the
+    budgets allow), the left-out line when something did not fit, ``COMPACT_INSTRUCTION`` and the closing
+    tag. The same budget rules as ``render_block``: hard ``max_tokens`` and ``max_chars``, cut at a line.
+    Empty when there are no results or not even one line fits."""
+    if not results:
+        return Block("", 0, 0, 0, 0)
+    lines = [compact_line(r) for r in results]
+    head = compact_open_tag(session_id, query_id)
+    tail = [COMPACT_INSTRUCTION.format(query_id=query_id), f"</{COMPACT_TAG}>"]
+
+    def assemble(body: list[str], left: int) -> str:
+        return "\n".join([head, *body, *([left_out_line(left)] if left else []), *tail])
+
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        trial = assemble([*kept, line], len(lines) - i - 1)
+        if len(trial) > max_chars or count_tokens(trial) > max_tokens:
+            break
+        kept.append(line)
+    if not kept:
+        return Block("", 0, len(lines), 0, 0)
     text = assemble(kept, len(lines) - len(kept))
     return Block(text, len(kept), len(lines) - len(kept), count_tokens(text), len(text))

@@ -28,6 +28,7 @@ from memcue.sidecar.store.redaction import redact
 from memcue.sidecar.store.rows import COLUMNS, row_dict, scope_conditions
 from memcue.sidecar.store.sanitize import sanitize_text
 from memcue.sidecar.store.strip import strip_injected
+from memcue.sidecar.store.usage import RecallUsage
 from memcue.sidecar.store.vectors import VectorRows
 
 #: ``embedded`` values: 0 waiting for a vector, 1 has one, 2 never embedded (bookkeeping rows).
@@ -39,7 +40,6 @@ DF_CACHE_TTL_S = 30.0
 DF_CACHE_SIZE = 8192
 #: Inserted rows between two refreshes of the query planner's statistics (``Store.optimize_if_due``).
 OPTIMIZE_EVERY = 1000
-
 
 #: Kinds that are a record of the session rather than knowledge: stored as bookkeeping rows (never an answer,
 #: never embedded). ``response``: an agent's answer captured at Stop (hooks/run.py).
@@ -82,7 +82,7 @@ def _redact_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     return metadata
 
 
-class Store(RecallQueries, VectorRows, Forgetting):
+class Store(RecallQueries, VectorRows, Forgetting, RecallUsage):
     """Rows, keyword index and vector index in one SQLite file at ``path``.
 
     Raises ``apsw.Error`` when the file cannot be opened or migrated.

@@ -161,6 +161,35 @@ def m009_forgotten(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m010_recall_usage(conn: apsw.Connection) -> None:
+    # Recalls served (hook blocks, questions) and the memories each showed; used_at is set when a fetch or
+    # expand names the recall (store/usage.py). Bounded on write: store.usage.RETENTION_DAYS, MAX_RECALLS.
+    conn.execute(
+        """
+        CREATE TABLE recall_log (
+            id INTEGER PRIMARY KEY,
+            query_id TEXT NOT NULL UNIQUE,
+            session_id TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            served_by TEXT NOT NULL,
+            block TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX recall_log_created ON recall_log(created_at);
+        CREATE INDEX recall_log_session ON recall_log(session_id, created_at);
+        CREATE TABLE recall_items (
+            query_id TEXT NOT NULL REFERENCES recall_log(query_id) ON DELETE CASCADE,
+            memory_id INTEGER NOT NULL,
+            kind TEXT NOT NULL DEFAULT '',
+            channels TEXT NOT NULL DEFAULT '[]',
+            used_at REAL,
+            PRIMARY KEY (query_id, memory_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX recall_items_memory ON recall_items(memory_id);
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

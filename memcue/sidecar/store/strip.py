@@ -3,8 +3,10 @@
 A user may paste (or a harness may echo) what memcue injected: a block that starts with one of the hook's
 headers (``hook_service.PROMPT_HEADER`` / ``SESSION_HEADER``, or the one-line session pointer), followed by
 memory lines ``- (kind · age) text`` (continuation lines indented two spaces) and maybe a
-``[memcue: N more memories left out…]`` line; or Hermes' ``<memory-context>…</memory-context>`` wrapper
-around a prefetch result. ``strip_injected`` removes those and keeps everything else of the prompt.
+``[memcue: N more memories left out…]`` line; the compact block ``<memcue-recall session_id="…"
+query_id="…">…</memcue-recall>`` (``render.render_compact``; a pasted copy cut before its closing tag loses its
+tag line and the lines after it that look like the block's); or Hermes' ``<memory-context>…</memory-context>``
+wrapper around a prefetch result. ``strip_injected`` removes those and keeps everything else of the prompt.
 
 The headers are repeated here (the store must not import the hook service); ``tests/test_strip.py`` checks
 they match ``hook_service``.
@@ -25,6 +27,12 @@ _POINTER = re.compile(r"^[ \t>]*" + re.escape(POINTER_START) + r".*$")
 #: A memory line of a block (``render.memory_line``), a continuation line, or the left-out line.
 _BLOCK_LINE = re.compile(r"^[ \t>]*(?:- \([^)\n]*\) |\[memcue: \d+ more memor(?:y|ies) left out[^\]\n]*\]\s*$)")
 _CONTINUATION = re.compile(r"^(?:  |\t)\S")
+#: The compact block, whole (``render.COMPACT_TAG``), and its opening tag alone.
+_COMPACT = re.compile(r"<memcue-recall\b[^>\n]*>.*?</memcue-recall>", re.DOTALL)
+_COMPACT_OPEN = re.compile(r"^[ \t>]*<memcue-recall\b[^>\n]*>[ \t]*$")
+#: A line of a compact block (``render.compact_line``, the instruction line, the left-out line).
+_COMPACT_LINE = re.compile(r"^[ \t>]*(?:\d+\.\d\d memcue://\S*(?: \[[^\]\n]*\])?\s*$|memcue: memories from earlier"
+                           r"|\[memcue: \d+ more memor(?:y|ies) left out)")
 _HERMES = re.compile(r"<\s*memory-context\s*>.*?<\s*/\s*memory-context\s*>", re.IGNORECASE | re.DOTALL)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
@@ -34,7 +42,7 @@ def strip_injected(text: str) -> str:
     same text when there are none. The result may be empty (the prompt was only a pasted block)."""
     if "memcue" not in text and "memory-context" not in text.lower():
         return text
-    out = _HERMES.sub("", text)
+    out = _COMPACT.sub("", _HERMES.sub("", text))
     lines = out.split("\n")
     kept: list[str] = []
     i = 0
@@ -42,6 +50,11 @@ def strip_injected(text: str) -> str:
         line = lines[i]
         if _POINTER.match(line):
             i += 1
+            continue
+        if _COMPACT_OPEN.match(line):  # a compact block without its closing tag
+            i += 1
+            while i < len(lines) and _COMPACT_LINE.match(lines[i]):
+                i += 1
             continue
         if not _HEADERS.match(line):
             kept.append(line)
