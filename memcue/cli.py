@@ -48,6 +48,15 @@ def _project(args: argparse.Namespace) -> str:
     return resolve_project(os.getcwd())
 
 
+def _usage(args: argparse.Namespace, message: str) -> int:
+    """A usage error (exit 2): the message on stderr, or the JSON envelope with ``--json``."""
+    if getattr(args, "json", False):
+        print(json.dumps({"success": False, "error": message}, ensure_ascii=False))
+    else:
+        print(f"memcue: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def _print(data: Any, as_json: bool, text: str) -> None:
     if as_json:
         print(json.dumps({"success": True, "data": data}, ensure_ascii=False, indent=2))
@@ -60,12 +69,13 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
     text = clean(args.text) if args.text != "-" else stdin_text().rstrip("\n")
     if not text.strip():
-        print("memcue: nothing to remember: the text is empty", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage(args, "nothing to remember: the text is empty")
     with Client() as client:
         client.ensure_running()
         out = client.remember(text, kind=args.kind, project=_project(args), pinned=args.pinned, source="cli")
     note = " (flagged as bookkeeping: kept, never recalled or injected)" if out["bookkeeping"] else ""
+    if out.get("redacted"):
+        note += f" ({out['redacted']} secret{'s' if out['redacted'] > 1 else ''} replaced by [REDACTED:…] markers)"
     said = f"already remembered as #{out['id']} (counted again)" if out.get("duplicate") else f"remembered #{out['id']}"
     _print(out, args.json, f"{said}{note}")
     return EXIT_OK
@@ -77,8 +87,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     project = None if args.all_projects else _project(args)
     args.query = clean(args.query)
     if not args.query.strip():
-        print("memcue: the question is empty", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage(args, "the question is empty")
     from memcue.session import resolve_session_id
 
     fields: dict[str, Any] = {"project": project, "limit": args.limit, "mode": "keyword" if args.keyword else "full",
@@ -374,7 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     from memcue.client import ClientError, SidecarBusy
 
     try:
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()  # inside the try: a reader that left (| head) shows up here, not at exit
+        return code
     except SidecarBusy as exc:
         print(f"memcue: {exc}", file=sys.stderr)
         return EXIT_BUSY
@@ -386,6 +397,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `memcue list | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -103,6 +103,10 @@ def _run(args: argparse.Namespace, action: str) -> int:
             files = r.get("files") or []
             if args.dry_run:
                 print(r["diff"] or f"{r['path']}: no change", end="" if r["diff"] else "\n")
+                later = [flag for flag in ("--mcp", "--trust") if getattr(args, flag[2:], False)]
+                if later:
+                    print(f"{r['harness']}: {' and '.join(later)} not shown: the harness itself makes those changes "
+                          "when you run the install")
             elif not r["changed"]:
                 print(f"{r['harness']}: {r['path']} already {'has' if action == 'install' else 'lacks'} memcue; "
                       "nothing changed")

@@ -11,18 +11,25 @@ import argparse
 import datetime as dt
 import json
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
-EXIT_OK, EXIT_ERROR = 0, 1
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 #: Characters of a memory's text shown per line by ``memcue list`` (``--full`` shows all of it).
 LIST_CHARS = 120
 
 
 def clean_ids(text: str) -> str:
     """An ids argument as the sidecar takes it: ``"#12, #15"`` -> ``"12, 15"`` (people copy ids with their #);
-    ``memcue://`` addresses are passed on whole."""
-    return ",".join(p if p.strip().lower().startswith("memcue://") else p.replace("#", "") for p in text.split(","))
+    ``memcue://`` addresses are passed on whole. Raises ``argparse.ArgumentTypeError`` (exit 2) for anything
+    else."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    out = [p if p.lower().startswith("memcue://") else p.replace("#", "") for p in parts]
+    bad = [p for p in out if not p.lower().startswith("memcue://") and not p.isdigit()]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(f"{text!r}: give memory ids like 12 or 12,15 (or memcue:// addresses)")
+    return ",".join(out)
 
 
 def _client() -> Any:
@@ -53,7 +60,8 @@ def _line(m: dict[str, Any], full: bool = False) -> str:
     text = " ".join(str(m.get("content", "")).split())
     if not full and len(text) > LIST_CHARS:
         text = text[: LIST_CHARS - 1] + "…"
-    label = f"{m.get('memory_kind', 'note')}, {m.get('age_label', '')}" + "".join(f", {f}" for f in flags)
+    age = m.get("age_label") or _when(m.get("created_at"))
+    label = f"{m.get('memory_kind') or m.get('kind') or 'note'}, {age}" + "".join(f", {f}" for f in flags)
     return f"#{m['memory_id']} ({label}) {text}"
 
 
@@ -61,6 +69,9 @@ def cmd_search(args: argparse.Namespace, project: str | None) -> int:
     """Keyword-only recall: for a known exact term (an error code, a flag, a file name)."""
     from memcue.cli_text import format_recall
 
+    if not args.term.strip():
+        print("memcue: the search term is empty", file=sys.stderr)
+        return EXIT_USAGE
     with _client() as client:
         answer = client.recall(args.term, project=project, limit=args.limit, mode="keyword",
                                session_id="cli:search")
@@ -120,11 +131,13 @@ def cmd_expand(args: argparse.Namespace) -> int:
     for item in out.get("items", []):
         lines.append(_line(item, full=True) if "memory_id" in item else json.dumps(item, ensure_ascii=False))
         context = item.get("context") or {}
+        newer = (context.get("replaced_by") or {}).get("memory_id")
         for key in ("session", "entities"):
             for c in context.get(key, []):
-                lines.append(f"     {key}: #{c['memory_id']} {str(c['content'])[:100]}")
-        if context.get("replaced_by"):
-            lines.append(f"     replaced by #{context['replaced_by']['memory_id']}")
+                if c["memory_id"] != newer:  # shown once, as what replaced it
+                    lines.append(f"     {key}: #{c['memory_id']} {str(c['content'])[:100]}")
+        if newer:
+            lines.append(f"     replaced by #{newer}")
     if out.get("not_found"):
         lines.append(f"not found: {', '.join(f'#{i}' for i in out['not_found'])}")
     return _emit(out, args.json, "\n".join(lines), ok=bool(out.get("items")))

@@ -26,7 +26,8 @@ def format_stats(data: dict[str, Any]) -> str:
     recalls, items = data["recalls"], data["items"]
     if not items["total"]:
         return f"no recalls showed any memory in the last {days:g} days"
-    out = [f"last {days:g} days: {recalls['total']} recalls showed {items['total']} memories; "
+    out = [f"last {days:g} days: {recalls['total']} recall{'s' if recalls['total'] != 1 else ''} showed "
+           f"{items['total']} memor{'ies' if items['total'] != 1 else 'y'}; "
            f"{recalls['used']} recalls ({_fraction(recalls)}) and {items['used']} memories ({_fraction(items)}) "
            "were opened (fetch/expand)"]
     for title, key in (("channel", "by_channel"), ("kind", "by_kind"), ("served as", "by_served")):

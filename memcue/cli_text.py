@@ -42,6 +42,11 @@ def format_recall(answer: dict[str, Any], show_weak: bool = False) -> str:
         tier = "supported, weak matches only"
     legend = (" (score: fused rank score, for ordering only; sim = cosine similarity, keywords = BM25 matched)"
               if shown else "")
+    if answer.get("answer_check_status") == "judged":
+        confidence = answer.get("answer_confidence")
+        lines.append(f"answer check: {answer['answerability']}"
+                     + (f" ({confidence:.2f})" if isinstance(confidence, int | float) else "")
+                     + (f": {answer['answerability_reason']}" if answer.get("answerability_reason") else ""))
     lines.append(f"[{tier} · {answer.get('retrieval_time_ms', 0):.0f} ms · {statuses}]{legend}")
     return "\n".join(lines)
 

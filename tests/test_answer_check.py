@@ -34,8 +34,10 @@ def test_the_judge_labels_the_answer_and_never_hides_a_result(home: Path, answer
         sc = _sidecar(home, stub.url + "/v1")
         try:
             answer = sc.client.recall(QUESTION, project="p")
+            again = sc.client.recall(QUESTION, project="p")  # the same answer from the cache: judged once
         finally:
             sc.stop()
+    assert again["query_id"] == answer["query_id"] and again["answerability"] == answer["answerability"]
     assert answer["answer_check_status"] == "judged"
     assert answer["answerability"] == ("supported" if answerable else "unsupported")
     assert answer["answer_confidence"] == 0.9 and answer["answerability_reason"] == "memory 1 states it"

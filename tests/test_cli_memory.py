@@ -47,6 +47,9 @@ def test_search_fetch_list_forget_expand_session_context(home: Path, tmp_path: P
         first = _json(home, project, "session-context", "--session-id", "cli-s1")
         second = _json(home, project, "session-context", "--session-id", "cli-s1")
         other = _cli(home, tmp_path, "list")  # another folder, another project
+        piped = subprocess.run(f"{sys.executable} -m memcue list --json --limit 200 | head -c 5", shell=True,
+                               env={**os.environ, "MEMCUE_HOME": str(home)}, cwd=project, capture_output=True,
+                               text=True, timeout=60)
     finally:
         sc.stop()
     assert searched["results"][0]["memory_id"] == ids[0]
@@ -63,3 +66,14 @@ def test_search_fetch_list_forget_expand_session_context(home: Path, tmp_path: P
     assert "Deploys are frozen on Fridays" in first["context"] and first["session_id"] == "cli-s1"
     assert "Deploys are frozen" not in second["context"], "one full block per session"
     assert other.returncode == 0 and "(no memories)" in other.stdout
+    assert piped.stderr == "", "a reader that stops early (| head) is no error"
+
+
+def test_usage_errors_exit_2_and_speak_json_when_asked(home: Path, tmp_path: Path) -> None:
+    bad_ids = _cli(home, tmp_path, "fetch", "abc")
+    empty_search = _cli(home, tmp_path, "search", "  ")
+    empty_recall = _cli(home, tmp_path, "recall", "  ", "--json")
+    assert bad_ids.returncode == 2 and "give memory ids like 12" in bad_ids.stderr
+    assert empty_search.returncode == 2 and "search term is empty" in empty_search.stderr
+    assert empty_recall.returncode == 2
+    assert json.loads(empty_recall.stdout) == {"success": False, "error": "the question is empty"}

@@ -119,6 +119,7 @@ def test_C13_codex_config_toml_keeps_comments_through_three_trusted_installs(hom
     config = Path(env["HOME"]) / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text(_config("http://127.0.0.1:9"))
+    config.chmod(0o644)
     original = config.read_bytes()
     for _ in range(3):
         memcue_cli("install", "codex", "--trust", env=env)
@@ -130,6 +131,7 @@ def test_C13_codex_config_toml_keeps_comments_through_three_trusted_installs(hom
         assert sum(hooks_json.is_ours(h) for groups in hooks.values() for g in groups for h in g["hooks"]) == 4
     memcue_cli("uninstall", "codex", env=env)
     assert config.read_bytes() == original
+    assert config.stat().st_mode & 0o777 == 0o644, "Codex's rewrite made it 0600; the user's mode comes back"
 
 
 def test_C13_mcp_server_and_trust_in_config_toml_come_off_byte_for_byte(home: Path, tmp_path: Path) -> None:

@@ -38,6 +38,9 @@ from memcue.install.hooks_json import is_ours
 REQUEST_TIMEOUT_S = 20.0
 CLIENT_INFO = {"name": "memcue", "title": "memcue installer", "version": "1"}
 
+#: Codex settings for the app-server memcue starts: no analytics, no plugin marketplace sync (which clones a
+#: repository into CODEX_HOME). ``-c`` overrides last for that process only; nothing is written.
+QUIET_FLAGS = ("-c", "analytics.enabled=false", "-c", "features.plugins=false")
 #: Install-record name of the trust memcue wrote (``install.files`` records).
 RECORD = "codex-trust"
 
@@ -58,7 +61,8 @@ class AppServer:
 
     def __init__(self, codex: str, env: dict[str, str] | None = None, cwd: str | None = None) -> None:
         try:
-            self._proc = subprocess.Popen([codex, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self._proc = subprocess.Popen([codex, *QUIET_FLAGS, "app-server"], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL, env=env, cwd=cwd)
         except OSError as exc:
             raise InstallError(f"could not start `{codex} app-server`: {exc}") from None
@@ -154,6 +158,7 @@ def trust(codex: str, hooks_file: Path, state_dir: Path, env: dict[str, str] | N
             record = load_record(state_dir, RECORD)
             if not record:
                 record = {"config": str(config), "existed": before is not None,
+                          "mode": config.stat().st_mode & 0o7777 if before is not None else None,
                           "backup": str(backup(config)) if before is not None else None,
                           "original_sha256": sha256(before) if before is not None else None, "keys": []}
             config = _write_state(server, todo, "upsert") or config
@@ -185,6 +190,8 @@ def untrust(codex: str | None, state_dir: Path, env: dict[str, str] | None = Non
             return f"removed {config} (memcue's trust entries were all it held)"
         if saved is not None and sha256(saved) == record.get("original_sha256"):
             write_atomic(config, saved)
+            if record.get("mode") is not None:  # Codex's rewrite made it 0600; give the user's mode back
+                config.chmod(record["mode"])
             drop_record(state_dir, RECORD)
             return f"restored {config} as it was before memcue trusted its hooks"
     if now is None:

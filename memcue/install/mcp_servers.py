@@ -52,9 +52,15 @@ def _program(harness: str) -> str:
     return path
 
 
+#: Claude Code's switches for no telemetry or other traffic while memcue runs ``claude mcp`` (its docs:
+#: "Environment variables").
+QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}
+
+
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                              env={**os.environ, **QUIET_ENV})
     except (OSError, subprocess.SubprocessError) as exc:
         raise InstallError(f"`{' '.join(argv[:3])}` failed: {exc}") from None
 

@@ -12,6 +12,7 @@ with explicit consent (``allow_remote = true``) and the user's key (read from th
     allow_remote = false               # a non-loopback url is refused without it
     timeout_s = 3.0
 
+The sidecar reads this at start: restart it (``memcue stop``; the next call starts it) after a change.
 Rules: the check never waits past the caller's budget (or ``timeout_s``), never runs two at once (a second
 question meanwhile gets ``busy``, it does not queue), never hides or reorders a result, and only questions
 are judged (``POST /recall``), never a hook's block or session-start context. Every answer carries
@@ -27,6 +28,7 @@ import json
 import logging
 import os
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,6 +45,8 @@ RESULT_CHARS = 600
 #: Characters of the judge's reason kept.
 REASON_CHARS = 300
 DEFAULT_KEY_ENV = "MEMCUE_ANSWER_CHECK_KEY"
+#: Verdicts kept for answers served again from the answer cache (same query_id).
+VERDICTS_KEPT = 256
 
 SYSTEM = ("You check a memory search. Given a question and numbered memories, decide whether the memories "
           "contain the answer to the question (not merely the topic). Reply with JSON only: "
@@ -110,6 +114,8 @@ class AnswerChecker:
         env = dict(os.environ if env is None else env)
         self._key = env.get(config.api_key_env or DEFAULT_KEY_ENV, "")
         self._running = False
+        #: Verdicts by query_id: an answer served again from the answer cache is not judged twice.
+        self._verdicts: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.off_reason = ""
         if not config.url:
             self.off_reason = "no answer check is configured"
@@ -133,6 +139,9 @@ class AnswerChecker:
         results = [r for r in answer.get("results", []) if r.get("tier") in ("supported", "weak", "related")]
         if not results:
             return _fields("skipped", "no results to judge")
+        query_id = str(answer.get("query_id") or "")
+        if query_id in self._verdicts:
+            return self._verdicts[query_id]
         if self._running:
             return _fields("busy", "another answer check is running; this one was not queued")
         if budget_s <= 0.05:
@@ -149,7 +158,12 @@ class AnswerChecker:
         finally:
             self._running = False
         answerable, confidence, reason = verdict
-        return _fields("judged", reason, "supported" if answerable else "unsupported", confidence)
+        out = _fields("judged", reason, "supported" if answerable else "unsupported", confidence)
+        if query_id:
+            self._verdicts[query_id] = out
+            while len(self._verdicts) > VERDICTS_KEPT:
+                self._verdicts.popitem(last=False)
+        return out
 
     async def _ask(self, question: str, results: list[dict[str, Any]]) -> tuple[bool, float | None, str]:
         memories = "\n".join(f"{i}. {str(r.get('content', ''))[:RESULT_CHARS]}" for i, r in enumerate(results, 1))
