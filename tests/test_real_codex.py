@@ -146,5 +146,7 @@ def test_C13_mcp_server_and_trust_in_config_toml_come_off_byte_for_byte(home: Pa
         assert server["args"] == ["-m", "memcue", "mcp"] and server["env"] == {"MEMCUE_HOME": str(home)}
         lines = iter(config.read_text().splitlines())
         assert all(line in lines for line in original.decode().splitlines()), "every line of the user's, in order"
+    codex_finding = next(f for f in memcue_cli("doctor", env=env)["data"]["findings"] if f["area"] == "codex")
+    assert codex_finding["mcp"] is True and "MCP server registered" in codex_finding["message"]
     assert memcue_cli("uninstall", "codex", env=env)["data"][0]["mcp"] == "MCP server 'memcue' removed"
     assert config.read_bytes() == original

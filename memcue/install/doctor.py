@@ -89,9 +89,23 @@ def check_hooks_json(mod: ModuleType) -> dict[str, Any]:
         return _finding(name, PROBLEM, f"{what} in {path}: run `memcue install {name}`", path=str(path),
                         version=version, installed=True)
     note = getattr(mod, "TRUST_NOTE", "")
-    if note:
-        return _trust_finding(name, path, version, note)
-    return _finding(name, OK, f"hooks current in {path}", path=str(path), version=version, installed=True)
+    finding = (_trust_finding(name, path, version, note) if note else
+               _finding(name, OK, f"hooks current in {path}", path=str(path), version=version, installed=True))
+    finding["mcp"] = _mcp_server(name)
+    if finding["mcp"]:
+        finding["message"] += "; MCP server registered"
+    return finding
+
+
+def _mcp_server(harness: str) -> bool:
+    """True when the harness has memcue's MCP server registered (read from its config; never started)."""
+    from memcue.install import mcp_servers
+
+    try:
+        entry = mcp_servers.registered(harness)
+    except InstallError:
+        return False
+    return bool(entry) and list(entry.get("args") or [])[-3:] == ["-m", "memcue", "mcp"]
 
 
 def _trust_finding(name: str, path: Path, version: str, note: str) -> dict[str, Any]:
