@@ -1,7 +1,7 @@
 """Hermes Agent: the memory provider's payload in, plain text out.
 
 Standard library only (runs inside the hook process). Hermes has no command hooks: memcue's memory-provider
-plugin (``memcue/adapters/hermes_plugin.py``, copied to ``$HERMES_HOME/plugins/memcue/``) runs this hook as a
+plugin (``memcue/install/hermes_plugin.py``, copied to ``$HERMES_HOME/plugins/memcue/``) runs this hook as a
 subprocess from the provider methods Hermes calls, with one JSON object on stdin:
 ``{"session_id", "cwd", "hook_event_name"}`` plus ``"prompt"`` (``prefetch``), ``"source"``
 (``system_prompt_block``: startup|resume|clear) or ``"last_assistant_message"`` (``sync_turn``). stdout is the

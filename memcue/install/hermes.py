@@ -7,7 +7,7 @@ __init__.py:99``). The install sets the key and records the provider it replaced
 back. ``hermes memory setup`` is not used: it rewrites the whole config.yaml (comments dropped,
 ``_config_version`` added). The file is edited round-trip through ``install.yaml_file``; a file ruamel.yaml would
 not give back byte for byte is refused, with the two lines to add by hand. The plugin is the text of
-``memcue/adapters/hermes_plugin.py`` with ``MEMCUE_PYTHON`` and ``MEMCUE_LAUNCH`` filled in, so a second install
+``memcue/install/hermes_plugin.py`` with ``MEMCUE_PYTHON`` and ``MEMCUE_LAUNCH`` filled in, so a second install
 writes the same bytes.
 """
 
@@ -31,7 +31,7 @@ PROGRAM = "hermes"
 #: The provider name: the plugin folder's name and the value of ``memory.provider``.
 PROVIDER = "memcue"
 #: The plugin's source in this package (copied with the two constants filled in).
-PLUGIN_SOURCE = Path(__file__).resolve().parent.parent / "adapters" / "hermes_plugin.py"
+PLUGIN_SOURCE = Path(__file__).resolve().parent / "hermes_plugin.py"
 #: What to add by hand when memcue will not rewrite the file.
 MANUAL_LINES = f"memory:\n  provider: {PROVIDER}\n"
 #: Lines an install or uninstall may change: the top-level ``memory:`` key and an indented ``provider:`` key.
