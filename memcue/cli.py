@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memcue.cli_text import clean, format_recall, iso_time, limit, progress, stdin_text
+from memcue.cli_text import clean, emit, format_recall, iso_time, limit, progress, stdin_text, usage_error
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY = 0, 1, 2, 75
 
@@ -37,31 +37,9 @@ PROJECT_HELP = ("a path in the project (its git top-level is the project, as for
 
 
 def _project(args: argparse.Namespace) -> str:
-    from memcue.adapters.base import resolve_project
+    from memcue.adapters.base import project_key
 
-    if getattr(args, "global_", False):
-        return ""
-    value = getattr(args, "project", None)
-    if value:  # a path: the same resolver as the hooks (case C16); a bare name is a project key as stored
-        is_path = os.sep in value or value in (".", "..") or value.startswith("~")
-        return resolve_project(os.path.abspath(os.path.expanduser(value))) if is_path else value
-    return resolve_project(os.getcwd())
-
-
-def _usage(args: argparse.Namespace, message: str) -> int:
-    """A usage error (exit 2): the message on stderr, or the JSON envelope with ``--json``."""
-    if getattr(args, "json", False):
-        print(json.dumps({"success": False, "error": message}, ensure_ascii=False))
-    else:
-        print(f"memcue: {message}", file=sys.stderr)
-    return EXIT_USAGE
-
-
-def _print(data: Any, as_json: bool, text: str) -> None:
-    if as_json:
-        print(json.dumps({"success": True, "data": data}, ensure_ascii=False, indent=2))
-    else:
-        print(text)
+    return project_key(getattr(args, "project", None), global_=getattr(args, "global_", False))
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
@@ -69,7 +47,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
     text = clean(args.text) if args.text != "-" else stdin_text().rstrip("\n")
     if not text.strip():
-        return _usage(args, "nothing to remember: the text is empty")
+        return usage_error(args, "nothing to remember: the text is empty")
     with Client() as client:
         client.ensure_running()
         out = client.remember(text, kind=args.kind, project=_project(args), pinned=args.pinned, source="cli")
@@ -77,7 +55,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
     if out.get("redacted"):
         note += f" ({out['redacted']} secret{'s' if out['redacted'] > 1 else ''} replaced by [REDACTED:…] markers)"
     said = f"already remembered as #{out['id']} (counted again)" if out.get("duplicate") else f"remembered #{out['id']}"
-    _print(out, args.json, f"{said}{note}")
+    emit(out, args.json, f"{said}{note}")
     return EXIT_OK
 
 
@@ -87,7 +65,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     project = None if args.all_projects else _project(args)
     args.query = clean(args.query)
     if not args.query.strip():
-        return _usage(args, "the question is empty")
+        return usage_error(args, "the question is empty")
     from memcue.session import resolve_session_id
 
     fields: dict[str, Any] = {"project": project, "limit": args.limit, "mode": "keyword" if args.keyword else "full",
@@ -112,7 +90,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     text = format_recall(answer, show_weak=args.show_weak)
     if not answer["results"] and project is not None:
         text += f"\n(searched project {project or '(global)'}; --all-projects searches every project)"
-    _print(answer, args.json, text)
+    emit(answer, args.json, text)
     return EXIT_OK
 
 
@@ -129,7 +107,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     with Client() as client:
         client.ensure_running()
         out = client.update(body)
-    _print(out, args.json, f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
+    emit(out, args.json, f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
     return EXIT_OK
 
 
@@ -199,16 +177,16 @@ def cmd_stop(args: argparse.Namespace) -> int:
     loc = locations()
     pid = read_pid(loc)
     if pid is None:
-        _print({"stopped": False}, args.json, "memcue sidecar is not running")
+        emit({"stopped": False}, args.json, "memcue sidecar is not running")
         return EXIT_OK
     if not _is_sidecar(pid):
-        _print({"stopped": False}, args.json, f"memcue sidecar is not running (stale pid file names pid {pid}, "
+        emit({"stopped": False}, args.json, f"memcue sidecar is not running (stale pid file names pid {pid}, "
                                               "which is not a memcue sidecar; left alone)")
         return EXIT_OK
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        _print({"stopped": False}, args.json, "memcue sidecar is not running (stale pid file)")
+        emit({"stopped": False}, args.json, "memcue sidecar is not running (stale pid file)")
         return EXIT_OK
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and _is_sidecar(pid):
@@ -216,7 +194,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if _is_sidecar(pid):
         print(f"memcue: the sidecar (pid {pid}) did not stop within 15 s", file=sys.stderr)
         return EXIT_ERROR
-    _print({"stopped": True, "pid": pid}, args.json, f"stopped memcue sidecar (pid {pid})")
+    emit({"stopped": True, "pid": pid}, args.json, f"stopped memcue sidecar (pid {pid})")
     return EXIT_OK
 
 
@@ -257,10 +235,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             sock = client.loc.socket
             if socket_blocked(sock):  # case C09: the sidecar refuses to start until it moves
                 data["blocked"] = f"{sock} exists and is not a socket; memcue will not delete it"
-                _print(data, args.json, f"memcue sidecar cannot start: {data['blocked']}. Move it away, or set "
+                emit(data, args.json, f"memcue sidecar cannot start: {data['blocked']}. Move it away, or set "
                                         f"MEMCUE_HOME to another folder. Log: {client.loc.sidecar_log}")
                 return EXIT_OK
-            _print(data, args.json, f"memcue sidecar is not running (socket {client.loc.socket}); it starts on the "
+            emit(data, args.json, f"memcue sidecar is not running (socket {client.loc.socket}); it starts on the "
                                     f"next hook or command. Log: {client.loc.sidecar_log}")
             return EXIT_OK
     text = (f"memcue {health['version']} running (pid {health['pid']}), data in {health['data_dir']}\n"
@@ -275,7 +253,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         text += f"\nreranker: {reranker['status']}" + (f" ({reranker['note']})" if reranker.get("note") else "")
     if health.get("config_error"):
         text += f"\nconfig problems (those entries are ignored): {health['config_error']}"
-    _print({"running": True, **health}, args.json, text)
+    emit({"running": True, **health}, args.json, text)
     return EXIT_OK
 
 

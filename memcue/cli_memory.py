@@ -11,11 +11,11 @@ import argparse
 import datetime as dt
 import json
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+from memcue.cli_text import emit, format_recall, usage_error
+
 #: Characters of a memory's text shown per line by ``memcue list`` (``--full`` shows all of it).
 LIST_CHARS = 120
 
@@ -40,14 +40,6 @@ def _client() -> Any:
     return client
 
 
-def _emit(data: Any, as_json: bool, text: str, ok: bool = True) -> int:
-    if as_json:
-        print(json.dumps({"success": ok, "data": data}, ensure_ascii=False, indent=2))
-    elif text:
-        print(text)
-    return EXIT_OK if ok else EXIT_ERROR
-
-
 def _when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
 
@@ -67,15 +59,12 @@ def _line(m: dict[str, Any], full: bool = False) -> str:
 
 def cmd_search(args: argparse.Namespace, project: str | None) -> int:
     """Keyword-only recall: for a known exact term (an error code, a flag, a file name)."""
-    from memcue.cli_text import format_recall
-
     if not args.term.strip():
-        print("memcue: the search term is empty", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(args, "the search term is empty")
     with _client() as client:
         answer = client.recall(args.term, project=project, limit=args.limit, mode="keyword",
                                session_id="cli:search")
-    return _emit(answer, args.json, format_recall(answer, show_weak=True))
+    return emit(answer, args.json, format_recall(answer, show_weak=True))
 
 
 def _opened(args: argparse.Namespace) -> dict[str, str]:
@@ -94,7 +83,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
              f"{_when(m.get('created_at'))}; seen {m.get('seen_count', 1)}x" for m in out["results"]]
     if out["not_found"]:
         lines.append(f"not found: {', '.join(f'#{i}' for i in out['not_found'])}")
-    return _emit(out, args.json, "\n".join(lines), ok=bool(out["success"]))
+    return emit(out, args.json, "\n".join(lines), ok=bool(out["success"]))
 
 
 def cmd_list(args: argparse.Namespace, project: str | None) -> int:
@@ -109,7 +98,7 @@ def cmd_list(args: argparse.Namespace, project: str | None) -> int:
     with _client() as client:
         out = client.list_recent(**fields)
     text = "\n".join(_line(m, args.full) for m in out["results"]) or "(no memories)"
-    return _emit(out, args.json, text)
+    return emit(out, args.json, text)
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
@@ -121,7 +110,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     text = "\n".join(p for p in parts if p)
     if out["forgotten"]:
         text += "\n(they no longer answer; `memcue list --include-forgotten` and `memcue fetch` still show them)"
-    return _emit(out, args.json, text, ok=bool(out["forgotten"] or out["already"]))
+    return emit(out, args.json, text, ok=bool(out["forgotten"] or out["already"]))
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
@@ -140,7 +129,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
             lines.append(f"     replaced by #{newer}")
     if out.get("not_found"):
         lines.append(f"not found: {', '.join(f'#{i}' for i in out['not_found'])}")
-    return _emit(out, args.json, "\n".join(lines), ok=bool(out.get("items")))
+    return emit(out, args.json, "\n".join(lines), ok=bool(out.get("items")))
 
 
 def cmd_session_context(args: argparse.Namespace, project: str | None) -> int:
@@ -150,7 +139,7 @@ def cmd_session_context(args: argparse.Namespace, project: str | None) -> int:
     with _client() as client:
         out = client.session_context(**fields)
     text = out["context"] or "(nothing to show for this project in this session)"
-    return _emit(out, args.json, f"{text}\n[session {out['session_id']} · {out['tokens']} tokens]")
+    return emit(out, args.json, f"{text}\n[session {out['session_id']} · {out['tokens']} tokens]")
 
 
 def add_commands(add: Callable[..., argparse.ArgumentParser], project_of: Callable[[argparse.Namespace], str],

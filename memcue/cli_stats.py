@@ -8,9 +8,10 @@ several channels counts once for each. Thin over ``Client.stats`` (``POST /stats
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from typing import Any
+
+from memcue.cli_text import emit
 
 #: Days ``memcue stats`` looks back by default.
 DEFAULT_DAYS = 30
@@ -58,11 +59,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     with Client() as client:
         client.ensure_running()
         data = client.stats(days=args.days)
-    if args.json:
-        print(json.dumps({"success": True, "data": data}, ensure_ascii=False, indent=2))
-    else:
-        print(format_stats(data))
-    return 0
+    return emit(data, args.json, format_stats(data))
 
 
 def add_commands(add: Callable[..., argparse.ArgumentParser]) -> None:

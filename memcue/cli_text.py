@@ -3,8 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
+
+
+def emit(data: Any, as_json: bool, text: str, ok: bool = True) -> int:
+    """Print a command's result: ``text`` for people, or with ``as_json`` the envelope ``{"success": ok,
+    "data": data}``. Returns the exit code (0, or 1 when not ``ok``)."""
+    if as_json:
+        print(json.dumps({"success": ok, "data": data}, ensure_ascii=False, indent=2))
+    elif text:
+        print(text)
+    return 0 if ok else 1
+
+
+def usage_error(args: argparse.Namespace, message: str) -> int:
+    """A usage error (exit 2): the message on stderr, or ``{"success": false, "error": ...}`` with ``--json``."""
+    if getattr(args, "json", False):
+        print(json.dumps({"success": False, "error": message}, ensure_ascii=False))
+    else:
+        print(f"memcue: {message}", file=sys.stderr)
+    return 2
 
 
 def format_recall(answer: dict[str, Any], show_weak: bool = False) -> str:

@@ -93,6 +93,18 @@ def resolve_project(cwd: str) -> str:
         path = parent
 
 
+def project_key(value: str | None, *, global_: bool = False) -> str:
+    """The project a person or agent names (CLI ``--project``, MCP ``project``): "" for a global memory; a
+    path (absolute, ``~``, ``.``, or containing a separator) resolved like a hook's cwd (``resolve_project``,
+    case C16); a bare name taken as a project key as stored; none given: the current directory's project."""
+    if global_:
+        return ""
+    if value:
+        is_path = os.sep in value or value in (".", "..") or value.startswith("~")
+        return resolve_project(os.path.abspath(os.path.expanduser(value))) if is_path else value
+    return resolve_project(os.getcwd())
+
+
 def _main_worktree(dot_git: str) -> str:
     """For a linked worktree's ``.git`` file (``gitdir: <repo>/.git/worktrees/<name>``, whose folder holds a
     ``commondir`` file naming ``<repo>/.git``), the main worktree ``<repo>``; "" for anything else (a

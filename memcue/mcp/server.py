@@ -16,8 +16,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from memcue.adapters.base import project_key
 from memcue.mcp.backend import Backend, failure
-from memcue.mcp.shape import cut, parse_ids, project_key, recall_project, shape_recall
+from memcue.mcp.shape import cut, parse_ids, recall_project, shape_recall
 from memcue.session import resolve_session_id
 
 INSTRUCTIONS = """memcue is this machine's long-term memory for coding work (decisions, preferences, bugs, how-tos).

@@ -3,10 +3,9 @@ agent defaults (supported results only, related and weak on request, labelled)."
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from memcue.adapters.base import resolve_project
+from memcue.adapters.base import project_key
 from memcue.address import memory_id_of
 
 #: The answer for a related outcome when the agent did not ask for related memories.
@@ -22,18 +21,6 @@ ANSWER_FIELDS = ("query", "tier", "note", "abstained", "abstention_reason", "cha
                  "query_id", "warming_up", "retrieval_mode", "retrieval_time_ms", "answerability",
                  "answerability_reason", "answer_check_status", "calibration_status", "answer_confidence", "layers",
                  "filters")
-
-
-def project_key(value: str | None, *, global_: bool = False) -> str:
-    """The project a call is about: "" for a global memory; a path (absolute, ``~``, ``.``, or containing a
-    separator) resolved to its git top-level as the hooks do; a bare name taken as a stored project key;
-    default the git top-level of the server's working directory."""
-    if global_:
-        return ""
-    if value:
-        is_path = os.sep in value or value in (".", "..") or value.startswith("~")
-        return resolve_project(os.path.abspath(os.path.expanduser(value))) if is_path else value
-    return resolve_project(os.getcwd())
 
 
 def recall_project(value: str | None) -> str | None:
