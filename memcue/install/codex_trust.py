@@ -22,6 +22,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from memcue.install import codex
 from memcue.install.files import (
     InstallError,
     backup,
@@ -49,7 +50,7 @@ __all__ = ["AppServer", "codex_program", "our_hooks", "status", "trust", "untrus
 
 def codex_program() -> str | None:
     """The ``codex`` executable on PATH, or None."""
-    return shutil.which("codex")
+    return shutil.which(codex.PROGRAM)
 
 
 class AppServer:

@@ -102,10 +102,9 @@ def _mcp_server(harness: str) -> bool:
     from memcue.install import mcp_servers
 
     try:
-        entry = mcp_servers.registered(harness)
+        return mcp_servers.is_ours(mcp_servers.registered(harness))
     except InstallError:
         return False
-    return bool(entry) and list(entry.get("args") or [])[-3:] == ["-m", "memcue", "mcp"]
 
 
 def _trust_finding(name: str, path: Path, version: str, note: str) -> dict[str, Any]:

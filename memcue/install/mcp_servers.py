@@ -20,6 +20,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from memcue.install import codex
 from memcue.install.files import (
     InstallError,
     drop_record,
@@ -36,7 +37,7 @@ SERVER = "memcue"
 CLI_TIMEOUT_S = 60.0
 HERMES_NOTE = "Hermes: no MCP server needed (its memory provider gives the agent memcue_recall and memcue_remember)"
 
-__all__ = ["SERVER", "register", "registered", "server_command", "unregister"]
+__all__ = ["SERVER", "is_ours", "register", "registered", "server_command", "unregister"]
 
 
 def server_command(python: str | None = None) -> list[str]:
@@ -45,7 +46,9 @@ def server_command(python: str | None = None) -> list[str]:
 
 
 def _program(harness: str) -> str:
-    name = {"claude-code": "claude", "codex": "codex"}[harness]
+    from memcue.install import installer
+
+    name = installer(harness).PROGRAM
     path = shutil.which(name)
     if path is None:
         raise InstallError(f"--mcp needs the `{name}` program on PATH (the harness registers the server itself)")
@@ -89,8 +92,8 @@ def registered(harness: str) -> dict | None:
 
 
 def _codex_config() -> Path:
-    base = os.environ.get("CODEX_HOME", "").strip()
-    return (Path(base).expanduser() if base else Path.home() / ".codex") / "config.toml"
+    """Codex's ``config.toml``, beside its ``hooks.json`` (``install.codex.settings_path``)."""
+    return codex.settings_path().with_name("config.toml")
 
 
 def _toml_string(value: str) -> str:
@@ -138,7 +141,7 @@ def _codex_remove(state_dir: Path) -> str:
     return f"MCP server '{SERVER}' removed"
 
 
-def _is_ours(entry: dict | None, python: str | None = None, home: Path | None = None) -> bool:
+def is_ours(entry: dict | None, python: str | None = None, home: Path | None = None) -> bool:
     """True when ``entry`` runs memcue's server (with this interpreter and data dir, when given)."""
     if not entry or list(entry.get("args") or [])[-3:] != ["-m", "memcue", "mcp"]:
         return False
@@ -155,9 +158,9 @@ def register(harness: str, state_dir: Path, home: Path, python: str | None = Non
         return HERMES_NOTE
     argv = server_command(python)
     entry = registered(harness)
-    if _is_ours(entry, argv[0], home):
+    if is_ours(entry, argv[0], home):
         return f"MCP server '{SERVER}' already registered"
-    if entry is not None and not _is_ours(entry):
+    if entry is not None and not is_ours(entry):
         raise InstallError(f"{harness} already has an MCP server named '{SERVER}' that is not memcue's; memcue left "
                            "it alone")
     if harness == "codex":
@@ -184,7 +187,7 @@ def unregister(harness: str, state_dir: Path) -> str:
     returns what was done ("" when nothing). Raises ``InstallError`` when the harness's CLI refuses."""
     if harness == "hermes" or not load_record(state_dir, f"mcp-{harness}"):
         return ""
-    if not _is_ours(registered(harness)):
+    if not is_ours(registered(harness)):
         drop_record(state_dir, f"mcp-{harness}")
         return ""
     if harness == "codex":
