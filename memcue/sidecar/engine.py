@@ -176,27 +176,29 @@ class Engine:
         if check.memory_id is not None:
             self.store.reinforce(check.memory_id)
             return WriteResult(check.memory_id, False, duplicate=True, redacted=redact(memory.content).count)
-        result = self.store.remember_many([memory])[0]
-        emb = self.embedder
-        if (check.vector is not None and emb is not None and not (result.duplicate or result.bookkeeping)
-                and not memory.metadata.get("embed_text")):
-            self._store_vectors([result.id], np.asarray(check.vector, dtype=np.float32).reshape(1, -1), emb)
-        self._wake.set()
-        return result
+        return self._write_with_vector(memory, check.vector)[0]
 
     def remember_prompt(self, memory: NewMemory) -> WriteResult:
         """Store a captured prompt. When its recall just embedded the same text (the query-embedding cache
         holds it), that vector is stored with it at once: the worker does not embed the prompt a second
         time (about 4 ms of CPU per prompt, which three agents at once feel)."""
-        result = self.store.remember_many([memory])[0]
         emb = self.embedder
         vector = emb.cached(memory.content) if emb is not None and emb.state == "ready" else None
-        if result.duplicate or result.bookkeeping or vector is None or self.store.vector_dim != vector.shape[0]:
-            self._wake.set()
-            return result
-        self._store_vectors([result.id], np.asarray(vector, dtype=np.float32).reshape(1, -1), emb)
-        self.prompt_vectors_reused += 1
+        result, stored = self._write_with_vector(memory, vector)
+        self.prompt_vectors_reused += stored
         return result
+
+    def _write_with_vector(self, memory: NewMemory, vector: np.ndarray | None) -> tuple[WriteResult, bool]:
+        """Store ``memory``; when ``vector`` (its embedding, computed already) fits a new, embeddable row, store
+        it with the row at once instead of leaving it to the worker. Returns ``(result, vector stored)``."""
+        result = self.store.remember_many([memory])[0]
+        emb = self.embedder
+        if (vector is None or emb is None or result.duplicate or result.bookkeeping
+                or memory.metadata.get("embed_text") or self.store.vector_dim != vector.shape[0]):
+            self._wake.set()
+            return result, False
+        self._store_vectors([result.id], np.asarray(vector, dtype=np.float32).reshape(1, -1), emb)
+        return result, True
 
     def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
         """Write a new version of ``memory_id`` (see ``Store.update``); it leaves every working set."""
