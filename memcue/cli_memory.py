@@ -125,7 +125,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
             for c in context.get(key, []):
                 if c["memory_id"] != newer:  # shown once, as what replaced it
                     lines.append(f"     {key}: #{c['memory_id']} {str(c['content'])[:100]}")
-        if newer:
+        if newer and item.get("superseded_by") != newer:  # else the memory's own line already says so
             lines.append(f"     replaced by #{newer}")
     if out.get("not_found"):
         lines.append(f"not found: {', '.join(f'#{i}' for i in out['not_found'])}")
