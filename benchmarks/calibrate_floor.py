@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from _common import RESULTS_DIR, say  # noqa: E402
 from locomo_data import DEFAULT_DATA, turn_texts  # noqa: E402
 
-from memcue.sidecar.embedding import Embedder  # noqa: E402
+from memcue.sidecar.runtime.embedding import Embedder  # noqa: E402
 
 
 def main() -> int:

@@ -18,9 +18,9 @@ DEFAULT_QUESTIONS = DATA_DIR / "coding_questions.jsonl"
 LIMIT = 10
 #: recall@K is reported for this K.
 TOP_K = 3
-#: Results the prompt hook injects at most (``PROMPT_LIMIT`` of ``memcue.sidecar.hook_service``).
+#: Results the prompt hook injects at most (``PROMPT_LIMIT`` of ``memcue.sidecar.inject.service``).
 try:
-    from memcue.sidecar.hook_service import PROMPT_LIMIT as HOOK_LIMIT
+    from memcue.sidecar.inject.service import PROMPT_LIMIT as HOOK_LIMIT
 except Exception:  # moved or mid-edit: the documented default
     HOOK_LIMIT = 8
 #: Answer tiers that count as abstaining.

@@ -79,8 +79,8 @@ from coding_report import (
 
 import memcue
 from memcue.client import Client, ClientError
-from memcue.hooks.locations import Locations
-from memcue.sidecar.injection import INJECT_COSINE_GAP, injectable
+from memcue.core.paths import Locations
+from memcue.sidecar.inject.policy import INJECT_COSINE_GAP, injectable
 
 # -- run -------------------------------------------------------------------------------------------
 

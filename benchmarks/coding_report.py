@@ -21,7 +21,7 @@ from coding_data import (
 
 
 def injected(answer: dict[str, Any]) -> list[str]:
-    """Label ids the prompt hook would inject: the hook's own policy (``memcue.sidecar.injection``), applied
+    """Label ids the prompt hook would inject: the hook's own policy (``memcue.sidecar.inject.policy``), applied
     to the answer when it was received."""
     return answer["injected"]
 

@@ -43,8 +43,8 @@ from _common import RESULTS_DIR, git_commit, percentiles, say, stop_sidecar, wri
 from hook_corpus import SEED_TOTAL, payload, prompts, seed_rows
 
 from memcue.client import Client
+from memcue.core.paths import Locations
 from memcue.hooks import command
-from memcue.hooks.locations import Locations
 
 TARGET_P50_MS = 60.0
 WARMUP_RUNS = 5

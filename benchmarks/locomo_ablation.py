@@ -44,17 +44,18 @@ from _common import REPO, RESULTS_DIR, git_commit, percentiles, say, write_resul
 from locomo_data import ANSWERABLE, CATEGORIES, DEFAULT_DATA, Question, load_dataset, sha256_of  # noqa: E402
 from locomo_report import LIMIT, by_category, score  # noqa: E402
 
-from memcue.sidecar.config import RecallConfig  # noqa: E402
-from memcue.sidecar.embedding import Embedder  # noqa: E402
-from memcue.sidecar.injection import injectable  # noqa: E402
+from memcue.sidecar.inject.policy import injectable  # noqa: E402
 from memcue.sidecar.recall import boosts, pipeline  # noqa: E402
 from memcue.sidecar.recall.baseline import baselines, probe_vectors  # noqa: E402
 from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL  # noqa: E402
+from memcue.sidecar.runtime.embedding import Embedder  # noqa: E402
+from memcue.sidecar.settings import RecallConfig  # noqa: E402
 from memcue.sidecar.store.memories import NewMemory, Store  # noqa: E402
 
 #: Code whose change invalidates a cached store (what is written per memory).
 STORE_CODE = ("memcue/sidecar/store/memories.py", "memcue/sidecar/store/entities.py",
-              "memcue/sidecar/store/migrations.py", "memcue/sidecar/recall/baseline.py", "memcue/sidecar/assets.py")
+              "memcue/sidecar/store/migrations.py", "memcue/sidecar/recall/baseline.py",
+              "memcue/sidecar/runtime/assets.py")
 #: Results a prompt hook injects at most (``MEMCUE_HOOK_RECALL_LIMIT`` default).
 HOOK_LIMIT = 8
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "memcue-bench"

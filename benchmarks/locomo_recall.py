@@ -44,7 +44,7 @@ from locomo_data import ANSWERABLE, CATEGORIES, DEFAULT_DATA, EXPECTED_SHA256, Q
 from locomo_report import LIMIT, abstention, by_category, gate_effects, markdown, run_stats, score
 
 from memcue.client import Client
-from memcue.hooks.locations import Locations
+from memcue.core.paths import Locations
 
 #: Memories per ``/remember/batch`` call.
 BATCH = 500
@@ -120,9 +120,9 @@ def ungated(
     """Rank every question in-process with the floor and tier gate off, per run. The sidecar must be
     stopped (this opens the store). Returns the rankings, or a note saying why it could not run."""
     try:
-        from memcue.sidecar.embedding import Embedder
         from memcue.sidecar.recall import pipeline
         from memcue.sidecar.recall.channels import BM25, SEMANTIC
+        from memcue.sidecar.runtime.embedding import Embedder
         from memcue.sidecar.store.memories import Store
     except ImportError as exc:
         return f"memcue internals not importable: {exc}"

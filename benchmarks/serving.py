@@ -58,9 +58,9 @@ from serving_measure import (
 )
 from serving_store import DEFAULT_CACHE, cache_key, cached_store
 
-from memcue.adapters.base import resolve_project
-from memcue.hooks.locations import Locations
-from memcue.sidecar.assets import MODEL_ID, assemble_default_model
+from memcue.core.paths import Locations
+from memcue.core.project import resolve_project
+from memcue.sidecar.runtime.assets import MODEL_ID, assemble_default_model
 from memcue.sidecar.store.db import connect
 from memcue.sidecar.store.memories import Store
 

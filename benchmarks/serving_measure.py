@@ -26,7 +26,7 @@ from _common import percentiles, say
 from hook_corpus import generated_memories, prompts
 from hook_latency import HOOK_ARGS, hook_stdin, injected_context, post_hook_prompt, run_process
 
-from memcue.hooks.locations import Locations
+from memcue.core.paths import Locations
 
 #: How often start-up is polled (s).
 POLL_S = 0.01

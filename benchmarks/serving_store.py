@@ -27,8 +27,8 @@ from _common import REPO, say
 from hook_corpus import seed_rows
 from locomo_data import DEFAULT_DATA, load_dataset, sha256_of
 
-from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall.baseline import baselines, probe_vectors
+from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store.memories import NewMemory, Store
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "memcue-bench"
@@ -36,7 +36,7 @@ PROJECT = "/work/billing-api"
 #: Code whose change invalidates a cached store: the text generated, the entities and baselines computed
 #: per memory and the model. Schema changes do not: the sidecar migrates a cached store when it opens it.
 STORE_CODE = ("memcue/sidecar/store/entities.py", "memcue/sidecar/recall/baseline.py",
-              "memcue/sidecar/assets.py", "benchmarks/hook_corpus.py")
+              "memcue/sidecar/runtime/assets.py", "benchmarks/hook_corpus.py")
 #: Rows written per transaction and embedded per step while building (progress is reported per step).
 WRITE_CHUNK = 5000
 EMBED_CHUNK = 512

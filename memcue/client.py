@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
+from memcue.core.paths import Locations, locations
 from memcue.hooks.client import spawn_sidecar
-from memcue.hooks.locations import Locations, locations
 
 #: How long ``ensure_running`` waits for a sidecar it started (s): imports plus opening the store.
 START_TIMEOUT_S = 30.0

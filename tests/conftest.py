@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from memcue.client import Client
-from memcue.hooks.locations import Locations
-from memcue.sidecar.embedding import Embedder
+from memcue.core.paths import Locations
 from memcue.sidecar.recall.baseline import baselines, probe_vectors
+from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store.memories import Store
 
 REPO = Path(__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ HOOK = [sys.executable, "-m", "memcue.hooks"]
 
 def socket_path(home: Path) -> Path:
     """The sidecar socket path the hook will use for ``MEMCUE_HOME=home``."""
-    from memcue.hooks.locations import Locations
+    from memcue.core.paths import Locations
 
     return Locations(home.absolute()).socket
 

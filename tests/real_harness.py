@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, Sidecar, start_sidecar
 
-from memcue.adapters.base import resolve_project
+from memcue.core.project import resolve_project
 
 HARNESS_DIR = Path(os.environ.get("MEMCUE_HARNESS_DIR") or REPO / ".harnesses")
 PROGRAMS = {

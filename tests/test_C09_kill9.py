@@ -16,7 +16,7 @@ from conftest import context_of, prompt_payload, run_hook, start_sidecar
 from hookutil import kill_spawned_sidecars
 
 from memcue.client import Client
-from memcue.hooks.locations import Locations
+from memcue.core.paths import Locations
 
 
 def test_C09_kill9_leaves_files_and_the_next_prompt_recovers(home: Path, tmp_path: Path) -> None:

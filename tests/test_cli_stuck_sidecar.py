@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from memcue.client import HEALTH_TIMEOUT_S
-from memcue.hooks.locations import Locations
+from memcue.core.paths import Locations
 
 
 def test_status_and_recall_say_the_sidecar_is_stuck(home: Path) -> None:

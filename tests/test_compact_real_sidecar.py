@@ -18,8 +18,8 @@ import pytest
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars
 
-from memcue.address import address, parse_address
-from memcue.sidecar.hook_service import PROMPT_HEADER
+from memcue.core.address import address, parse_address
+from memcue.sidecar.inject.service import PROMPT_HEADER
 
 FACT = "JWT validation in the auth middleware allows 60 s of clock-skew leeway for the mobile clients"
 DISTRACTOR = "The billing service stores invoices in Postgres 16"

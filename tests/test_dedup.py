@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memcue.sidecar.dedup import NEAR_DUPLICATE_COSINE, find_near_duplicate, same_specifics, specifics
-from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall.vector_index import VectorIndex
+from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store.memories import NewMemory, Store
 from tests.conftest import embed_pending, start_sidecar
 

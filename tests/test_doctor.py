@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import prompt_payload, run_hook, start_sidecar
 
-from memcue.hooks.locations import Locations
+from memcue.core.paths import Locations
 
 
 def _doctor(tmp_path: Path, home: Path) -> tuple[int, dict]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 from conftest import start_sidecar
 
-from memcue.hooks.locations import Locations
+from memcue.core.paths import Locations
 from memcue.sidecar import lifecycle
 
 

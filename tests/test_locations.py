@@ -7,7 +7,7 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from memcue.hooks.locations import MAX_SOCKET_PATH_BYTES, Locations, data_dir
+from memcue.core.paths import MAX_SOCKET_PATH_BYTES, Locations, data_dir
 
 
 def test_default_data_dir_matches_platformdirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

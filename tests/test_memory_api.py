@@ -16,11 +16,11 @@ from conftest import Sidecar, context_of, embed_pending, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars
 
 from memcue.client import ClientError
-from memcue.sidecar.embedding import Embedder
-from memcue.sidecar.hook_service import POINTER, SESSION_HEADER
+from memcue.sidecar.inject.service import POINTER, SESSION_HEADER
 from memcue.sidecar.recall.vector_index import VectorIndex
+from memcue.sidecar.runtime.embedding import Embedder
+from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.store.memories import NewMemory, Store
-from memcue.sidecar.tokens import TokenCounter
 
 DAY = 86400.0
 MEMORY_FIELDS = {"memory_id", "content", "memory_kind", "project", "session_id", "created_at", "updated_at",

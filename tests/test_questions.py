@@ -14,7 +14,7 @@ import pytest
 from conftest import start_sidecar
 
 from memcue.client import Client, SidecarBusy
-from memcue.sidecar.embedding import Embedder
+from memcue.sidecar.runtime.embedding import Embedder
 
 ROWS = [{"content": "We pinned httpx to 0.27.2 because 0.28 broke proxy settings", "project": "p"},
         {"content": "Webhook retries use exponential backoff, 5 attempts", "project": "p"}]

@@ -30,7 +30,7 @@ from real_harness import (
 )
 
 from memcue.install import hooks_json
-from memcue.sidecar.hook_service import PROMPT_HEADER, SESSION_HEADER
+from memcue.sidecar.inject.service import PROMPT_HEADER, SESSION_HEADER
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import Sidecar, start_sidecar
 
 from memcue.client import ClientError
-from memcue.sidecar.injection import INJECT_COSINE_GAP, injectable
+from memcue.sidecar.inject.policy import INJECT_COSINE_GAP, injectable
 from memcue.sidecar.recall.boosts import SESSION_CONTEXT_GAMMA, session_context
 from memcue.sidecar.store.memories import NewMemory, Store
 
@@ -106,7 +106,7 @@ def test_session_context_boost_lifts_the_neighbour_of_a_top_match(tmp_path: Path
 
 
 def test_layers_depth_and_token_cap_and_expand(loaded: Sidecar) -> None:
-    from memcue.sidecar.tokens import TokenCounter
+    from memcue.sidecar.runtime.tokenizer import TokenCounter
 
     c = loaded.client
     c.remember_batch([{"content": "httpx 0.28 broke the proxy settings of the billing client", "project": "p",

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from conftest import embed_all
 
-from memcue.sidecar.config import RecallConfig, load_config
-from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall import classify
 from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL
 from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.pipeline import KEYWORD_CHANNELS, RecallRequest, RecallServices, recall
 from memcue.sidecar.recall.tiers import NOTE_RELATED, Support, owner_of, support_label
+from memcue.sidecar.runtime.embedding import Embedder
+from memcue.sidecar.settings import RecallConfig, load_config
 from memcue.sidecar.store.memories import NewMemory, Store
 
 DAY = 86400.0

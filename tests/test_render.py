@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memcue.sidecar.render import render_block
-from memcue.sidecar.tokens import TokenCounter, estimate_tokens
+from memcue.sidecar.inject.render import render_block
+from memcue.sidecar.runtime.tokenizer import TokenCounter, estimate_tokens
 
 PIECES = ["部署の前にキャッシュを必ず削除すること。", "🚀🔥✅", "rotate the build cache key", "数据库迁移需要先备份。",
           "naïve café résumé", "the plugin cache keeps an orphaned version directory", "🧪 тест кэша"]

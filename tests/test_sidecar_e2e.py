@@ -19,9 +19,9 @@ import pytest
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars, sidecar_pids
 
-from memcue.sidecar.hook_service import PROMPT_HEADER, SESSION_HEADER
+from memcue.sidecar.inject.service import PROMPT_HEADER, SESSION_HEADER
+from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.store.memories import Store
-from memcue.sidecar.tokens import TokenCounter
 
 C20_BOOKKEEPING = [
     "session ended", "Session started in billing", "[codex] session ended (exit) at 17:42 in billing",
@@ -394,7 +394,7 @@ def test_C19_offline_sidecar_serves_semantic_results(home: Path) -> None:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         from memcue.client import Client
-        from memcue.hooks.locations import Locations
+        from memcue.core.paths import Locations
 
         client = Client(Locations(home))
         deadline = time.monotonic() + 60

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memcue.hooks import spool
-from memcue.sidecar.spool import IDLE_REMOVE_S, SpoolReader
+from memcue.sidecar.capture.spool import IDLE_REMOVE_S, SpoolReader
 from memcue.sidecar.store.memories import Store
 
 

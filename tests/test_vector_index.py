@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from conftest import embed_pending
 
-from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall.vector_index import VectorIndex
+from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store import journal
 from memcue.sidecar.store.memories import NewMemory, Store
 

@@ -17,7 +17,7 @@ from hookutil import kill_spawned_sidecars
 
 import memcue
 from memcue.client import Client
-from memcue.hooks.locations import Locations
+from memcue.core.paths import Locations
 
 REPO_PACKAGE = Path(memcue.__file__).resolve().parent
 

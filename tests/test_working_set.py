@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from memcue.session import SYNTHETIC_PREFIXES, is_synthetic, resolve_session_id
+from memcue.core.session_ids import SYNTHETIC_PREFIXES, is_synthetic, resolve_session_id
 from memcue.sidecar.recall import working_set as ws
 from memcue.sidecar.recall.fusion import RRF_K, weighted_rrf
 from memcue.sidecar.recall.working_set import MAX_BIAS, WorkingSets

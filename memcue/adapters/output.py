@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-#: The sidecar's own last line when it left memories out (``memcue/sidecar/render.py`` ``left_out_line``).
+#: The sidecar's own last line when it left memories out (``memcue/sidecar/inject/render.py`` ``left_out_line``).
 _LEFT_OUT = re.compile(r"\[memcue: (\d+) more memor(?:y|ies) left out to fit the budget\]")
 #: Said instead of a count when the text that was cut held no memory lines at all.
 _CUT_MARKER = "[memcue: cut to fit the context limit]"

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from memcue.client import Client
+from memcue.core.paths import Locations
 from memcue.hooks import command as hook_command
-from memcue.hooks.locations import Locations
 
 EVENTS = {"UserPromptSubmit": "user-prompt-submit", "SessionStart": "session-start"}
 
@@ -104,7 +104,7 @@ def run_demo(*, keep: bool = False, as_json: bool = False, home: Path | None = N
             f"embedded in {time.perf_counter() - t0:.1f} s" + " " * 10)
         outcomes = []
         # What each session was already given: a memory injected once stays in that conversation, and the
-        # sidecar does not inject it again (memcue/sidecar/sessions.py).
+        # sidecar does not inject it again (memcue/sidecar/inject/ledger.py).
         given: dict[str, list[tuple[str, str]]] = {}
         for sc in load_payloads():
             cwd = str(projects[sc["project"]])

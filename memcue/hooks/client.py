@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from memcue.hooks.locations import locations
+from memcue.core.paths import locations
 
 #: Responses larger than this many bytes are refused (a hook block is under 10,000 characters).
 MAX_RESPONSE_BYTES = 4 << 20

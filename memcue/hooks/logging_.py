@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 
-from memcue.hooks.locations import locations
+from memcue.core.paths import locations
 
 #: The log is rotated to ``hook.log.1`` when it grows past this many bytes (1 MiB).
 MAX_LOG_BYTES = 1 << 20

@@ -19,12 +19,12 @@ from types import ModuleType
 
 from memcue import __version__, adapters
 from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT, Budget, HookEvent
+from memcue.core.paths import locations, socket_blocked
+from memcue.core.text import scrub_surrogates
 from memcue.hooks import logging_
 from memcue.hooks.client import SidecarError, SidecarUnreachable, post_json, spawn_sidecar
-from memcue.hooks.locations import locations, socket_blocked
 from memcue.hooks.logging_ import log
 from memcue.hooks.stdin import decode_payload, read_stdin
-from memcue.hooks.text import scrub_surrogates
 
 #: Default deadline (s from process start) per event; other events get ``DEFAULT_DEADLINE_S``. Prompt
 #: hooks leave 0.5 s under the 3 s timeout memcue installs; session start has more room.

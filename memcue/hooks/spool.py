@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from memcue.hooks.locations import locations
+from memcue.core.paths import locations
 
 #: Attempts to write a record when the sidecar deletes the file between our open and our lock.
 _OPEN_ATTEMPTS = 3

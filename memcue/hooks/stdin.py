@@ -12,7 +12,7 @@ import os
 import select
 import time
 
-from memcue.hooks.text import clean_value
+from memcue.core.text import clean_value
 
 #: Input beyond this many bytes (16 MiB) is not read; the payload then fails to parse and counts as empty.
 MAX_STDIN_BYTES = 16 << 20
@@ -58,7 +58,7 @@ def read_stdin(deadline: float, fd: int = 0) -> bytes:
 def decode_payload(raw: bytes) -> tuple[object, str]:
     """Decode stdin bytes into ``(value, problem)``.
 
-    ``value`` is the JSON value with every string cleaned (``memcue.hooks.text.clean_text``), or None
+    ``value`` is the JSON value with every string cleaned (``memcue.core.text.clean_text``), or None
     when the input is empty or not JSON. Invalid UTF-8 becomes U+FFFD, a leading BOM is dropped, raw
     control characters inside strings are accepted. ``problem`` is "" or a short description for the log.
     """

@@ -15,7 +15,7 @@ import signal
 import time
 
 from memcue import __version__
-from memcue.hooks.locations import locations
+from memcue.core.paths import locations
 from memcue.hooks.logging_ import log
 
 #: The record of the last version-mismatch restart, in the data dir.

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from memcue.hooks.locations import Locations, socket_blocked
+from memcue.core.paths import Locations, socket_blocked
 from memcue.install import claude_code, codex, codex_trust, hermes, hooks_json, present
 from memcue.install.files import InstallError, read_bytes
 

@@ -16,10 +16,10 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from memcue.adapters.base import project_key
+from memcue.core.project import project_key
+from memcue.core.session_ids import resolve_session_id
 from memcue.mcp.backend import Backend, failure
 from memcue.mcp.shape import cut, parse_ids, recall_project, shape_recall
-from memcue.session import resolve_session_id
 
 INSTRUCTIONS = """memcue is this machine's long-term memory for coding work (decisions, preferences, bugs, how-tos).
 Discipline:

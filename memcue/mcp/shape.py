@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memcue.adapters.base import project_key
-from memcue.address import memory_id_of
+from memcue.core.address import memory_id_of
+from memcue.core.project import project_key
 
 #: The answer for a related outcome when the agent did not ask for related memories.
 RELATED_HIDDEN = "I don't have this exactly. Closer memories exist; ask with include_related to see them."
@@ -32,7 +32,7 @@ def recall_project(value: str | None) -> str | None:
 
 def parse_ids(ids: list[int] | list[str] | str | int) -> list[int]:
     """Memory ids from a list, one number, or a comma-separated string ("12, 15"); ``memcue://<project>/12``
-    addresses (``memcue.address``, as a compact recall block writes them) are accepted too. Order kept,
+    addresses (``memcue.core.address``, as a compact recall block writes them) are accepted too. Order kept,
     duplicates dropped. Raises ``ValueError`` naming a bad part."""
     parts: list[Any] = ids if isinstance(ids, list) else str(ids).split(",")
     out: list[int] = []

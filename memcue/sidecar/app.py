@@ -16,11 +16,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from memcue import __version__
-from memcue.sidecar.engine import Engine
-from memcue.sidecar.hook_service import handle_hook, session_block
-from memcue.sidecar.memory_api import fetch as fetch_memories
-from memcue.sidecar.memory_api import list_recent
-from memcue.sidecar.models import (
+from memcue.sidecar.api_models import (
     ExpandIn,
     FetchIn,
     FetchOut,
@@ -40,10 +36,14 @@ from memcue.sidecar.models import (
     UpdateIn,
     unix_seconds,
 )
-from memcue.sidecar.questions import Busy, Questions
+from memcue.sidecar.engine import Engine
+from memcue.sidecar.inject.service import handle_hook, session_block
+from memcue.sidecar.memory_api import fetch as fetch_memories
+from memcue.sidecar.memory_api import list_recent
 from memcue.sidecar.recall.channels import ALL_CHANNELS
 from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.pipeline import FULL_CHANNELS, KEYWORD_CHANNELS, RecallRequest
+from memcue.sidecar.scheduler import Busy, Questions
 from memcue.sidecar.store.memories import NewMemory
 from memcue.sidecar.usage import served_recall
 

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall.vector_index import VectorIndex
+from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store.memories import RECORD_KINDS, NewMemory, Store
 from memcue.sidecar.store.redaction import redact
 from memcue.sidecar.store.sanitize import sanitize_text

@@ -18,8 +18,8 @@ import stat
 import sys
 from pathlib import Path
 
-from memcue.hooks.locations import Locations, locations
-from memcue.sidecar.heap import limit_arenas
+from memcue.core.paths import Locations, locations
+from memcue.sidecar.runtime.heap import limit_arenas
 
 log = logging.getLogger("memcue.sidecar")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from memcue.sidecar.models import ListIn
+from memcue.sidecar.api_models import ListIn
 from memcue.sidecar.recall.answer import age_label
 from memcue.sidecar.store.memories import Store
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from memcue.sidecar.embedding import Embedder
 from memcue.sidecar.recall.query import KeywordQuery
 from memcue.sidecar.recall.vector_index import VectorIndex
+from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store.memories import Store
 
 log = logging.getLogger("memcue.recall")

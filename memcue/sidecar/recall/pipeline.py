@@ -18,9 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from memcue.session import is_synthetic
-from memcue.sidecar.config import RecallConfig
-from memcue.sidecar.embedding import Embedder
+from memcue.core.session_ids import is_synthetic
 from memcue.sidecar.recall import classify as qclass
 from memcue.sidecar.recall import tiers
 from memcue.sidecar.recall.answer import contract_response, result_item
@@ -45,6 +43,8 @@ from memcue.sidecar.recall.ranking import ranking_enabled, rerank_by_ranking
 from memcue.sidecar.recall.rerank import Reranker
 from memcue.sidecar.recall.vector_index import VectorIndex
 from memcue.sidecar.recall.working_set import WorkingSets
+from memcue.sidecar.runtime.embedding import Embedder
+from memcue.sidecar.settings import RecallConfig
 from memcue.sidecar.store.entities import extract_entities
 from memcue.sidecar.store.memories import DF_CAP, Store
 

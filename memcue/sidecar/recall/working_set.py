@@ -44,7 +44,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memcue.session import is_synthetic
+from memcue.core.session_ids import is_synthetic
 
 #: Slots per session (Miller's "seven plus or minus two", see module docstring).
 SLOTS = 7

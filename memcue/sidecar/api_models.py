@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from memcue.address import SCHEME, memory_id_of
+from memcue.core.address import SCHEME, memory_id_of
 
 
 class RememberIn(BaseModel):
@@ -148,7 +148,7 @@ MAX_IDS = 1000
 
 def parse_ids(value: Any) -> Any:
     """Memory ids given as a comma-separated string ("12, 15") or a single number, as a list of ints;
-    ``memcue://<project>/<id>`` addresses (``memcue.address``) count as their id, in a string or a list. Any
+    ``memcue://<project>/<id>`` addresses (``memcue.core.address``) count as their id, in a string or a list. Any
     other value is passed on for pydantic to check. Raises ``ValueError`` naming a part that is not a whole
     number."""
     if isinstance(value, int) and not isinstance(value, bool):

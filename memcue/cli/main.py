@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memcue.cli_text import clean, emit, format_recall, iso_time, limit, progress, stdin_text, usage_error
+from memcue.cli.output import clean, emit, format_recall, iso_time, limit, progress, stdin_text, usage_error
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY = 0, 1, 2, 75
 
@@ -37,7 +37,7 @@ PROJECT_HELP = ("a path in the project (its git top-level is the project, as for
 
 
 def _project(args: argparse.Namespace) -> str:
-    from memcue.adapters.base import project_key
+    from memcue.core.project import project_key
 
     return project_key(getattr(args, "project", None), global_=getattr(args, "global_", False))
 
@@ -66,7 +66,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     args.query = clean(args.query)
     if not args.query.strip():
         return usage_error(args, "the question is empty")
-    from memcue.session import resolve_session_id
+    from memcue.core.session_ids import resolve_session_id
 
     fields: dict[str, Any] = {"project": project, "limit": args.limit, "mode": "keyword" if args.keyword else "full",
                               "depth": args.depth, "max_tokens": args.max_tokens,
@@ -115,7 +115,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from memcue.client import Client
-    from memcue.sidecar.models import RememberIn
+    from memcue.sidecar.api_models import RememberIn
 
     path = Path(args.file)
     if not path.is_file():
@@ -171,7 +171,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from memcue.hooks.locations import locations
+    from memcue.core.paths import locations
     from memcue.sidecar.lifecycle import read_pid
 
     loc = locations()
@@ -222,7 +222,7 @@ def _is_sidecar(pid: int) -> bool:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from memcue.client import Client, SidecarDown
-    from memcue.hooks.locations import socket_blocked
+    from memcue.core.paths import socket_blocked
 
     with Client(timeout_s=5) as client:
         try:
@@ -338,7 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("mcp", "Run the MCP server on stdio (for an agent's MCP config: command `memcue`, args [\"mcp\"]); "
                    "it starts the sidecar if needed.", False)
     p.set_defaults(fn=cmd_mcp)
-    from memcue import cli_install, cli_memory, cli_stats
+    from memcue.cli import install as cli_install
+    from memcue.cli import memory as cli_memory
+    from memcue.cli import stats as cli_stats
 
     cli_memory.add_commands(add, _project, PROJECT_HELP)
     cli_stats.add_commands(add)

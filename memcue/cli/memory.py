@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from memcue.cli_text import emit, format_recall, usage_error
+from memcue.cli.output import emit, format_recall, usage_error
 
 #: Characters of a memory's text shown per line by ``memcue list`` (``--full`` shows all of it).
 LIST_CHARS = 120
@@ -69,8 +69,8 @@ def cmd_search(args: argparse.Namespace, project: str | None) -> int:
 
 def _opened(args: argparse.Namespace) -> dict[str, str]:
     """The recall a fetch/expand opens: ``--query-id``, and ``--session-id`` or the agent's session from the
-    environment (``memcue.session``); marks those memories used (``memcue stats``)."""
-    from memcue.session import resolve_session_id
+    environment (``memcue.core.session_ids``); marks those memories used (``memcue stats``)."""
+    from memcue.core.session_ids import resolve_session_id
 
     fields = {"query_id": args.query_id or "", "session_id": args.session_id or resolve_session_id("", os.environ)}
     return {k: v for k, v in fields.items() if v}

@@ -11,7 +11,7 @@ import math
 import os
 from pathlib import Path
 
-from memcue.sidecar.assets import AssetError, seed_tiktoken
+from memcue.sidecar.runtime.assets import AssetError, seed_tiktoken
 
 log = logging.getLogger("memcue.tokens")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from memcue.address import address
+from memcue.core.address import address
 
 
 @dataclass(frozen=True)

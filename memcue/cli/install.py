@@ -33,7 +33,7 @@ def _project(value: str | None) -> Path | None:
     resolve it; None without the flag."""
     if value is None:
         return None
-    from memcue.adapters.base import resolve_project
+    from memcue.core.project import resolve_project
 
     return Path(resolve_project(os.path.abspath(value)))
 
@@ -74,7 +74,7 @@ def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_di
 
 def _run(args: argparse.Namespace, action: str) -> int:
     from memcue import install as inst
-    from memcue.hooks.locations import locations
+    from memcue.core.paths import locations
 
     reports: list[dict[str, Any]] = []
     errors: list[str] = []
@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace, action: str) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from memcue.hooks.locations import locations
+    from memcue.core.paths import locations
     from memcue.install import doctor
 
     report = doctor.run_checks(locations())

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from memcue.cli_text import emit
+from memcue.cli.output import emit
 
 #: Days ``memcue stats`` looks back by default.
 DEFAULT_DAYS = 30

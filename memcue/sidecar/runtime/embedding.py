@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from memcue.sidecar.assets import ModelFolder, assemble_default_model
-from memcue.sidecar.heap import trim_heap
+from memcue.sidecar.runtime.assets import ModelFolder, assemble_default_model
+from memcue.sidecar.runtime.heap import trim_heap
 
 log = logging.getLogger("memcue.embedding")
 

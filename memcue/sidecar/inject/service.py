@@ -25,12 +25,12 @@ import anyio
 import anyio.to_thread
 
 from memcue import __version__
+from memcue.sidecar.api_models import HookIn, HookOut
 from memcue.sidecar.engine import Engine
-from memcue.sidecar.injection import injectable
-from memcue.sidecar.models import HookIn, HookOut
+from memcue.sidecar.inject.policy import injectable
+from memcue.sidecar.inject.render import Block, render_block, render_compact
 from memcue.sidecar.recall.answer import age_label
 from memcue.sidecar.recall.pipeline import RecallRequest
-from memcue.sidecar.render import Block, render_block, render_compact
 from memcue.sidecar.store.memories import NewMemory
 from memcue.sidecar.usage import served_recall
 
