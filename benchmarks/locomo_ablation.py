@@ -45,12 +45,21 @@ from locomo_data import ANSWERABLE, CATEGORIES, DEFAULT_DATA, Question, load_dat
 from locomo_report import LIMIT, by_category, score  # noqa: E402
 
 from memcue.sidecar.inject.policy import injectable  # noqa: E402
-from memcue.sidecar.recall import boosts, pipeline  # noqa: E402
-from memcue.sidecar.recall.baseline import baselines, probe_vectors  # noqa: E402
-from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL  # noqa: E402
+from memcue.sidecar.recall import (  # noqa: E402  # noqa: E402  # noqa: E402
+    ALL_CHANNELS,
+    BM25,
+    GRAPH,
+    HOPFIELD,
+    SEMANTIC,
+    TEMPORAL,
+    baselines,
+    boosts,
+    pipeline,
+    probe_vectors,
+)
 from memcue.sidecar.runtime.embedding import Embedder  # noqa: E402
 from memcue.sidecar.settings import RecallConfig  # noqa: E402
-from memcue.sidecar.store.memories import NewMemory, Store  # noqa: E402
+from memcue.sidecar.store import NewMemory, Store  # noqa: E402
 
 #: Code whose change invalidates a cached store (what is written per memory).
 STORE_CODE = ("memcue/sidecar/store/memories.py", "memcue/sidecar/store/entities.py",

@@ -120,10 +120,9 @@ def ungated(
     """Rank every question in-process with the floor and tier gate off, per run. The sidecar must be
     stopped (this opens the store). Returns the rankings, or a note saying why it could not run."""
     try:
-        from memcue.sidecar.recall import pipeline
-        from memcue.sidecar.recall.channels import BM25, SEMANTIC
+        from memcue.sidecar.recall import BM25, SEMANTIC, pipeline
         from memcue.sidecar.runtime.embedding import Embedder
-        from memcue.sidecar.store.memories import Store
+        from memcue.sidecar.store import Store
     except ImportError as exc:
         return f"memcue internals not importable: {exc}"
     if not hasattr(pipeline, "passes_floor") or not hasattr(pipeline.tiers, "judge"):

@@ -61,8 +61,8 @@ from serving_store import DEFAULT_CACHE, cache_key, cached_store
 from memcue.core.paths import Locations
 from memcue.core.project import resolve_project
 from memcue.sidecar.runtime.assets import MODEL_ID, assemble_default_model
+from memcue.sidecar.store import Store
 from memcue.sidecar.store.db import connect
-from memcue.sidecar.store.memories import Store
 
 #: Targets per measurement: {store size: limit}; ``None`` as the size means every size.
 TARGETS: dict[str, dict[int | None, float]] = {

@@ -27,9 +27,9 @@ from _common import REPO, say
 from hook_corpus import seed_rows
 from locomo_data import DEFAULT_DATA, load_dataset, sha256_of
 
-from memcue.sidecar.recall.baseline import baselines, probe_vectors
+from memcue.sidecar.recall import baselines, probe_vectors
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "memcue-bench"
 PROJECT = "/work/billing-api"

@@ -18,9 +18,9 @@ import pytest
 
 from memcue.client import Client
 from memcue.core.paths import Locations
-from memcue.sidecar.recall.baseline import baselines, probe_vectors
+from memcue.sidecar.recall import baselines, probe_vectors
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -20,7 +20,7 @@ from conftest import Sidecar, start_sidecar
 from hookutil import HookRun, hook_log, kill_spawned_sidecars, run_hook
 from test_keyword_channel import C03_MEMORIES, C03_PROMPTS
 
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store import Store
 
 C04_MEMORIES = ["the plugin cache keeps an orphaned version directory", "pin the plugin version in CI"]
 C04_OTHER = "the weather was nice at the offsite"

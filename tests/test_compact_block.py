@@ -15,10 +15,9 @@ from memcue.sidecar.api_models import ExpandIn, FetchIn
 from memcue.sidecar.inject.render import COMPACT_CUES, compact_line, left_out_line, render_compact
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.settings import load_config
+from memcue.sidecar.store import ServedRecall, Store
 from memcue.sidecar.store import usage as usage_store
-from memcue.sidecar.store.memories import Store
 from memcue.sidecar.store.strip import strip_injected
-from memcue.sidecar.store.usage import ServedRecall
 from memcue.sidecar.usage import UsageRecorder, served_recall
 
 TAG = re.compile(r'^<memcue-recall session_id="(?P<session>[^"]*)" query_id="(?P<query>[^"]*)">$')

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from memcue.sidecar.dedup import NEAR_DUPLICATE_COSINE, find_near_duplicate, same_specifics, specifics
-from memcue.sidecar.recall.vector_index import VectorIndex
+from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 from tests.conftest import embed_pending, start_sidecar
 
 

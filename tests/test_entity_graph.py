@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memcue.sidecar.recall.channels import GRAPH, ChannelContext, ChannelResult
+from memcue.sidecar.recall import GRAPH
+from memcue.sidecar.recall.channels import ChannelContext, ChannelResult
 from memcue.sidecar.recall.graph import (
     DECAY,
     MIN_EVIDENCE_IDF,
@@ -20,14 +21,8 @@ from memcue.sidecar.recall.graph import (
     shared_entities,
 )
 from memcue.sidecar.recall.query import keyword_query
-from memcue.sidecar.store.entities import (
-    MAX_ENTITIES_PER_MEMORY,
-    MAYBE_NAME,
-    extract_entities,
-    link_entities,
-    unlink_entities,
-)
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import MAYBE_NAME, NewMemory, Store, extract_entities
+from memcue.sidecar.store.entities import MAX_ENTITIES_PER_MEMORY, link_entities, unlink_entities
 from memcue.sidecar.store.migrations import m004_entity_graph
 
 FILLER = [

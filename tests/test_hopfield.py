@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from conftest import embed_pending
 
-from memcue.sidecar.recall.channels import HOPFIELD, ChannelContext, ChannelResult
+from memcue.sidecar.recall import HOPFIELD, VectorIndex
+from memcue.sidecar.recall.channels import ChannelContext, ChannelResult
 from memcue.sidecar.recall.hopfield import BETA, STEPS, hopfield_channel, retrieve, top_k
 from memcue.sidecar.recall.query import keyword_query
-from memcue.sidecar.recall.vector_index import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 
 API = [
     "Pinned httpx to 0.27 because 0.28 removed the proxies argument our client passes",

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memcue.sidecar.recall.channels import BM25
-from memcue.sidecar.recall.pipeline import RecallRequest, recall
+from memcue.sidecar.recall import BM25, RecallRequest, recall
 from memcue.sidecar.recall.query import keyword_query
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 
 C03_MEMORIES = [
     "rotate the build-cache key after every release",

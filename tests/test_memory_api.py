@@ -17,10 +17,10 @@ from hookutil import hook_env, kill_spawned_sidecars
 
 from memcue.client import ClientError
 from memcue.sidecar.inject.service import POINTER, SESSION_HEADER
-from memcue.sidecar.recall.vector_index import VectorIndex
+from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 
 DAY = 86400.0
 MEMORY_FIELDS = {"memory_id", "content", "memory_kind", "project", "session_id", "created_at", "updated_at",

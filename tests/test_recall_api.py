@@ -12,7 +12,7 @@ from conftest import Sidecar, start_sidecar
 from memcue.client import ClientError
 from memcue.sidecar.inject.policy import INJECT_COSINE_GAP, injectable
 from memcue.sidecar.recall.boosts import SESSION_CONTEXT_GAMMA, session_context
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 
 DAY = 86400.0
 NOW = time.time()

@@ -15,14 +15,24 @@ from pathlib import Path
 import pytest
 from conftest import embed_all
 
-from memcue.sidecar.recall import classify
-from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL
-from memcue.sidecar.recall.filters import Filters
-from memcue.sidecar.recall.pipeline import KEYWORD_CHANNELS, RecallRequest, RecallServices, recall
+from memcue.sidecar.recall import (
+    ALL_CHANNELS,
+    BM25,
+    GRAPH,
+    HOPFIELD,
+    KEYWORD_CHANNELS,
+    SEMANTIC,
+    TEMPORAL,
+    Filters,
+    RecallRequest,
+    RecallServices,
+    classify,
+    recall,
+)
 from memcue.sidecar.recall.tiers import NOTE_RELATED, Support, owner_of, support_label
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.settings import RecallConfig, load_config
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 
 DAY = 86400.0
 NOW = 1_780_000_000.0  # a fixed asking time (2026-05-28)

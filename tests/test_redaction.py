@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memcue.sidecar.store.memories import NewMemory, Store
-from memcue.sidecar.store.redaction import redact
+from memcue.sidecar.store import NewMemory, Store, redact
 from tests.conftest import start_sidecar
 
 ALNUM = "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY2z4A6c8D0eF"

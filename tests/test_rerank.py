@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from memcue.sidecar.recall.rerank import ENV_MODEL, ENV_MODEL_PATH, Reranker
+from memcue.sidecar.recall import Reranker
+from memcue.sidecar.recall.rerank import ENV_MODEL, ENV_MODEL_PATH
 
 MODEL = "Xenova/ms-marco-MiniLM-L-6-v2"
 

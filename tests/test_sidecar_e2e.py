@@ -21,7 +21,7 @@ from hookutil import hook_env, kill_spawned_sidecars, sidecar_pids
 
 from memcue.sidecar.inject.service import PROMPT_HEADER, SESSION_HEADER
 from memcue.sidecar.runtime.tokenizer import TokenCounter
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store import Store
 
 C20_BOOKKEEPING = [
     "session ended", "Session started in billing", "[codex] session ended (exit) at 17:42 in billing",

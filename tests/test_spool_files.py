@@ -11,7 +11,7 @@ import pytest
 
 from memcue.hooks import spool
 from memcue.sidecar.capture.spool import IDLE_REMOVE_S, SpoolReader
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store import Store
 
 
 @pytest.fixture

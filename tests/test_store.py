@@ -7,10 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memcue.sidecar.store import NewMemory, Store, sanitize_text
 from memcue.sidecar.store.bookkeeping import is_bookkeeping
-from memcue.sidecar.store.memories import NewMemory, Store
 from memcue.sidecar.store.migrations import MIGRATIONS
-from memcue.sidecar.store.sanitize import sanitize_text
 
 BOOKKEEPING = [
     "session ended",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memcue.sidecar.recall import graph_counts as graph
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 
 
 def _plan(store: Store, sql: str, args: list[object]) -> str:

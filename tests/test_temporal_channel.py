@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memcue.sidecar.recall import temporal
-from memcue.sidecar.recall.channels import TEMPORAL, ChannelContext, ChannelResult
+from memcue.sidecar.recall import TEMPORAL, temporal
+from memcue.sidecar.recall.channels import ChannelContext, ChannelResult
 from memcue.sidecar.recall.query import keyword_query
 from memcue.sidecar.recall.temporal import mentions_time, parse_time, temporal_channel, warm_up
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 
 
 def ts(text: str) -> float:

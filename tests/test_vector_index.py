@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from conftest import embed_pending
 
-from memcue.sidecar.recall.vector_index import VectorIndex
+from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store import journal
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store, journal
 
 TEXTS = [
     "Pinned httpx to 0.27 because 0.28 removed the proxies argument",

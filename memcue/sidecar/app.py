@@ -40,11 +40,9 @@ from memcue.sidecar.engine import Engine
 from memcue.sidecar.inject.service import handle_hook, session_block
 from memcue.sidecar.memory_api import fetch as fetch_memories
 from memcue.sidecar.memory_api import list_recent
-from memcue.sidecar.recall.channels import ALL_CHANNELS
-from memcue.sidecar.recall.filters import Filters
-from memcue.sidecar.recall.pipeline import FULL_CHANNELS, KEYWORD_CHANNELS, RecallRequest
+from memcue.sidecar.recall import ALL_CHANNELS, FULL_CHANNELS, KEYWORD_CHANNELS, Filters, RecallRequest
 from memcue.sidecar.scheduler import Busy, Questions
-from memcue.sidecar.store.memories import NewMemory
+from memcue.sidecar.store import NewMemory
 from memcue.sidecar.usage import served_recall
 
 #: Worker threads for recall and writes at once (2 cores; embedding uses one thread each).

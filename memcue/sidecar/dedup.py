@@ -34,11 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from memcue.sidecar.recall.vector_index import VectorIndex
+from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store.memories import RECORD_KINDS, NewMemory, Store
-from memcue.sidecar.store.redaction import redact
-from memcue.sidecar.store.sanitize import sanitize_text
+from memcue.sidecar.store import RECORD_KINDS, NewMemory, Store, redact, sanitize_text
 
 #: Lowest cosine similarity of a near-duplicate (see the module docstring for the measurements).
 NEAR_DUPLICATE_COSINE = 0.96

@@ -26,18 +26,24 @@ from memcue.sidecar.capture.spool import SpoolReader
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.race import race
-from memcue.sidecar.recall import temporal
-from memcue.sidecar.recall.baseline import baselines, probe_vectors
-from memcue.sidecar.recall.layers import apply_layers, context_for
-from memcue.sidecar.recall.pipeline import KEYWORD_CHANNELS, RecallRequest, RecallServices, is_warming, recall
-from memcue.sidecar.recall.rerank import Reranker
+from memcue.sidecar.recall import (
+    KEYWORD_CHANNELS,
+    RecallRequest,
+    RecallServices,
+    Reranker,
+    apply_layers,
+    baselines,
+    context_for,
+    is_warming,
+    probe_vectors,
+    recall,
+    temporal,
+)
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.heap import trim_heap
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.settings import load_config
-from memcue.sidecar.store.forgetting import ForgetResult
-from memcue.sidecar.store.memories import NewMemory, Store, WriteResult
-from memcue.sidecar.store.redaction import redact
+from memcue.sidecar.store import ForgetResult, NewMemory, Store, WriteResult, redact
 from memcue.sidecar.usage import UsageRecorder
 
 log = logging.getLogger("memcue.engine")

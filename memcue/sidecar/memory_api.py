@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 from memcue.sidecar.api_models import ListIn
-from memcue.sidecar.recall.answer import age_label
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.recall import age_label
+from memcue.sidecar.store import Store
 
 
 def memory_item(row: dict[str, Any], now: float) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from memcue.sidecar.recall.pipeline import RecallRequest
+from memcue.sidecar.recall import RecallRequest
 
 #: Full recalls at once (issue 4: three slots by default).
 RECALL_SLOTS = 3

@@ -62,8 +62,7 @@ def load_config(path: Path, env: dict[str, str] | None = None) -> RecallConfig:
     name (an unknown query type or channel, a negative or non-numeric weight, a non-boolean gate) is left
     out; every problem is named in ``error`` (and logged), so ``memcue status`` can show it.
     """
-    from memcue.sidecar.recall.channels import ALL_CHANNELS
-    from memcue.sidecar.recall.classify import QUERY_TYPES
+    from memcue.sidecar.recall import ALL_CHANNELS, QUERY_TYPES
 
     env = dict(os.environ if env is None else env)
     data: dict = {}

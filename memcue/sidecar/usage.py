@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from memcue.sidecar.store.memories import Store
-from memcue.sidecar.store.usage import ServedRecall
+from memcue.sidecar.store import ServedRecall, Store
 
 log = logging.getLogger("memcue.usage")
 #: Recalls waiting to be written, at most.

@@ -18,7 +18,7 @@ import os
 import time
 from pathlib import Path
 
-from memcue.sidecar.store.memories import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store
 
 log = logging.getLogger("memcue.spool")
 

@@ -29,9 +29,8 @@ from memcue.sidecar.api_models import HookIn, HookOut
 from memcue.sidecar.engine import Engine
 from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
-from memcue.sidecar.recall.answer import age_label
-from memcue.sidecar.recall.pipeline import RecallRequest
-from memcue.sidecar.store.memories import NewMemory
+from memcue.sidecar.recall import RecallRequest, age_label
+from memcue.sidecar.store import NewMemory
 from memcue.sidecar.usage import served_recall
 
 PROMPT_HEADER = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"

@@ -15,7 +15,7 @@ import numpy as np
 from memcue.sidecar.recall.query import KeywordQuery
 from memcue.sidecar.recall.vector_index import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store import Store
 
 log = logging.getLogger("memcue.recall")
 

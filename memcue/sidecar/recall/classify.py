@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from memcue.sidecar.recall.channels import BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL
 from memcue.sidecar.recall.query import compounds, content_terms
-from memcue.sidecar.store.entities import extract_entities
+from memcue.sidecar.store import extract_entities
 
 PRESENT_TENSE, REQUEST_RECALL, TIME, EXACT_TERM, MULTI_HOP, MEANING = (
     "present_tense", "request_recall", "time", "exact_term", "multi_hop", "meaning")

@@ -45,8 +45,7 @@ from dataclasses import dataclass
 from memcue.sidecar.recall.channels import GRAPH, ChannelContext, ChannelResult
 from memcue.sidecar.recall.graph_counts import dfs_in_scope, heaviest_edges, known_entities, scope_size
 from memcue.sidecar.recall.query import STOP_WORDS, words
-from memcue.sidecar.store.entities import MAYBE_NAME, extract_entities
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store import MAYBE_NAME, Store, extract_entities
 
 log = logging.getLogger("memcue.recall")
 

@@ -8,8 +8,7 @@ import time
 import weakref
 from collections.abc import Sequence
 
-from memcue.sidecar.store.entities import MAYBE_NAME
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store import MAYBE_NAME, Store
 from memcue.sidecar.store.rows import scope_conditions
 
 _N_CACHE: weakref.WeakKeyDictionary[Store, dict[tuple[str | None, bool], tuple[int, int, float]]] = (

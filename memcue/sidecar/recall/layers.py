@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store import Store
 
 #: Characters of a depth-0 preview.
 PREVIEW_CHARS = 120

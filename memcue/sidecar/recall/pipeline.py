@@ -45,8 +45,7 @@ from memcue.sidecar.recall.vector_index import VectorIndex
 from memcue.sidecar.recall.working_set import WorkingSets
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.settings import RecallConfig
-from memcue.sidecar.store.entities import extract_entities
-from memcue.sidecar.store.memories import DF_CAP, Store
+from memcue.sidecar.store import DF_CAP, Store, extract_entities
 
 #: Candidates each channel contributes before fusion. 60 rather than 40: the session-context boost can only
 #: lift a memory some channel found (LoCoMo recall@10 +0.004 at 60; benchmarks/results/locomo_ablation.md).

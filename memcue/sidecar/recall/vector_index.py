@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memcue.sidecar.runtime.heap import trim_heap
-from memcue.sidecar.store.memories import Store
+from memcue.sidecar.store import Store
 
 #: Rows the arrays hold at least; a full load sizes them to the store plus 1/16 for growth.
 INITIAL_CAPACITY = 1024
