@@ -28,6 +28,7 @@ from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.race import race
 from memcue.sidecar.recall import (
     KEYWORD_CHANNELS,
+    RecallOptions,
     RecallRequest,
     RecallServices,
     Reranker,
@@ -77,7 +78,8 @@ class Engine:
         self.tokens = TokenCounter(locations.tiktoken_cache)
         self.spool = SpoolReader(locations.spool_dir, self.store)
         self.config = load_config(locations.config_file)
-        self.services = RecallServices(config=self.config)
+        self.services = RecallServices(config=RecallOptions(support_gate=self.config.support_gate,
+                                                            weights=self.config.weights))
         if self.config.rerank_model:
             self.services.reranker = Reranker(self.config.rerank_model, locations.models_dir)
         #: The optional judge of question answers (off unless configured: ``sidecar/answer_check.py``).

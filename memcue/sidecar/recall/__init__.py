@@ -10,6 +10,7 @@ from memcue.sidecar.recall.layers import apply_layers, context_for
 from memcue.sidecar.recall.pipeline import (
     FULL_CHANNELS,
     KEYWORD_CHANNELS,
+    RecallOptions,
     RecallRequest,
     RecallServices,
     is_warming,
@@ -20,6 +21,6 @@ from memcue.sidecar.recall.vector_index import VectorIndex
 
 __all__ = [
     "ALL_CHANNELS", "BM25", "FULL_CHANNELS", "Filters", "GRAPH", "HOPFIELD", "KEYWORD_CHANNELS", "QUERY_TYPES",
-    "RecallRequest", "RecallServices", "Reranker", "SEMANTIC", "TEMPORAL", "VectorIndex", "age_label",
+    "RecallOptions", "RecallRequest", "RecallServices", "Reranker", "SEMANTIC", "TEMPORAL", "VectorIndex", "age_label",
     "apply_layers", "baselines", "context_for", "is_warming", "probe_vectors", "recall",
 ]

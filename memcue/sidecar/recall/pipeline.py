@@ -44,7 +44,6 @@ from memcue.sidecar.recall.rerank import Reranker
 from memcue.sidecar.recall.vector_index import VectorIndex
 from memcue.sidecar.recall.working_set import WorkingSets
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.settings import RecallConfig
 from memcue.sidecar.store import DF_CAP, Store, extract_entities
 
 #: Candidates each channel contributes before fusion. 60 rather than 40: the session-context boost can only
@@ -69,6 +68,15 @@ WORKING_SET_OFFER = 5
 FULL_CHANNELS = ALL_CHANNELS
 KEYWORD_CHANNELS = (BM25,)
 
+@dataclass(frozen=True)
+class RecallOptions:
+    """What the sidecar's settings decide for every recall: ``support_gate`` on/off, and per query type channel
+    ``weights`` overrides (query type -> channel -> weight; ``classify.CHANNEL_WEIGHTS`` otherwise)."""
+
+    support_gate: bool = True
+    weights: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
 @dataclass
 class RecallServices:
     """Long-lived helpers one sidecar shares between recalls: the in-memory vector index, the optional
@@ -77,7 +85,7 @@ class RecallServices:
     vectors: VectorIndex = field(default_factory=VectorIndex)
     reranker: Reranker | None = None
     working_sets: WorkingSets = field(default_factory=WorkingSets)
-    config: RecallConfig = field(default_factory=RecallConfig)
+    config: RecallOptions = field(default_factory=RecallOptions)
 
 
 @dataclass
