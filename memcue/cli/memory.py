@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memcue.cli.output import emit, format_recall, usage_error
+from memcue.core.text import preview
 
 #: Characters of a memory's text shown per line by ``memcue list`` (``--full`` shows all of it).
 LIST_CHARS = 120
@@ -49,9 +50,7 @@ def _line(m: dict[str, Any], full: bool = False) -> str:
     flags = [f for f, on in (("pinned", m.get("pinned")), ("bookkeeping", m.get("bookkeeping")),
                              ("forgotten", m.get("forgotten")),
                              (f"replaced by #{m.get('superseded_by')}", m.get("superseded_by"))) if on]
-    text = " ".join(str(m.get("content", "")).split())
-    if not full and len(text) > LIST_CHARS:
-        text = text[: LIST_CHARS - 1] + "…"
+    text = preview(str(m.get("content", "")), None if full else LIST_CHARS, trim=False)
     age = m.get("age_label") or _when(m.get("created_at"))
     label = f"{m.get('memory_kind') or m.get('kind') or 'note'}, {age}" + "".join(f", {f}" for f in flags)
     return f"#{m['memory_id']} ({label}) {text}"

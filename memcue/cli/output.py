@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from memcue.core.text import scrub_surrogates
+
 
 def emit(data: Any, as_json: bool, text: str, ok: bool = True) -> int:
     """Print a command's result: ``text`` for people, or with ``as_json`` the envelope ``{"success": ok,
@@ -85,8 +87,8 @@ def progress(done: int, total: int, label: str) -> None:
 
 def clean(text: str) -> str:
     """A command-line argument as valid text: bytes that were not UTF-8 (kept by Python as lone
-    surrogates) become U+FFFD instead of failing later."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    surrogates) become U+FFFD instead of failing later (``memcue.core.text.scrub_surrogates``)."""
+    return scrub_surrogates(text, escaped_bytes=True)
 
 
 def stdin_text() -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from memcue.core.address import memory_id_of
 from memcue.core.project import project_key
+from memcue.core.text import preview
 
 #: The answer for a related outcome when the agent did not ask for related memories.
 RELATED_HIDDEN = "I don't have this exactly. Closer memories exist; ask with include_related to see them."
@@ -88,5 +89,4 @@ def shape_recall(answer: dict[str, Any], *, include_related: bool, show_weak: bo
 
 def cut(text: str, chars: int = LIST_CONTENT_CHARS) -> str:
     """``text`` on one line, at most ``chars`` characters (cut marked "…")."""
-    line = " ".join(text.split())
-    return line if len(line) <= chars else line[: chars - 1].rstrip() + "…"
+    return preview(text, chars)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memcue.core.text import preview
 from memcue.sidecar.store import Store
 
 #: Characters of a depth-0 preview.
@@ -29,8 +30,7 @@ ELLIPSIS = " …"
 
 
 def _preview(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1].rstrip() + "…"
+    return preview(text, PREVIEW_CHARS)
 
 
 def context_for(store: Store, memory_id: int) -> dict[str, Any]:
