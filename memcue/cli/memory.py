@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memcue.cli.output import emit, format_recall, usage_error
+from memcue.core.address import parse_id_list
 from memcue.core.text import preview
 
 #: Characters of a memory's text shown per line by ``memcue list`` (``--full`` shows all of it).
@@ -22,15 +23,14 @@ LIST_CHARS = 120
 
 
 def clean_ids(text: str) -> str:
-    """An ids argument as the sidecar takes it: ``"#12, #15"`` -> ``"12, 15"`` (people copy ids with their #);
-    ``memcue://`` addresses are passed on whole. Raises ``argparse.ArgumentTypeError`` (exit 2) for anything
-    else."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    out = [p if p.lower().startswith("memcue://") else p.replace("#", "") for p in parts]
-    bad = [p for p in out if not p.lower().startswith("memcue://") and not p.isdigit()]
-    if bad or not out:
-        raise argparse.ArgumentTypeError(f"{text!r}: give memory ids like 12 or 12,15 (or memcue:// addresses)")
-    return ",".join(out)
+    """An ids argument as the sidecar takes it: ``"#12, #15"`` -> ``"12,15"`` (people copy ids with their #),
+    ``memcue://`` addresses as their ids (``memcue.core.address.parse_id_list``). Raises
+    ``argparse.ArgumentTypeError`` (exit 2) for anything else."""
+    try:
+        return ",".join(str(i) for i in parse_id_list(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give memory ids like 12 or 12,15 (or memcue:// addresses)") from None
 
 
 def _client() -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memcue.core.address import memory_id_of
+from memcue.core.address import IdListError, parse_id_list
 from memcue.core.project import project_key
 from memcue.core.text import preview
 
@@ -32,23 +32,17 @@ def recall_project(value: str | None) -> str | None:
 
 
 def parse_ids(ids: list[int] | list[str] | str | int) -> list[int]:
-    """Memory ids from a list, one number, or a comma-separated string ("12, 15"); ``memcue://<project>/12``
-    addresses (``memcue.core.address``, as a compact recall block writes them) are accepted too. Order kept,
-    duplicates dropped. Raises ``ValueError`` naming a bad part."""
-    parts: list[Any] = ids if isinstance(ids, list) else str(ids).split(",")
-    out: list[int] = []
-    for part in parts:
-        text = str(part).strip()
-        if not text:
-            continue
-        try:
-            out.append(memory_id_of(text))
-        except ValueError:
-            raise ValueError(f"{part!r} is not a memory id (ids are whole numbers, e.g. 12 or \"12,15\", or "
-                             "memcue://<project>/<id> addresses)") from None
-    if not out:
-        raise ValueError("no memory ids given")
-    return list(dict.fromkeys(out))
+    """Memory ids from a list, one number, or a comma-separated string ("12, 15"); ``#12`` and
+    ``memcue://<project>/12`` addresses (``memcue.core.address``, as a compact recall block writes them) are
+    accepted too. Order kept, duplicates dropped. Raises ``ValueError`` naming a bad part, or when none is
+    given."""
+    try:
+        return parse_id_list(ids, unique=True)
+    except IdListError as exc:
+        if exc.part is None:
+            raise
+        raise ValueError(f"{exc.part!r} is not a memory id (ids are whole numbers, e.g. 12 or \"12,15\", or "
+                         "memcue://<project>/<id> addresses)") from None
 
 
 def shape_recall(answer: dict[str, Any], *, include_related: bool, show_weak: bool,

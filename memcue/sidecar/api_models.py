@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from memcue.core.address import SCHEME, memory_id_of
+from memcue.core.address import parse_id_list
 
 
 class RememberIn(BaseModel):
@@ -147,27 +147,13 @@ MAX_IDS = 1000
 
 
 def parse_ids(value: Any) -> Any:
-    """Memory ids given as a comma-separated string ("12, 15") or a single number, as a list of ints;
-    ``memcue://<project>/<id>`` addresses (``memcue.core.address``) count as their id, in a string or a list. Any
-    other value is passed on for pydantic to check. Raises ``ValueError`` naming a part that is not a whole
-    number."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return [value]
-    if isinstance(value, list):
-        return [memory_id_of(v) if isinstance(v, str) and v.strip().lower().startswith(SCHEME) else v
-                for v in value]
-    if not isinstance(value, str):
-        return value
-    out = []
-    for part in (p.strip() for p in value.split(",")):
-        if not part:
-            continue
-        try:
-            out.append(memory_id_of(part) if part.lower().startswith(SCHEME) else int(part))
-        except ValueError:
-            raise ValueError(f"{part[:40]!r} is not a memory id: give whole numbers or memcue:// addresses, as a "
-                             "list or separated by commas (\"12, 15\")") from None
-    return out
+    """Memory ids given as a list, a comma-separated string ("12, 15") or a single number, as a list of ints
+    (``memcue.core.address.parse_id_list``: ``memcue://<project>/<id>`` addresses count as their id; no
+    ``#12`` here; an empty list is left to the model to judge). Any other value is passed on for pydantic
+    to check. Raises ``ValueError`` naming a part that is not a memory id."""
+    if isinstance(value, str | int | list) and not isinstance(value, bool):
+        return parse_id_list(value, allow_empty=True, hash_ok=False)
+    return value
 
 
 class IdsIn(BaseModel):
