@@ -10,17 +10,11 @@ memories were left out (case C07).
 from __future__ import annotations
 
 import json
-import re
 
-#: The sidecar's own last line when it left memories out (``memcue/sidecar/inject/render.py`` ``left_out_line``).
-_LEFT_OUT = re.compile(r"\[memcue: (\d+) more memor(?:y|ies) left out to fit the budget\]")
+from memcue.core.blocks import LEFT_OUT, left_out_line
+
 #: Said instead of a count when the text that was cut held no memory lines at all.
 _CUT_MARKER = "[memcue: cut to fit the context limit]"
-
-
-def left_out_line(n: int) -> str:
-    """The last line of a capped block: how many memories were left out (same wording as the sidecar)."""
-    return f"[memcue: {n} more {'memory' if n == 1 else 'memories'} left out to fit the budget]"
 
 
 def _dropped_memories(lines: list[str]) -> int:
@@ -30,7 +24,7 @@ def _dropped_memories(lines: list[str]) -> int:
         if line.startswith("- "):
             n += 1
         else:
-            found = _LEFT_OUT.fullmatch(line)
+            found = LEFT_OUT.fullmatch(line)
             n += int(found.group(1)) if found else 0
     return n
 

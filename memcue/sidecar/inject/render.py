@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from memcue.core.address import address
+from memcue.core.blocks import COMPACT_INSTRUCTION, COMPACT_TAG, left_out_line
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,6 @@ def memory_line(result: dict[str, Any]) -> str:
         label += " · pinned"
     text = str(result.get("content", "")).strip().replace("\n", "\n  ")
     return f"- ({label}) {text}"
-
-
-def left_out_line(n: int) -> str:
-    return f"[memcue: {n} more {'memory' if n == 1 else 'memories'} left out to fit the budget]"
 
 
 def render_block(
@@ -94,13 +91,8 @@ def render_block(
     return Block(text, len(kept), len(lines) - len(kept), count_tokens(text), len(text))
 
 
-#: The compact block's tag (``render_compact``); ``store/strip.py`` removes it from captured prompts.
-COMPACT_TAG = "memcue-recall"
 #: Cue terms shown per memory in a compact block.
 COMPACT_CUES = 3
-#: The compact block's closing instruction (``{query_id}`` filled in).
-COMPACT_INSTRUCTION = ("memcue: memories from earlier sessions (score, address, matched terms); open those you need "
-                       "with the memcue fetch tool (ids, query_id) or `memcue fetch <ids> --query-id {query_id}`.")
 
 
 def compact_score(result: dict[str, Any]) -> float:

@@ -25,6 +25,7 @@ import anyio
 import anyio.to_thread
 
 from memcue import __version__
+from memcue.core.blocks import POINTER, PROMPT_HEADER, SESSION_HEADER
 from memcue.sidecar.api_models import HookIn, HookOut
 from memcue.sidecar.engine import Engine
 from memcue.sidecar.inject.policy import injectable
@@ -33,8 +34,6 @@ from memcue.sidecar.recall import RecallRequest, age_label
 from memcue.sidecar.store import NewMemory
 from memcue.sidecar.usage import served_recall
 
-PROMPT_HEADER = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"
-SESSION_HEADER = "memcue: what this project's memory holds (pinned first, then the newest):"
 #: Newest memories offered at session start, before the budget cut.
 SESSION_RECENT = 8
 #: Results a prompt hook asks recall for, before the budget cut (env ``MEMCUE_HOOK_RECALL_LIMIT``).
@@ -119,9 +118,6 @@ async def _prompt(engine: Engine, harness: str, ev: dict[str, Any], body: HookIn
 #: SessionStart sources the harnesses send (Claude Code: startup, resume, clear, compact, fork); any other
 #: value is treated as startup (case C15).
 SOURCES = ("startup", "resume", "clear", "compact", "fork")
-#: What a resumed session, or a session that already had its block, gets instead: one line.
-POINTER = ("memcue: memory is on for this project ({count}); relevant ones are added to your prompts, and "
-           "you can ask what was decided before.")
 
 
 def session_source(ev: dict[str, Any]) -> str:

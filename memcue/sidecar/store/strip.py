@@ -1,38 +1,35 @@
 """memcue's own injected text out of a captured prompt, so recalled memories are not stored again as new ones.
 
 A user may paste (or a harness may echo) what memcue injected: a block that starts with one of the hook's
-headers (``hook_service.PROMPT_HEADER`` / ``SESSION_HEADER``, or the one-line session pointer), followed by
+headers (``PROMPT_HEADER`` / ``SESSION_HEADER``, or the one-line session pointer), followed by
 memory lines ``- (kind · age) text`` (continuation lines indented two spaces) and maybe a
 ``[memcue: N more memories left out…]`` line; the compact block ``<memcue-recall session_id="…"
 query_id="…">…</memcue-recall>`` (``render.render_compact``; a pasted copy cut before its closing tag loses its
 tag line and the lines after it that look like the block's); or Hermes' ``<memory-context>…</memory-context>``
 wrapper around a prefetch result. ``strip_injected`` removes those and keeps everything else of the prompt.
 
-The headers are repeated here (the store must not import the hook service); ``tests/test_strip.py`` checks
-they match ``hook_service``.
+The wording comes from ``memcue.core.blocks``, the definition the sidecar's renderer writes with.
 """
 
 from __future__ import annotations
 
 import re
 
-PROMPT_HEADER = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"
-SESSION_HEADER = "memcue: what this project's memory holds (pinned first, then the newest):"
-#: The start of ``hook_service.POINTER`` (a one-line block given instead of a second session-start block).
-POINTER_START = "memcue: memory is on for this project ("
+from memcue.core.blocks import COMPACT_LEAD, COMPACT_TAG, LEFT_OUT_START, POINTER_START, PROMPT_HEADER, SESSION_HEADER
 
 _HEADERS = re.compile(
     r"^[ \t>]*(?:" + "|".join(re.escape(h) for h in (PROMPT_HEADER, SESSION_HEADER)) + r")[ \t]*$")
 _POINTER = re.compile(r"^[ \t>]*" + re.escape(POINTER_START) + r".*$")
 #: A memory line of a block (``render.memory_line``), a continuation line, or the left-out line.
-_BLOCK_LINE = re.compile(r"^[ \t>]*(?:- \([^)\n]*\) |\[memcue: \d+ more memor(?:y|ies) left out[^\]\n]*\]\s*$)")
+_BLOCK_LINE = re.compile(r"^[ \t>]*(?:- \([^)\n]*\) |" + LEFT_OUT_START + r"[^\]\n]*\]\s*$)")
 _CONTINUATION = re.compile(r"^(?:  |\t)\S")
-#: The compact block, whole (``render.COMPACT_TAG``), and its opening tag alone.
-_COMPACT = re.compile(r"<memcue-recall\b[^>\n]*>.*?</memcue-recall>", re.DOTALL)
-_COMPACT_OPEN = re.compile(r"^[ \t>]*<memcue-recall\b[^>\n]*>[ \t]*$")
+#: The compact block, whole, and its opening tag alone.
+_TAG = re.escape(COMPACT_TAG)
+_COMPACT = re.compile(rf"<{_TAG}\b[^>\n]*>.*?</{_TAG}>", re.DOTALL)
+_COMPACT_OPEN = re.compile(rf"^[ \t>]*<{_TAG}\b[^>\n]*>[ \t]*$")
 #: A line of a compact block (``render.compact_line``, the instruction line, the left-out line).
-_COMPACT_LINE = re.compile(r"^[ \t>]*(?:\d+\.\d\d memcue://\S*(?: \[[^\]\n]*\])?\s*$|memcue: memories from earlier"
-                           r"|\[memcue: \d+ more memor(?:y|ies) left out)")
+_COMPACT_LINE = re.compile(r"^[ \t>]*(?:\d+\.\d\d memcue://\S*(?: \[[^\]\n]*\])?\s*$|" + re.escape(COMPACT_LEAD)
+                           + "|" + LEFT_OUT_START + ")")
 _HERMES = re.compile(r"<\s*memory-context\s*>.*?<\s*/\s*memory-context\s*>", re.IGNORECASE | re.DOTALL)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 

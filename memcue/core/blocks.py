@@ -1,0 +1,43 @@
+"""The wording of the blocks memcue injects, defined once for the sidecar that writes them
+(``sidecar/inject/``), the hook that caps them (``adapters/output.py``) and the store that strips a pasted
+copy out of a captured prompt (``sidecar/store/strip.py``).
+
+- a full block: ``PROMPT_HEADER`` or ``SESSION_HEADER``, one line per memory, maybe ``left_out_line``;
+- the one-line session pointer ``POINTER``, given instead of a second session-start block;
+- the compact block: ``<COMPACT_TAG ...>``, one line per memory, maybe ``left_out_line``,
+  ``COMPACT_INSTRUCTION``, ``</COMPACT_TAG>``.
+
+Standard library only and cheap to import: the hook imports it on every prompt.
+"""
+
+from __future__ import annotations
+
+import re
+
+PROMPT_HEADER = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"
+SESSION_HEADER = "memcue: what this project's memory holds (pinned first, then the newest):"
+#: What a resumed session, or a session that already had its block, gets instead: one line (``{count}``:
+#: "1 memory", "12 memories").
+POINTER = ("memcue: memory is on for this project ({count}); relevant ones are added to your prompts, and "
+           "you can ask what was decided before.")
+#: The pointer's text before its count, by which a pasted copy is recognised.
+POINTER_START = POINTER[: POINTER.index("{count}")]
+
+#: The start of ``left_out_line`` as a regular expression, group 1 the count (a pasted copy may be cut after it).
+LEFT_OUT_START = r"\[memcue: (\d+) more memor(?:y|ies) left out"
+#: A whole ``left_out_line``, group 1 the count.
+LEFT_OUT = re.compile(LEFT_OUT_START + re.escape(" to fit the budget]"))
+
+#: The compact block's tag.
+COMPACT_TAG = "memcue-recall"
+#: How the compact block's closing instruction begins.
+COMPACT_LEAD = "memcue: memories from earlier sessions"
+#: The compact block's closing instruction (``{query_id}`` filled in).
+COMPACT_INSTRUCTION = (COMPACT_LEAD + " (score, address, matched terms); open those you need with the memcue fetch "
+                       "tool (ids, query_id) or `memcue fetch <ids> --query-id {query_id}`.")
+
+
+def left_out_line(n: int) -> str:
+    """The last line of a block that left ``n`` memories out to fit its budget (case C07):
+    ``[memcue: 3 more memories left out to fit the budget]``."""
+    return f"[memcue: {n} more {'memory' if n == 1 else 'memories'} left out to fit the budget]"
