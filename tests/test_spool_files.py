@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memcue.core.spool_format import remember_prompt
 from memcue.hooks import spool
 from memcue.sidecar.capture.spool import IDLE_REMOVE_S, SpoolReader
 from memcue.sidecar.store import Store
@@ -21,7 +22,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _record(text: str, session: str) -> dict[str, object]:
-    return spool.remember_prompt(text, project="/w/p", session_id=session, harness="claude-code")
+    return remember_prompt(text, project="/w/p", session_id=session, harness="claude-code")
 
 
 def _age(path: Path, seconds: float) -> None:

@@ -1,4 +1,5 @@
-"""The hook's write spool: captured prompts the sidecar could not take, one JSON line each.
+"""The hook's write spool: captured prompts the sidecar could not take, one JSON line each (the record
+format, ``new_id`` and ``remember_prompt`` are ``memcue.core.spool_format``'s, shared with the reader).
 
 Standard library only. Each writer has its own file, ``spool_dir / "hook-<harness>-<session>.jsonl"``
 (``<session>``: 12 hex digits of the session id's sha1), so harnesses and sessions never share one. The
@@ -12,21 +13,15 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 from memcue.core.paths import locations
+from memcue.core.spool_format import new_id, remember_prompt
+
+__all__ = ["append", "new_id", "remember_prompt", "spool_path"]
 
 #: Attempts to write a record when the sidecar deletes the file between our open and our lock.
 _OPEN_ATTEMPTS = 3
-
-
-def new_id() -> str:
-    """A random id in the same form as ``uuid.uuid4().hex`` (32 hex digits), without importing uuid."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    return raw.hex()
 
 
 def spool_path(harness: str, session_id: str) -> Path:
@@ -64,25 +59,3 @@ def append(record: dict[str, object], path: Path) -> Path:
         finally:
             os.close(fd)
     raise OSError(f"the spool file {path} kept disappearing")
-
-
-def remember_prompt(
-    content: str, *, project: str, session_id: str, harness: str, spool_id: str | None = None,
-    kind: str = "request",
-) -> dict[str, object]:
-    """The spool record for a captured prompt (``op: remember``, ``kind: request``), or for another capture
-    with ``kind`` (a session end is an ``event``).
-
-    ``spool_id`` defaults to a new id; the hook passes the id it also sent to the sidecar as
-    ``event.extra["request_id"]`` so the two can be matched if both arrive.
-    """
-    return {
-        "spool_id": spool_id or new_id(),
-        "op": "remember",
-        "ts": time.time(),
-        "content": content,
-        "kind": kind,
-        "project": project,
-        "session_id": session_id,
-        "source": f"hook:{harness}",
-    }

@@ -12,12 +12,12 @@ reopen a file deleted under them), so the folder does not grow with every sessio
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import time
 from pathlib import Path
 
+from memcue.core.spool_format import parse_record
 from memcue.sidecar.store import NewMemory, Store
 
 log = logging.getLogger("memcue.spool")
@@ -95,21 +95,11 @@ class SpoolReader:
 
 
 def _parse(line: bytes, path: Path) -> NewMemory | None:
-    if not line.strip():
-        return None
+    """The memory one spool line asks for (``memcue.core.spool_format.parse_record``); None for a blank or
+    broken line (logged)."""
     try:
-        rec = json.loads(line.decode("utf-8", "replace"))
-        if not isinstance(rec, dict) or rec.get("op", "remember") != "remember" or not rec.get("content"):
-            raise ValueError("not a remember record")
-        return NewMemory(
-            content=str(rec["content"]),
-            kind=str(rec.get("kind") or "request"),
-            project=str(rec.get("project") or ""),
-            session_id=str(rec.get("session_id") or ""),
-            source=str(rec.get("source") or "spool"),
-            source_id=str(rec.get("spool_id") or "") or None,
-            created_at=float(rec["ts"]) if isinstance(rec.get("ts"), int | float) else None,
-        )
+        fields = parse_record(line)
+        return NewMemory(**fields) if fields is not None else None
     except (ValueError, TypeError, KeyError) as exc:
         log.warning("skipping a broken spool line in %s: %s", path.name, exc)
         return None

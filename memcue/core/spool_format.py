@@ -1,0 +1,78 @@
+"""The spool's record format, shared by its writer (the hook, ``memcue/hooks/spool.py``) and its reader (the
+sidecar, ``memcue/sidecar/capture/spool.py``).
+
+A spool file holds one JSON object per line::
+
+    {"spool_id": "<32 hex>", "op": "remember", "ts": <Unix s>, "content": "...", "kind": "request",
+     "project": "...", "session_id": "...", "source": "hook:<harness>"}
+
+``spool_id`` becomes the stored memory's ``source_id``, so a record read twice is stored once. ``op`` is
+``remember`` (the only operation; a record without one counts as ``remember``). ``kind`` is ``request`` for a
+captured prompt, ``event`` for a session end, ``response`` for an agent's answer.
+
+Standard library only (the hook imports it when the sidecar cannot be reached).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+#: The one operation a record can ask for.
+OP_REMEMBER = "remember"
+#: The kind of a captured prompt, and of a record that names none.
+KIND_REQUEST = "request"
+#: ``source`` of a record that names none.
+DEFAULT_SOURCE = "spool"
+
+
+def new_id() -> str:
+    """A random id in the same form as ``uuid.uuid4().hex`` (32 hex digits), without importing uuid."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return raw.hex()
+
+
+def remember_prompt(
+    content: str, *, project: str, session_id: str, harness: str, spool_id: str | None = None,
+    kind: str = KIND_REQUEST,
+) -> dict[str, object]:
+    """The spool record for a captured prompt (``op: remember``, ``kind: request``), or for another capture
+    with ``kind`` (a session end is an ``event``); ``ts`` is now (Unix s).
+
+    ``spool_id`` defaults to a new id; the hook passes the id it also sent to the sidecar as
+    ``event.extra["request_id"]`` so the two can be matched if both arrive.
+    """
+    return {
+        "spool_id": spool_id or new_id(),
+        "op": OP_REMEMBER,
+        "ts": time.time(),
+        "content": content,
+        "kind": kind,
+        "project": project,
+        "session_id": session_id,
+        "source": f"hook:{harness}",
+    }
+
+
+def parse_record(line: bytes) -> dict[str, object] | None:
+    """One spool line as the fields of the memory it asks for: ``content``, ``kind``, ``project``,
+    ``session_id``, ``source``, ``source_id`` (the ``spool_id``, None without one) and ``created_at`` (the
+    record's ``ts``, Unix s, None without a number). None for a blank line. Bytes that are not UTF-8 become
+    U+FFFD. Raises ``ValueError`` for a line that is not JSON or not a ``remember`` record with content."""
+    if not line.strip():
+        return None
+    rec = json.loads(line.decode("utf-8", "replace"))
+    if not isinstance(rec, dict) or rec.get("op", OP_REMEMBER) != OP_REMEMBER or not rec.get("content"):
+        raise ValueError("not a remember record")
+    return {
+        "content": str(rec["content"]),
+        "kind": str(rec.get("kind") or KIND_REQUEST),
+        "project": str(rec.get("project") or ""),
+        "session_id": str(rec.get("session_id") or ""),
+        "source": str(rec.get("source") or DEFAULT_SOURCE),
+        "source_id": str(rec.get("spool_id") or "") or None,
+        "created_at": float(rec["ts"]) if isinstance(rec.get("ts"), int | float) else None,
+    }
