@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import context_of, prompt_payload, run_hook, start_sidecar
 
-from memcue.sidecar.inject.service import SESSION_HEADER
+from memcue.core.blocks import SESSION_HEADER
 
 
 def _start(home: Path, project: Path, session_id: str, source: str) -> str:

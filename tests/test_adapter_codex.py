@@ -11,7 +11,7 @@ from conftest import run_hook, start_sidecar
 
 from memcue.adapters import codex, event_name
 from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
-from memcue.sidecar.inject.service import PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
 
 #: Payloads as Codex writes them (fields of codex-rs/hooks/schema/generated/*.command.input.schema.json).
 PROMPT = {"session_id": "019a-codex", "turn_id": "t1", "transcript_path": None, "cwd": "/tmp",

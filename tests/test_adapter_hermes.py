@@ -20,9 +20,9 @@ import memcue.hooks.launch as launch
 from memcue import adapters
 from memcue.adapters import event_name, hermes
 from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
 from memcue.core.project import resolve_project
 from memcue.install import hermes as hermes_install
-from memcue.sidecar.inject.service import PROMPT_HEADER, SESSION_HEADER
 
 #: Payloads as the plugin sends them (``hermes_plugin.py``).
 PROMPT = {"prompt": "how do we rotate the build-cache key?", "session_id": "20261129_204834_e363ab", "cwd": "/tmp",

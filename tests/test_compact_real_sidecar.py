@@ -19,7 +19,7 @@ from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sideca
 from hookutil import hook_env, kill_spawned_sidecars
 
 from memcue.core.address import address, parse_address
-from memcue.sidecar.inject.service import PROMPT_HEADER
+from memcue.core.blocks import PROMPT_HEADER
 
 FACT = "JWT validation in the auth middleware allows 60 s of clock-skew leeway for the mobile clients"
 DISTRACTOR = "The billing service stores invoices in Postgres 16"

@@ -16,7 +16,7 @@ from conftest import Sidecar, context_of, embed_pending, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars
 
 from memcue.client import ClientError
-from memcue.sidecar.inject.service import POINTER, SESSION_HEADER
+from memcue.core.blocks import POINTER, SESSION_HEADER
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter

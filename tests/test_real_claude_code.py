@@ -27,8 +27,8 @@ from real_harness import (
     wait_for_bookkeeping,
 )
 
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
 from memcue.core.project import resolve_project
-from memcue.sidecar.inject.service import PROMPT_HEADER, SESSION_HEADER
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 

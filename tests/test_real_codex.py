@@ -29,8 +29,8 @@ from real_harness import (
     wait_for_bookkeeping,
 )
 
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
 from memcue.install import hooks_json
-from memcue.sidecar.inject.service import PROMPT_HEADER, SESSION_HEADER
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars, sidecar_pids
 
-from memcue.sidecar.inject.service import PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.store import Store
 
