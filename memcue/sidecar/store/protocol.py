@@ -21,11 +21,14 @@ class VectorSupport(Protocol):
     """Whether the backend's vector search is available, its ``version`` and the ``error`` when not."""
 
     @property
-    def available(self) -> bool: ...
+    def available(self) -> bool:
+        """True when vectors can be stored and searched."""
     @property
-    def version(self) -> str: ...
+    def version(self) -> str:
+        """The vector extension's version ("v0.1.9"), "" when unavailable."""
     @property
-    def error(self) -> str: ...
+    def error(self) -> str:
+        """Why it is unavailable ("" when available)."""
 
 
 @runtime_checkable
