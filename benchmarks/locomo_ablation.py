@@ -62,8 +62,9 @@ from memcue.sidecar.settings import RecallConfig  # noqa: E402
 from memcue.sidecar.store import NewMemory, Store  # noqa: E402
 
 #: Code whose change invalidates a cached store (what is written per memory).
-STORE_CODE = ("memcue/sidecar/store/memories.py", "memcue/sidecar/store/entities.py",
-              "memcue/sidecar/store/migrations.py", "memcue/sidecar/recall/baseline.py",
+STORE_CODE = ("memcue/sidecar/store/sqlite/memories.py", "memcue/sidecar/store/write/prepare.py",
+              "memcue/sidecar/store/write/entities.py", "memcue/sidecar/store/sqlite/graph.py",
+              "memcue/sidecar/store/sqlite/migrations.py", "memcue/sidecar/recall/baseline.py",
               "memcue/sidecar/runtime/assets.py")
 #: Results a prompt hook injects at most (``MEMCUE_HOOK_RECALL_LIMIT`` default).
 HOOK_LIMIT = 8

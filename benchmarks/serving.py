@@ -62,7 +62,7 @@ from memcue.core.paths import Locations
 from memcue.core.project import resolve_project
 from memcue.sidecar.runtime.assets import MODEL_ID, assemble_default_model
 from memcue.sidecar.store import Store
-from memcue.sidecar.store.db import connect
+from memcue.sidecar.store.sqlite import connect
 
 #: Targets per measurement: {store size: limit}; ``None`` as the size means every size.
 TARGETS: dict[str, dict[int | None, float]] = {

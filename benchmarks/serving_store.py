@@ -35,7 +35,7 @@ DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) /
 PROJECT = "/work/billing-api"
 #: Code whose change invalidates a cached store: the text generated, the entities and baselines computed
 #: per memory and the model. Schema changes do not: the sidecar migrates a cached store when it opens it.
-STORE_CODE = ("memcue/sidecar/store/entities.py", "memcue/sidecar/recall/baseline.py",
+STORE_CODE = ("memcue/sidecar/store/write/entities.py", "memcue/sidecar/recall/baseline.py",
               "memcue/sidecar/runtime/assets.py", "benchmarks/hook_corpus.py")
 #: Rows written per transaction and embedded per step while building (progress is reported per step).
 WRITE_CHUNK = 5000

@@ -16,8 +16,8 @@ from memcue.sidecar.inject.render import COMPACT_CUES, compact_line, left_out_li
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.settings import load_config
 from memcue.sidecar.store import ServedRecall, Store
-from memcue.sidecar.store import usage as usage_store
-from memcue.sidecar.store.strip import strip_injected
+from memcue.sidecar.store.sqlite import usage as usage_store
+from memcue.sidecar.store.write.strip import strip_injected
 from memcue.sidecar.usage import UsageRecorder, served_recall
 
 TAG = re.compile(r'^<memcue-recall session_id="(?P<session>[^"]*)" query_id="(?P<query>[^"]*)">$')

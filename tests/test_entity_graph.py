@@ -22,8 +22,9 @@ from memcue.sidecar.recall.graph import (
 )
 from memcue.sidecar.recall.query import keyword_query
 from memcue.sidecar.store import MAYBE_NAME, NewMemory, Store, extract_entities
-from memcue.sidecar.store.entities import MAX_ENTITIES_PER_MEMORY, link_entities, unlink_entities
-from memcue.sidecar.store.migrations import m004_entity_graph
+from memcue.sidecar.store.sqlite.graph import link_entities, unlink_entities
+from memcue.sidecar.store.sqlite.migrations import m004_entity_graph
+from memcue.sidecar.store.write.entities import MAX_ENTITIES_PER_MEMORY
 
 FILLER = [
     "we keep the retry loop short because the queue backs up quickly",
@@ -212,7 +213,7 @@ def test_maybe_name_is_linked_but_matches_lowercase_queries_only_once_confirmed(
 def test_df_counts_memories_and_duplicate_writes_do_not_count_twice(tmp_path: Path) -> None:
     store = _store(tmp_path)
     _write(store, ["OPS-7 broke the build", "OPS-7 is fixed", "OPS-7 is fixed"])  # the third is a duplicate
-    assert store.entity_ids(["ops-7"])["ops-7"][1] == 2
+    assert store.known_entities(["ops-7"])["ops-7"][1] == 2
 
 
 def test_link_is_idempotent_and_unlink_reverses_it(tmp_path: Path) -> None:
@@ -376,7 +377,7 @@ def test_failures_become_an_error_status(tmp_path: Path, monkeypatch: pytest.Mon
     def boom() -> object:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(store, "_reader", boom)
+    monkeypatch.setattr(store._db, "reader", boom)
     result = graph_channel(_ctx(store, "Caroline"))
     assert result.status == "error" and "disk on fire" in result.note
     assert query_entity_ids(store, "Caroline") == {}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from memcue.sidecar.store import NewMemory, Store, sanitize_text
-from memcue.sidecar.store.bookkeeping import is_bookkeeping
-from memcue.sidecar.store.migrations import MIGRATIONS
+from memcue.sidecar.store.sqlite.migrations import MIGRATIONS
+from memcue.sidecar.store.write.bookkeeping import is_bookkeeping
 
 BOOKKEEPING = [
     "session ended",

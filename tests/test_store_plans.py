@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memcue.sidecar.recall import graph_counts as graph
 from memcue.sidecar.store import NewMemory, Store
 
 
@@ -63,7 +62,7 @@ def test_entity_joins_start_from_the_entity_links(tmp_path: Path) -> None:
             return True
 
         store._reader().exec_trace = trace
-        assert graph.scoped_dfs(store, ids, project="/new", cap=50)
+        assert store._graph.scoped_dfs(ids, project="/new", cap=50)
         store.memories_with_entities(ids, project="/new", limit=5)
         store._reader().exec_trace = None
         assert len(statements) == 2

@@ -10,8 +10,9 @@ import apsw
 from memcue.core.paths import Locations
 from memcue.sidecar.inject import service as hook_service
 from memcue.sidecar.inject.render import render_block
-from memcue.sidecar.store import NewMemory, Store, strip
-from memcue.sidecar.store.strip import strip_injected
+from memcue.sidecar.store import NewMemory, Store
+from memcue.sidecar.store.write import strip
+from memcue.sidecar.store.write.strip import strip_injected
 from tests.conftest import prompt_payload, run_hook, start_sidecar
 
 RESULTS = [

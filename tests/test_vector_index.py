@@ -12,7 +12,8 @@ from conftest import embed_pending
 
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store import NewMemory, Store, journal
+from memcue.sidecar.store import NewMemory, Store
+from memcue.sidecar.store.write import journal
 
 TEXTS = [
     "Pinned httpx to 0.27 because 0.28 removed the proxies argument",

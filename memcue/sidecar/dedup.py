@@ -22,7 +22,9 @@ loses a fact). Known miss: a swap of two plain words ("prefer httpx over request
 
 Only the single-memory path uses this (``Engine.remember_one``: the API's ``/remember``, so the CLI and the
 MCP server); imports and the spool keep exact-duplicate dedup only. Without a ready model or a bound vector
-table the check is skipped.
+table the check is skipped. The text compared is the text that would be stored: the memory goes through the
+store's one write-preparation path (``store.prepare_write``), and the prepared record comes back in the
+``NearCheck`` so the write that follows stores it as is (one ``remember`` is cleaned and redacted once).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import numpy as np
 
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store import RECORD_KINDS, NewMemory, Store, redact, sanitize_text
+from memcue.sidecar.store import RECORD_KINDS, NewMemory, PreparedWrite, Store, prepare_write
 
 #: Lowest cosine similarity of a near-duplicate (see the module docstring for the measurements).
 NEAR_DUPLICATE_COSINE = 0.96
@@ -87,46 +89,43 @@ def same_specifics(a: str, b: str) -> bool:
     return specifics(a) == specifics(b)
 
 
-def stored_text(memory: NewMemory) -> str:
-    """The text ``memory`` would be stored as (cleaned and redacted, as ``Store.remember_many`` does)."""
-    return redact(sanitize_text(memory.content)).text
-
-
 @dataclass(frozen=True)
 class NearCheck:
     """The outcome of ``find_near_duplicate``: the stored memory it duplicates (``memory_id``, ``cosine``) or
-    None, and the new text's ``vector`` when one was computed (to store with a new row)."""
+    None, the new text's ``vector`` when one was computed (to store with a new row), and the memory as
+    ``prepared`` for the store (None only in a ``NearCheck()`` built by hand): write that rather than the
+    ``NewMemory``, and report its ``redacted`` count for a duplicate."""
 
     memory_id: int | None = None
     cosine: float = 0.0
     vector: np.ndarray | None = None
+    prepared: PreparedWrite | None = None
 
 
 def find_near_duplicate(store: Store, index: VectorIndex, embedder: Embedder | None, memory: NewMemory) -> NearCheck:
-    """Look for a stored near-duplicate of ``memory`` (see the module docstring). Skipped (an empty
-    ``NearCheck``) while the model warms up, without a bound vector table, and for captured prompts and
-    record kinds. Raises what embedding and the store's reads raise."""
+    """Look for a stored near-duplicate of ``memory`` (see the module docstring). Skipped (a ``NearCheck``
+    with only ``prepared``) while the model warms up, without a bound vector table, and for captured prompts
+    and record kinds; the memory is prepared for the store in every case. Raises what embedding and the
+    store's reads raise."""
+    prepared = prepare_write(memory)
     if embedder is None or embedder.state != "ready" or store.vector_dim is None:
-        return NearCheck()
-    if memory.kind in ("request", *RECORD_KINDS):
-        return NearCheck()
-    text = stored_text(memory)
-    if not text.strip():
-        return NearCheck()
+        return NearCheck(prepared=prepared)
+    text, project = prepared.content, prepared.project
+    if memory.kind in ("request", *RECORD_KINDS) or not text.strip():
+        return NearCheck(prepared=prepared)
     vector = embedder.embed([text])[0]
     if vector.shape[0] != store.vector_dim:
-        return NearCheck()
-    project = sanitize_text(memory.project or "")
+        return NearCheck(prepared=prepared)
     hits = [(mid, cos) for mid, cos in index.search(store, vector, project=project, k=CANDIDATES)
             if cos >= NEAR_DUPLICATE_COSINE]
     if not hits:
-        return NearCheck(vector=vector)
+        return NearCheck(vector=vector, prepared=prepared)
     rows = store.fetch([mid for mid, _ in hits])
     for mid, cos in hits:
         row = rows.get(mid)
         if row is not None and _comparable(row, project, memory.kind) and same_specifics(text, row["content"]):
-            return NearCheck(mid, cos, vector)
-    return NearCheck(vector=vector)
+            return NearCheck(mid, cos, vector, prepared)
+    return NearCheck(vector=vector, prepared=prepared)
 
 
 def _comparable(row: dict[str, Any], project: str, kind: str) -> bool:

@@ -43,7 +43,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from memcue.sidecar.recall.channels import GRAPH, ChannelContext, ChannelResult
-from memcue.sidecar.recall.graph_counts import dfs_in_scope, heaviest_edges, known_entities, scope_size
 from memcue.sidecar.recall.query import STOP_WORDS, words
 from memcue.sidecar.store import MAYBE_NAME, Store, extract_entities
 
@@ -152,15 +151,15 @@ def query_seeds(
     own extraction produced it. Seeds with weight 0 are kept (they are named, just uninformative).
     Raises ``apsw.Error`` on a database failure."""
     names, confirmed = _query_names(text)
-    found = {n: v for n, v in known_entities(store, names).items() if v[2] != MAYBE_NAME or n in confirmed}
+    found = {n: v for n, v in store.known_entities(names).items() if v[2] != MAYBE_NAME or n in confirmed}
     if not found:
         return [], 0
     multi = [n for n in found if " " in n]
     keep = {n: (eid, df) for n, (eid, df, _) in found.items()
             if n in confirmed or not any(n != m and f" {n} " in f" {m} " for m in multi)}
-    n_scope = scope_size(store, project, include_superseded)
+    n_scope = store.scope_size(project, include_superseded)
     cap = min(max(n_scope, MIN_N) // 2, SEED_LINKS) + 1
-    dfs = dfs_in_scope(store, dict(keep.values()), project, include_superseded, cap, n_scope)
+    dfs = store.dfs_in_scope(dict(keep.values()), project, include_superseded, cap, n_scope)
     seeds: dict[int, Seed] = {}
     for name, (eid, _) in keep.items():
         df = dfs.get(eid, 0)
@@ -194,11 +193,8 @@ def shared_entities(
     mids = list(dict.fromkeys(int(m) for m in memory_ids))
     if not weights or not mids:
         return {}
-    eids = list(weights)
-    sql = (f"SELECT me.memory_id, e.id, e.name FROM memory_entities me JOIN entities e ON e.id = me.entity_id"
-           f" WHERE me.memory_id IN ({','.join('?' * len(mids))}) AND me.entity_id IN ({','.join('?' * len(eids))})")
     try:
-        rows = store._reader().execute(sql, [*mids, *eids]).fetchall()
+        rows = store.entity_links(mids, weights)
     except Exception:  # noqa: BLE001
         log.exception("shared_entities failed")
         return {}
@@ -247,7 +243,7 @@ def _run(ctx: ChannelContext) -> ChannelResult:
         return ChannelResult(GRAPH, "no_candidates", detail=detail,
                              note="the query's entities are in most memories: " + ", ".join(names))
     max_weight = rsj_idf(n_scope, 1) or 1.0
-    n_store = scope_size(store, None, sup)
+    n_store = store.scope_size(None, sup)
     cap = min(max(n_scope, MIN_N) // 2, REACHED_LINKS) + 1
 
     # Spread hop by hop from the current sources. Candidates are ranked by activation times their
@@ -259,7 +255,7 @@ def _run(ctx: ChannelContext) -> ChannelResult:
     sources = dict(active)
     hops = 0
     for _ in range(MAX_HOPS):
-        edges = heaviest_edges(store, list(sources), MAX_FANOUT)
+        edges = store.heaviest_edges(list(sources), MAX_FANOUT)
         incoming: dict[int, float] = {}
         global_df: dict[int, int] = {}
         for src, (total, out) in edges.items():
@@ -273,7 +269,7 @@ def _run(ctx: ChannelContext) -> ChannelResult:
             break
         hops += 1
         top = sorted(incoming, key=lambda e: (-incoming[e] * rsj_idf(n_store, global_df[e]), e))[:MAX_REACHED]
-        dfs = dfs_in_scope(store, {e: global_df[e] for e in top}, project, sup, cap, n_scope)
+        dfs = store.dfs_in_scope({e: global_df[e] for e in top}, project, sup, cap, n_scope)
         damped = {}
         for eid in top:
             df = dfs.get(eid, 0)

@@ -42,20 +42,10 @@ def context_for(store: Store, memory_id: int) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {"source": {"source": row["source"], "source_id": row["source_id"],
                                       "session_id": row["session_id"]}}
-    conn = store._reader()
     if row["session_id"]:
-        rows = conn.execute(
-            "SELECT id, content FROM memories WHERE session_id = ? AND id != ? AND bookkeeping = 0"
-            " AND superseded_by IS NULL AND forgotten_at IS NULL ORDER BY abs(created_at - ?), id LIMIT ?",
-            (row["session_id"], memory_id, row["created_at"], CONTEXT_ITEMS)).fetchall()
+        rows = store.session_context(row["session_id"], memory_id, row["created_at"], CONTEXT_ITEMS)
         out["session"] = [{"memory_id": int(i), "content": c} for i, c in rows]
-    rows = conn.execute(
-        "SELECT m.id, m.content FROM memory_entities a JOIN memory_entities b ON b.entity_id = a.entity_id"
-        " JOIN memories m ON m.id = b.memory_id JOIN entities e ON e.id = a.entity_id"
-        " WHERE a.memory_id = ? AND b.memory_id != ? AND m.superseded_by IS NULL AND m.forgotten_at IS NULL"
-        " AND m.bookkeeping = 0"
-        " AND m.project IN (?, '') GROUP BY m.id ORDER BY min(e.df), m.created_at DESC LIMIT ?",
-        (memory_id, memory_id, row["project"], CONTEXT_ITEMS)).fetchall()
+    rows = store.related_memories(memory_id, row["project"], CONTEXT_ITEMS)
     out["entities"] = [{"memory_id": int(i), "content": c} for i, c in rows]
     if row["superseded_by"] is not None:
         newer = store.fetch([row["superseded_by"]]).get(row["superseded_by"])

@@ -8,7 +8,7 @@ capacity grows by doubling, so up to twice that while it grows).
 
 Rows are kept current incrementally: ``Store.vector_journal`` logs every id whose vector was written or
 which was superseded or forgotten, and a search first re-reads just those rows (a captured prompt costs one row, not a
-reload). A full load (``SELECT rowid, embedding FROM memories_vec``, about 0.25 s at 27,000) happens on
+reload). A full load (``Store.all_vectors``, about 0.25 s at 27,000) happens on
 first use, when the vector table is rebound, and when the journal started a new epoch. Scoping is a mask
 over the whole matrix: project (and global rows), excluded kinds, and superseded rows unless asked for.
 
@@ -119,25 +119,13 @@ class VectorIndex:
         self._store_ref = weakref.ref(store)
         self._bound = (store.path, store.vector_dim)
         dim = store.vector_dim or 0
-        conn = store._reader()
-        meta = _all_meta(store) if dim else {}
+        meta = store.all_scope_fields() if dim else {}
         self._arrays = _empty(dim, max(INITIAL_CAPACITY, len(meta) + len(meta) // 16))
         if dim:
-            batch: list[tuple[int, bytes]] = []
-            # vec0 reads a whole chunk of vectors per row: with the small reader cache every row would
-            # read its chunk again (2.4 s instead of 0.25 s at 27,000), so the scan gets a larger one.
-            cache = conn.execute("PRAGMA cache_size").fetchall()[0][0]
-            conn.execute(f"PRAGMA cache_size = -{LOAD_CACHE_KIB}")
-            try:
-                for mid, blob in conn.execute("SELECT rowid, embedding FROM memories_vec"):
-                    batch.append((int(mid), blob))
-                    if len(batch) == LOAD_BATCH:  # in batches: never every blob and the matrix at once
-                        self._put(store, batch, meta)
-                        batch = []
+            # In batches: never every blob and the matrix at once. vec0 reads a whole chunk of vectors per
+            # row, so the scan gets a larger page cache than a reader's (``Store.all_vectors``).
+            for batch in store.all_vectors(LOAD_BATCH, LOAD_CACHE_KIB):
                 self._put(store, batch, meta)
-            finally:
-                conn.execute(f"PRAGMA cache_size = {int(cache)}")
-                conn.execute("PRAGMA shrink_memory")
         self._journal_at = at
         self._version += 1
         trim_heap()  # the batches' and the metadata's temporaries
@@ -164,7 +152,7 @@ class VectorIndex:
         if not vectors:
             return
         if meta is None:
-            meta = _row_meta(store, [mid for mid, _ in vectors])
+            meta = store.scope_fields([mid for mid, _ in vectors])
         size = arrays.dim * 4
         keep = [(mid, blob) for mid, blob in vectors if mid in meta and len(blob) == size]
         for mid, blob in vectors:  # bookkeeping now, or a vector of another size: out of every scope
@@ -285,26 +273,6 @@ def best(ids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]
         pick = np.flatnonzero(np.isfinite(scores))
     order = np.lexsort((ids[pick], -scores[pick]))[:k]
     return [(int(ids[pick[i]]), float(min(1.0, scores[pick[i]]))) for i in order]
-
-
-def _row_meta(store: Store, ids: list[int]) -> dict[int, tuple[str, str, bool]]:
-    """id -> (project, kind, current) for non-bookkeeping rows among ``ids``."""
-    out: dict[int, tuple[str, str, bool]] = {}
-    for i in range(0, len(ids), 900):
-        chunk = ids[i:i + 900]
-        rows = store._reader().execute(
-            "SELECT id, project, kind, superseded_by IS NULL AND forgotten_at IS NULL FROM memories"
-            f" WHERE bookkeeping = 0 AND id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-        out.update((int(r[0]), (str(r[1]), str(r[2]), bool(r[3]))) for r in rows)
-    return out
-
-
-def _all_meta(store: Store) -> dict[int, tuple[str, str, bool]]:
-    """id -> (project, kind, current) for every embedded, non-bookkeeping row (a full load)."""
-    rows = store._reader().execute(
-        "SELECT id, project, kind, superseded_by IS NULL AND forgotten_at IS NULL FROM memories"
-        " WHERE embedded = 1 AND bookkeeping = 0")
-    return {int(r[0]): (str(r[1]), str(r[2]), bool(r[3])) for r in rows}
 
 
 def _empty(dim: int, capacity: int) -> _Arrays:

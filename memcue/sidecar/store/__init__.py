@@ -1,14 +1,25 @@
-"""The memory store: the public names the rest of memcue uses (``Store`` and its row types, the write
-clean-up helpers). Everything else in ``store/`` is internal to it; all SQL lives here."""
+"""The memory store: the public names the rest of memcue uses. ``Store`` is the embedded SQLite backend
+(``store.sqlite``), ``StoreProtocol`` the interface any backend implements (``store.protocol``); the records,
+the one write-preparation path and the text helpers are backend-neutral (``store.write``). All SQL lives in
+``store/``."""
 
-from memcue.sidecar.store.entities import MAYBE_NAME, extract_entities
-from memcue.sidecar.store.forgetting import ForgetResult
-from memcue.sidecar.store.memories import DF_CAP, RECORD_KINDS, NewMemory, Store, WriteResult
-from memcue.sidecar.store.redaction import redact
-from memcue.sidecar.store.sanitize import sanitize_text
-from memcue.sidecar.store.usage import ServedRecall
+from memcue.sidecar.store.protocol import StoreProtocol, VectorSupport
+from memcue.sidecar.store.sqlite import DF_CAP, Store
+from memcue.sidecar.store.write import (
+    MAYBE_NAME,
+    RECORD_KINDS,
+    ForgetResult,
+    NewMemory,
+    PreparedWrite,
+    ServedRecall,
+    WriteResult,
+    extract_entities,
+    prepare_write,
+    redact,
+    sanitize_text,
+)
 
 __all__ = [
-    "DF_CAP", "ForgetResult", "MAYBE_NAME", "NewMemory", "RECORD_KINDS", "ServedRecall", "Store", "WriteResult",
-    "extract_entities", "redact", "sanitize_text",
+    "DF_CAP", "ForgetResult", "MAYBE_NAME", "NewMemory", "PreparedWrite", "RECORD_KINDS", "ServedRecall", "Store",
+    "StoreProtocol", "VectorSupport", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
 ]

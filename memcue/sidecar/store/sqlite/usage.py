@@ -8,38 +8,23 @@ naming only a ``session_id``, they mark the session's latest recall that showed 
 counts used and unused per channel and kind (``memcue stats``).
 
 Bounded on write: recalls older than ``RETENTION_DAYS`` go, and so do the oldest beyond ``MAX_RECALLS``
-(their items follow by ``ON DELETE CASCADE``). Mixed into ``Store`` (``store.memories``), which provides the
-writer connection, its lock and the per-thread reader.
+(their items follow by ``ON DELETE CASCADE``).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import apsw
+from memcue.sidecar.store.sqlite.db import Database
+from memcue.sidecar.store.write import ServedRecall
 
 #: Recalls older than this are pruned on write (days).
 RETENTION_DAYS = 90
 #: Most recalls kept (the oldest beyond go first): about 8 items each, a few MB of SQLite at most.
 MAX_RECALLS = 20_000
-
-
-@dataclass(frozen=True)
-class ServedRecall:
-    """One recall served: ``items`` are ``(memory_id, kind, channels)`` of the memories it showed."""
-
-    query_id: str
-    session_id: str
-    served_by: str
-    block: str = ""
-    created_at: float = field(default_factory=time.time)
-    items: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
 
 
 def _fraction(used: int, total: int) -> float | None:
@@ -51,30 +36,28 @@ def _group(rows: Iterable[tuple[Any, int, int]]) -> dict[str, dict[str, Any]]:
                         "used_fraction": _fraction(int(used), int(total))} for name, total, used in rows}
 
 
-class RecallUsage:
-    """The recall-usage log; see the module docstring."""
+class UsageLog:
+    """The recall-usage log over ``db``; see the module docstring."""
 
-    _writer: apsw.Connection
-    _write_lock: threading.Lock
-
-    def _reader(self) -> apsw.Connection:  # provided by Store
-        raise NotImplementedError
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     def log_recalls(self, served: Sequence[ServedRecall], *, now: float | None = None) -> None:
         """Store ``served`` recalls (a ``query_id`` seen before is kept as first logged) and prune."""
         if not served:
             return
         now = time.time() if now is None else now
-        with self._write_lock, self._writer:
+        db = self._db
+        with db.write_lock, db.writer:
             for s in served:
-                self._writer.execute(
+                db.writer.execute(
                     "INSERT OR IGNORE INTO recall_log(query_id, session_id, created_at, served_by, block) "
                     "VALUES (?, ?, ?, ?, ?)", (s.query_id, s.session_id, s.created_at, s.served_by, s.block))
-                self._writer.executemany(
+                db.writer.executemany(
                     "INSERT OR IGNORE INTO recall_items(query_id, memory_id, kind, channels) VALUES (?, ?, ?, ?)",
                     [(s.query_id, int(mid), kind, json.dumps(sorted(channels))) for mid, kind, channels in s.items])
-            self._writer.execute("DELETE FROM recall_log WHERE created_at < ?", (now - RETENTION_DAYS * 86400.0,))
-            self._writer.execute("DELETE FROM recall_log WHERE id <= (SELECT max(id) FROM recall_log) - ?",
+            db.writer.execute("DELETE FROM recall_log WHERE created_at < ?", (now - RETENTION_DAYS * 86400.0,))
+            db.writer.execute("DELETE FROM recall_log WHERE id <= (SELECT max(id) FROM recall_log) - ?",
                                  (MAX_RECALLS,))
 
     def mark_used(self, memory_ids: Iterable[int], *, query_id: str = "", session_id: str = "",
@@ -86,26 +69,27 @@ class RecallUsage:
             return 0
         now = time.time() if now is None else now
         marks = ",".join("?" * len(ids))
-        with self._write_lock, self._writer:
+        db = self._db
+        with db.write_lock, db.writer:
             if query_id:
                 pairs = [(query_id, mid) for mid in ids]
             else:
-                pairs = [(qid, mid) for mid, qid in self._writer.execute(
+                pairs = [(qid, mid) for mid, qid in db.writer.execute(
                     f"SELECT i.memory_id, (SELECT l2.query_id FROM recall_items i2 JOIN recall_log l2 USING (query_id) "
                     f"WHERE i2.memory_id = i.memory_id AND l2.session_id = ? ORDER BY l2.created_at DESC, l2.id DESC "
                     f"LIMIT 1) FROM recall_items i WHERE i.memory_id IN ({marks}) GROUP BY i.memory_id",
                     [session_id, *ids]).fetchall() if qid is not None]
-            before = self._writer.total_changes()
-            self._writer.executemany(
+            before = db.writer.total_changes()
+            db.writer.executemany(
                 "UPDATE recall_items SET used_at = ? WHERE query_id = ? AND memory_id = ? AND used_at IS NULL",
                 [(now, qid, mid) for qid, mid in pairs])
-            return self._writer.total_changes() - before
+            return db.writer.total_changes() - before
 
     def usage_stats(self, since: float) -> dict[str, Any]:
         """Used and unused memories shown by recalls logged since ``since`` (Unix s): totals, ``recalls`` (a
         recall is used when any memory it showed was opened), ``by_channel``, ``by_kind`` and ``by_served``
         (``"hook/compact"``, ``"question"``, …), each ``{"used", "unused", "total", "used_fraction"}``."""
-        conn = self._reader()
+        conn = self._db.reader()
         scope = "FROM recall_items i JOIN recall_log l USING (query_id) WHERE l.created_at >= ?"
         [(total, used)] = conn.execute(f"SELECT count(*), count(i.used_at) {scope}", (since,)).fetchall()
         [(recalls, used_recalls)] = conn.execute(

@@ -11,6 +11,9 @@ from collections.abc import Callable
 
 import apsw
 
+from memcue.sidecar.store.sqlite.graph import link_entities
+from memcue.sidecar.store.write import extract_entities
+
 Migration = Callable[[apsw.Connection], None]
 MIGRATIONS: list[Migration] = []
 
@@ -102,8 +105,6 @@ def m004_entity_graph(conn: apsw.Connection) -> None:
         ) WITHOUT ROWID;
         """
     )
-    from memcue.sidecar.store.entities import extract_entities, link_entities
-
     rows = conn.execute("SELECT id, content FROM memories WHERE bookkeeping = 0").fetchall()
     for mid, content in rows:
         link_entities(conn, int(mid), extract_entities(content))
@@ -164,7 +165,7 @@ def m009_forgotten(conn: apsw.Connection) -> None:
 @migration
 def m010_recall_usage(conn: apsw.Connection) -> None:
     # Recalls served (hook blocks, questions) and the memories each showed; used_at is set when a fetch or
-    # expand names the recall (store/usage.py). Bounded on write: store.usage.RETENTION_DAYS, MAX_RECALLS.
+    # expand names the recall (store/sqlite/usage.py). Bounded on write: usage.RETENTION_DAYS, MAX_RECALLS.
     conn.execute(
         """
         CREATE TABLE recall_log (

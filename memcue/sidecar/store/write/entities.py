@@ -1,13 +1,12 @@
-"""Entity extraction at write time and the entity graph it feeds (co-occurrence edges).
+"""Entity extraction: the names a memory (at write time) or a question (at recall) carries.
 
 An entity is a token that names something: a URL or file path, a ticket id (``OPS-4821``, ``#123``), a
 version (``2.1.3``, ``v0.27``, ``Python 3.12``), an identifier (``snake_case``, ``UPPER_SNAKE``,
 ``CamelCase``, dotted names like ``os.path.join``, ``--flags``, back-quoted code, commit hashes) or a
 capitalised name (people, products, places: "Caroline", "LGBTQ", "Postgres", "New York").
-``extract_entities(text)`` returns them normalised (lowercase) with a kind; ``link_entities`` records them
-for a memory inside the caller's write transaction: ``entities`` (one row per name, ``df`` = how many
-memories carry it), ``memory_entities`` (which memory carries which entity) and ``entity_edges``
-(co-occurrence counts between entities of the same memory, stored in both directions).
+``extract_entities(text)`` returns them normalised (lowercase) with a kind; the backend records them for a
+memory as the entity graph (``store.sqlite.graph.link_entities``: entities, which memory carries which, and
+co-occurrence edges).
 
 Extraction is rule-based (regular expressions plus a few word lists), in the spirit of the pattern-based
 term extractors of early information extraction; it runs inside the write transaction, so it must stay
@@ -32,8 +31,6 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-
-import apsw
 
 #: At most this many entities are linked per memory (bounds the edges one write adds to 66 pairs, i.e.
 #: 132 directed rows; a long text keeps the entities it names first).
@@ -156,6 +153,21 @@ def extract_entities(text: str) -> list[tuple[str, str]]:
         if 2 <= len(name) <= MAX_NAME_CHARS and name not in found:
             found[name] = (start, kind)
 
+    dotted = _DOT_GATE.search(text) is not None
+    _marked(text, dotted, free, add)
+    _identifiers(text, dotted, free, add)
+    _names(text, free, add)
+    ordered = sorted(found.items(), key=lambda item: item[1][0])
+    return [(name, kind) for name, (_, kind) in ordered[:MAX_ENTITIES_PER_MEMORY]]
+
+
+_Free = Callable[[int, int], bool]
+_Add = Callable[[str, str, int, int], None]
+
+
+def _marked(text: str, dotted: bool, free: _Free, add: _Add) -> None:
+    """URLs, e-mail addresses, back-quoted code, paths, ticket ids and versions (``dotted``: the text has a
+    dot before a letter, so it may hold a file name)."""
     if "://" in text:
         for m in _URL.finditer(text):
             add(m.group(0).rstrip(".,;:!?'\"").split("://", 1)[1].rstrip("/").lower(), "url", *m.span())
@@ -168,7 +180,6 @@ def extract_entities(text: str) -> list[tuple[str, str]]:
             if free(*m.span()):
                 inner = m.group(1).strip(".,;:!?()[]{}'\"")
                 add(inner.removesuffix("()").lower(), "path" if "/" in inner else "identifier", *m.span())
-    dotted = _DOT_GATE.search(text) is not None
     for m in itertools.chain(_SLASH_PATH.finditer(text) if "/" in text else (),
                              _FILE.finditer(text) if dotted else ()):
         raw = m.group(0).rstrip(".-")
@@ -184,6 +195,10 @@ def extract_entities(text: str) -> list[tuple[str, str]]:
         for m in _VERSION.finditer(text):
             if free(*m.span()) and (m.group("two") is None or _versioned(text, m.start())):
                 add(m.group(0).lower(), "version", *m.span())
+
+
+def _identifiers(text: str, dotted: bool, free: _Free, add: _Add) -> None:
+    """Flags, dotted names, snake_case, CamelCase, commit hashes and @mentions."""
     for pattern, gate in ((_FLAG, "--" in text), (_DOTTED, dotted), (_SNAKE, "_" in text),
                           (_CAMEL, _CAMEL_GATE.search(text)), (_HASH, _HEX_GATE.search(text))):
         if not gate:
@@ -199,9 +214,6 @@ def extract_entities(text: str) -> list[tuple[str, str]]:
             if free(*m.span()):
                 name = m.group(0)[1:].lower()
                 add(name, "identifier" if "." in name else "name", *m.span())
-    _names(text, free, add)
-    ordered = sorted(found.items(), key=lambda item: item[1][0])
-    return [(name, kind) for name, (_, kind) in ordered[:MAX_ENTITIES_PER_MEMORY]]
 
 
 def _is_path(raw: str) -> bool:
@@ -292,47 +304,3 @@ def _initial_kind(text: str, word: str, end: int, mid: set[str]) -> str:
     if ("-" in word and word.split("-", 1)[1].islower()) or _common(low):  # "Not-so-great", "Finally"
         return ""
     return MAYBE_NAME
-
-
-def link_entities(conn: apsw.Connection, memory_id: int, entities: list[tuple[str, str]]) -> None:
-    """Record ``entities`` (from ``extract_entities``) for ``memory_id`` inside the caller's transaction:
-    upsert each entity (``df`` + 1; the first kind seen is kept, except that a stored ``maybe_name`` takes
-    the kind of a later, surer use), link it to the memory, and add 1 to the co-occurrence edge of every
-    new pair, in both directions. Entities already linked to the memory are skipped, so linking twice does
-    not count twice. Raises ``apsw.Error`` if the entity tables are missing (before migration m004)."""
-    linked = {str(r[0]) for r in conn.execute(
-        "SELECT e.name FROM memory_entities me JOIN entities e ON e.id = me.entity_id WHERE me.memory_id = ?",
-        (memory_id,)).fetchall()}
-    ids: list[int] = []
-    for name, kind in entities:
-        if name in linked:
-            continue
-        linked.add(name)
-        eid = int(conn.execute(
-            "INSERT INTO entities(name, kind, df) VALUES (?, ?, 1) ON CONFLICT(name) DO UPDATE SET df = df + 1,"
-            " kind = CASE WHEN kind = ? THEN excluded.kind ELSE kind END RETURNING id",
-            (name, kind, MAYBE_NAME)).fetchall()[0][0])
-        conn.execute("INSERT INTO memory_entities(memory_id, entity_id) VALUES (?, ?)", (memory_id, eid))
-        ids.append(eid)
-    pairs = [p for a, b in itertools.combinations(sorted(set(ids)), 2) for p in ((a, b), (b, a))]
-    if pairs:
-        conn.executemany(
-            "INSERT INTO entity_edges(src, dst, weight) VALUES (?, ?, 1)"
-            " ON CONFLICT(src, dst) DO UPDATE SET weight = weight + 1", pairs)
-
-
-def unlink_entities(conn: apsw.Connection, memory_id: int) -> None:
-    """Forget ``memory_id``'s entity links inside the caller's transaction: its entities' ``df`` goes down by
-    one, the co-occurrence edges between them lose one (an edge at zero is deleted) and its
-    ``memory_entities`` rows go. Entity rows stay (``df`` 0 = no memory carries it now). Unknown ids are a
-    no-op."""
-    ids = sorted({int(r[0]) for r in conn.execute(
-        "SELECT entity_id FROM memory_entities WHERE memory_id = ?", (memory_id,)).fetchall()})
-    if not ids:
-        return
-    conn.executemany("UPDATE entities SET df = max(0, df - 1) WHERE id = ?", [(i,) for i in ids])
-    pairs = [p for a, b in itertools.combinations(ids, 2) for p in ((a, b), (b, a))]
-    if pairs:
-        conn.executemany("UPDATE entity_edges SET weight = weight - 1 WHERE src = ? AND dst = ?", pairs)
-        conn.executemany("DELETE FROM entity_edges WHERE src = ? AND dst = ? AND weight <= 0", pairs)
-    conn.execute("DELETE FROM memory_entities WHERE memory_id = ?", (memory_id,))

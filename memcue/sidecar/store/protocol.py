@@ -1,0 +1,161 @@
+"""What the rest of memcue uses of a store: the interface a backend implements (``store.sqlite.Store`` now, a
+PostgreSQL one later), as a ``typing.Protocol`` (structural: a backend does not inherit from it).
+
+Conventions for every backend: times are Unix seconds; a memory's scope is its ``project`` plus global rows
+(``project`` ""), every project when ``project`` is None; recall reads leave out bookkeeping, superseded
+(unless ``include_superseded``) and forgotten rows; rows come back as dicts with the columns of
+``store.sqlite.rows.COLUMNS``; every write bumps ``generation`` and every vector or currency change is logged
+in ``vector_journal``. Writes take a ``NewMemory`` and prepare it (``store.write.prepare_write``) unless given a
+``PreparedWrite``. Backend errors (``apsw.Error`` for SQLite) propagate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from memcue.sidecar.store.write import ForgetResult, NewMemory, PreparedWrite, ServedRecall, VectorJournal, WriteResult
+
+
+class VectorSupport(Protocol):
+    """Whether the backend's vector search is available, its ``version`` and the ``error`` when not."""
+
+    @property
+    def available(self) -> bool:
+        """True when vectors can be stored and searched."""
+    @property
+    def version(self) -> str:
+        """The vector extension's version ("v0.1.9"), "" when unavailable."""
+    @property
+    def error(self) -> str:
+        """Why it is unavailable ("" when available)."""
+
+
+@runtime_checkable
+class StoreProtocol(Protocol):
+    """The store as the sidecar and recall use it (see the module docstring for shared conventions)."""
+
+    @property
+    def path(self) -> str:
+        """Where the store lives (a file path or a connection string)."""
+    @property
+    def vec(self) -> VectorSupport:
+        """Whether vector search could be enabled at all."""
+    @property
+    def generation(self) -> int:
+        """Bumped by every write: caches compare it to tell the store changed."""
+    @property
+    def vector_journal(self) -> VectorJournal:
+        """Ids whose vector or currency changed (``recall.vector_index`` refreshes just those)."""
+    @property
+    def vector_dim(self) -> int | None:
+        """The bound embedding dimension; None until ``bind_model`` succeeds."""
+    @property
+    def vector_note(self) -> str:
+        """Why vector search is off ("" when on)."""
+    @property
+    def schema_version(self) -> int:
+        """Number of migrations applied."""
+
+    def close(self) -> None:
+        """Flush and release the store."""
+    def optimize_if_due(self, every: int = ...) -> bool:
+        """Refresh planner statistics once ``every`` rows were inserted since the last time; True when it ran."""
+    def get_meta(self, key: str) -> str | None:
+        """The stored value of ``key``, None when absent."""
+    def set_meta(self, key: str, value: str) -> None:
+        """Store ``value`` for ``key``."""
+    def delete_meta(self, key: str) -> None:
+        """Forget ``key`` (no error when absent)."""
+    def bind_model(self, model_id: str, dim: int) -> bool:
+        """Record or check the embedding model; True when vectors can be used (else ``vector_note`` says why)."""
+
+    # -- writes
+    def remember_many(self, memories: Iterable[NewMemory | PreparedWrite]) -> list[WriteResult]:
+        """Store memories in one transaction; the same text again in a project (or a known ``source_id``) is a
+        ``duplicate``. Raises ``ValueError`` for text empty after preparation."""
+    def reinforce(self, memory_id: int) -> None:
+        """Count one more sighting of ``memory_id`` (a near-duplicate)."""
+    def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
+        """Write ``memory`` as a new version of ``memory_id``. Raises ``KeyError`` (unknown id), ``ValueError``
+        (already superseded or forgotten, empty text)."""
+    def forget(self, ids: Iterable[int], *, now: float | None = None) -> ForgetResult:
+        """Soft-delete ``ids`` (idempotent)."""
+
+    # -- rows
+    def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """Rows by id (any state); unknown ids are absent."""
+    def list_memories(
+        self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
+        kinds_excluded: Sequence[str] = (), pinned_only: bool = False, kind: str | None = None,
+        include_forgotten: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Rows newest first, filtered as the arguments say."""
+    def counts(self) -> dict[str, int]:
+        """``memories``, ``bookkeeping``, ``pending_embeddings`` and ``embedded`` row counts."""
+
+    # -- keywords
+    def bm25(self, match: str, *, project: str | None, limit: int, exclude_kinds: Sequence[str] = (),
+             include_superseded: bool = False) -> list[tuple[int, float]]:
+        """Keyword search for a safe FTS5 expression: ``(id, score)``, best first, score > 0."""
+    def doc_frequencies(self, terms: Sequence[str], cap: int = ..., *, project: str | None = None
+                        ) -> dict[str, int]:
+        """Memories in scope containing each plain-word term, counted up to ``cap`` (the backend's default)."""
+    def doc_count(self, project: str | None = None) -> int:
+        """Current, non-bookkeeping memories in scope."""
+
+    # -- time and session
+    def session_neighbours(self, ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
+        """Each memory's previous and next non-bookkeeping memory of its session."""
+    def in_window(self, start: float | None, end: float | None, *, project: str | None, limit: int,
+                  exclude_kinds: Sequence[str] = (), include_superseded: bool = False) -> list[dict[str, Any]]:
+        """Memories in scope created in ``[start, end)``, newest first."""
+    def session_context(self, session_id: str, memory_id: int, created_at: float, limit: int
+                        ) -> list[tuple[int, str]]:
+        """Other current memories of the session nearest to ``created_at``: ``(id, content)``."""
+
+    # -- entity graph
+    def scope_size(self, project: str | None, include_superseded: bool = False) -> int:
+        """N: non-bookkeeping memories in scope (may be reused for a few seconds after a write)."""
+    def known_entities(self, names: Sequence[str]) -> dict[str, tuple[int, int, str]]:
+        """Known entities among ``names``: name -> (id, store-wide df, kind)."""
+    def dfs_in_scope(self, global_df: dict[int, int], project: str | None, include_superseded: bool, cap: int,
+                     n_scope: int) -> dict[int, int]:
+        """df in scope, stopped at ``cap``, for the entity ids of ``global_df`` (id -> store-wide df)."""
+    def heaviest_edges(self, sources: Sequence[int], fanout: int) -> dict[int, tuple[int, list[tuple[int, int, int]]]]:
+        """Per source entity: (total out-weight, its ``fanout`` heaviest edges as (dst, weight, dst's df))."""
+    def memories_with_entities(self, entity_ids: Sequence[int], *, project: str | None, limit: int,
+                               exclude_kinds: Sequence[str] = (), include_superseded: bool = False
+                               ) -> list[tuple[int, int]]:
+        """``(memory id, entity id)`` links in scope, newest memories first."""
+    def entity_links(self, memory_ids: Iterable[int], entity_ids: Iterable[int]) -> list[tuple[int, int, str]]:
+        """Which of ``entity_ids`` each memory carries: ``(memory id, entity id, name)``."""
+    def related_memories(self, memory_id: int, project: str, limit: int) -> list[tuple[int, str]]:
+        """Current memories in scope naming an entity ``memory_id`` names: ``(id, content)``."""
+
+    # -- vectors
+    def pending_embeddings(self, limit: int = 64) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """Rows waiting for a vector: ``(id, content, project, metadata)``, oldest first."""
+    def set_embeddings(self, items: Sequence[tuple[int, bytes]]) -> None:
+        """Store float32 vectors ``(memory id, bytes)``."""
+    def vectors(self, ids: Iterable[int]) -> dict[int, bytes]:
+        """Stored float32 vectors by memory id."""
+    def all_vectors(self, batch: int, cache_kib: int) -> Iterator[list[tuple[int, bytes]]]:
+        """Every stored vector, in lists of ``batch``."""
+    def scope_fields(self, ids: Sequence[int]) -> dict[int, tuple[str, str, bool]]:
+        """id -> (project, kind, current) for the non-bookkeeping rows among ``ids``."""
+    def all_scope_fields(self) -> dict[int, tuple[str, str, bool]]:
+        """id -> (project, kind, current) for every embedded, non-bookkeeping row."""
+    def set_baselines(self, items: Sequence[tuple[int, float]]) -> None:
+        """Store each memory's baseline cosine ``(memory id, value)``."""
+    def missing_baselines(self, limit: int = 256) -> list[int]:
+        """Embedded memories without a baseline, oldest first."""
+
+    # -- usage log
+    def log_recalls(self, served: Sequence[ServedRecall], *, now: float | None = None) -> None:
+        """Log recalls served (and prune old ones)."""
+    def mark_used(self, memory_ids: Iterable[int], *, query_id: str = "", session_id: str = "",
+                  now: float | None = None) -> int:
+        """Mark memories used in a recall; returns the pairs newly marked."""
+    def usage_stats(self, since: float) -> dict[str, Any]:
+        """Used and unused memories shown by recalls since ``since``."""

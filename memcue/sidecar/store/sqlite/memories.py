@@ -1,0 +1,164 @@
+"""Memory rows: writing them (new, again, as a new version) and reading them back (by id, newest first, counts).
+
+Every write goes through the one preparation path (``store.write.prepare_write``) unless the caller prepared it
+already (the near-duplicate check of ``/remember`` does), links the new row's entities
+(``graph.link_entities``) in the same transaction, and bumps ``Database.generation``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memcue.sidecar.store.sqlite.db import Database
+from memcue.sidecar.store.sqlite.graph import link_entities
+from memcue.sidecar.store.sqlite.rows import COLUMNS, row_dict, scope_conditions
+from memcue.sidecar.store.write import NewMemory, PreparedWrite, WriteResult, extract_entities, prepare_write
+
+#: ``embedded`` values: 0 waiting for a vector, 1 has one, 2 never embedded (bookkeeping rows).
+PENDING, EMBEDDED, SKIPPED = 0, 1, 2
+
+
+class MemoryRows:
+    """Writes and plain reads of ``memories`` over ``db``; see the module docstring."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    # -- writes ------------------------------------------------------------------------------
+    def remember_many(self, memories: Iterable[NewMemory | PreparedWrite]) -> list[WriteResult]:
+        """Store several memories in one transaction; bookkeeping flags are set in the same transaction.
+
+        The same text (and kind) written again in the same project is not stored twice: the existing row's
+        ``seen_count`` goes up and the result says ``duplicate``. Each memory is prepared first
+        (``store.write.prepare``: cleaned, a captured prompt's memcue block stripped, secrets redacted, also in
+        ``metadata["embed_text"]``) unless it comes prepared. Raises ``ValueError`` for empty text (nothing of
+        the batch is written then).
+        """
+        results: list[WriteResult] = []
+        now = time.time()
+        db = self._db
+        with db.write_lock, db.writer:
+            for m in memories:
+                memory = m.memory if isinstance(m, PreparedWrite) else m
+                if memory.source_id:
+                    found = db.writer.execute(
+                        "SELECT id, bookkeeping FROM memories WHERE source_id = ?", (memory.source_id,)
+                    ).fetchall()
+                    if found:
+                        results.append(WriteResult(int(found[0][0]), bool(found[0][1]), duplicate=True))
+                        continue
+                p = m if isinstance(m, PreparedWrite) else prepare_write(m)
+                if not p.content.strip():
+                    raise ValueError("a memory needs some text: the content is empty after cleaning")
+                same = db.writer.execute(
+                    "SELECT id, bookkeeping FROM memories WHERE project = ? AND content_sha1 = ?"
+                    " AND superseded_by IS NULL AND forgotten_at IS NULL LIMIT 1", (p.project, p.digest)).fetchall()
+                if same:
+                    db.writer.execute(
+                        "UPDATE memories SET seen_count = seen_count + 1, updated_at = ? WHERE id = ?",
+                        (now, same[0][0]))
+                    results.append(WriteResult(int(same[0][0]), bool(same[0][1]), duplicate=True,
+                                               redacted=p.redacted))
+                    continue
+                results.append(self._insert(p, now))
+                db.rows_written += 1
+            db.generation += 1
+        return results
+
+    def _insert(self, p: PreparedWrite, now: float) -> WriteResult:
+        """Insert one prepared memory (inside ``remember_many``'s transaction) and link its entities."""
+        m, writer = p.memory, self._db.writer
+        created = m.created_at if m.created_at is not None else now
+        writer.execute(
+            "INSERT INTO memories(content, kind, project, session_id, created_at, updated_at, pinned,"
+            " bookkeeping, source, source_id, embedded, metadata, content_sha1, valid_from, valid_to)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (p.content, p.kind, p.project, p.session_id, created, created, int(m.pinned), int(p.bookkeeping),
+             p.source, m.source_id, SKIPPED if p.bookkeeping else PENDING,
+             json.dumps(p.metadata, ensure_ascii=False), p.digest, m.valid_from, m.valid_to),
+        )
+        new_id = writer.last_insert_rowid()
+        if not p.bookkeeping:
+            link_entities(writer, new_id, extract_entities(p.content))
+        return WriteResult(new_id, p.bookkeeping, redacted=p.redacted)
+
+    def reinforce(self, memory_id: int) -> None:
+        """Count one more sighting of ``memory_id`` (``seen_count`` + 1, ``updated_at`` now), as writing the same
+        text again does; used for near-duplicates (``sidecar.dedup``)."""
+        db = self._db
+        with db.write_lock, db.writer:
+            db.writer.execute("UPDATE memories SET seen_count = seen_count + 1, updated_at = ? WHERE id = ?",
+                              (time.time(), int(memory_id)))
+            db.generation += 1
+
+    def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
+        """Write ``memory`` as a new version of ``memory_id``: the old row gets ``superseded_by`` (the new id),
+        ``superseded_at`` (now) and, if open, ``valid_to`` (now); the new row is valid from now unless
+        ``memory.valid_from`` says otherwise. Superseded rows are served only under an earlier ``as_of``.
+
+        Raises ``KeyError`` for an unknown id, ``ValueError`` for a row already superseded or empty text.
+        """
+        now = time.time()
+        old = self.fetch([memory_id]).get(int(memory_id))
+        if old is None:
+            raise KeyError(f"no memory with id {memory_id}")
+        if old["superseded_by"] is not None:
+            raise ValueError(f"memory {memory_id} was already replaced by {old['superseded_by']}; update that one")
+        if old["forgotten_at"] is not None:
+            raise ValueError(f"memory {memory_id} was forgotten; remember the new text instead")
+        if memory.valid_from is None:
+            memory.valid_from = now
+        if not memory.project:
+            memory.project = old["project"]
+        memory.source_id = None
+        db = self._db
+        with db.write_lock, db.writer:
+            # The new text may equal an older version's: skip the exact-duplicate reinforcement by hashing
+            # the old row out of the way first.
+            db.writer.execute("UPDATE memories SET content_sha1 = NULL WHERE id = ?", (memory_id,))
+        new = self.remember_many([memory])[0]
+        with db.write_lock, db.writer:
+            db.writer.execute(
+                "UPDATE memories SET superseded_by = ?, superseded_at = ?, valid_to = coalesce(valid_to, ?)"
+                " WHERE id = ?", (new.id, now, now, memory_id))
+            db.generation += 1
+        db.vector_journal.record([int(memory_id)])
+        return new
+
+    # -- reads -------------------------------------------------------------------------------
+    def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """Rows by id as dicts (columns of ``COLUMNS``); unknown ids are absent."""
+        ids = list(dict.fromkeys(int(i) for i in ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._db.reader().execute(f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})", ids).fetchall()
+        return {int(r[0]): row_dict(r) for r in rows}
+
+    def list_memories(
+        self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
+        kinds_excluded: Sequence[str] = (), pinned_only: bool = False, kind: str | None = None,
+        include_forgotten: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Newest first. ``project`` None means every project; a project also gets global ("") rows; ``kind``
+        keeps only rows of that kind. Forgotten rows only with ``include_forgotten``."""
+        where, args = scope_conditions(project=project, exclude_kinds=kinds_excluded,
+                                       include_bookkeeping=include_bookkeeping, include_forgotten=include_forgotten)
+        if pinned_only:
+            where.append("pinned = 1")
+        if kind is not None:
+            where.append("kind = ?")
+            args.append(kind)
+        sql = f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?"
+        return [row_dict(r) for r in self._db.reader().execute(sql, [*args, limit]).fetchall()]
+
+    def counts(self) -> dict[str, int]:
+        """Row counts: total, bookkeeping, pending embeddings, embedded."""
+        row = self._db.reader().execute(
+            "SELECT count(*), coalesce(sum(bookkeeping), 0), coalesce(sum(embedded = 0), 0),"
+            " coalesce(sum(embedded = 1), 0) FROM memories"
+        ).fetchall()[0]
+        return {"memories": row[0], "bookkeeping": row[1], "pending_embeddings": row[2], "embedded": row[3]}

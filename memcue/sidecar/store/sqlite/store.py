@@ -1,0 +1,287 @@
+"""The embedded store: one SQLite file holding rows, the FTS5 index, the vec0 index, the entity graph and the
+recall-usage log.
+
+``Store`` is a facade: it opens the file (``db.Database``: one writer connection under a lock, one reader per
+thread), migrates it, and delegates each public method to the part that owns its SQL: ``memories`` (rows),
+``keywords`` (FTS5), ``vectors`` (vec0), ``graph`` (entities), ``timeline`` (time and session reads),
+``forgetting``, ``usage`` (the usage log) and ``meta``. It satisfies ``store.protocol.StoreProtocol``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memcue.sidecar.store.sqlite.db import OPTIMIZE_EVERY, Database, VecStatus
+from memcue.sidecar.store.sqlite.forgetting import Forgetting
+from memcue.sidecar.store.sqlite.graph import EntityGraph
+from memcue.sidecar.store.sqlite.keywords import DF_CAP, KeywordIndex
+from memcue.sidecar.store.sqlite.memories import MemoryRows
+from memcue.sidecar.store.sqlite.meta import MetaTable
+from memcue.sidecar.store.sqlite.migrations import migrate
+from memcue.sidecar.store.sqlite.timeline import Timeline
+from memcue.sidecar.store.sqlite.usage import UsageLog
+from memcue.sidecar.store.sqlite.vectors import ScopeFields, VectorRows
+from memcue.sidecar.store.write import (
+    ForgetResult,
+    NewMemory,
+    PreparedWrite,
+    ServedRecall,
+    VectorJournal,
+    WriteResult,
+)
+
+
+class Store:
+    """Rows, keyword index and vector index in one SQLite file at ``path`` (see the module docstring).
+
+    Raises ``apsw.Error`` when the file cannot be opened or migrated.
+    """
+
+    def __init__(self, path: Path | str, *, want_vec: bool = True) -> None:
+        self._db = db = Database(path, want_vec=want_vec)
+        migrate(db.writer)
+        db.optimize_at_open()
+        self._meta = MetaTable(db)
+        self._memories = MemoryRows(db)
+        self._keywords = KeywordIndex(db)
+        self._vectors = VectorRows(db, self._meta)
+        self._graph = EntityGraph(db)
+        self._timeline = Timeline(db)
+        self._forgetting = Forgetting(db)
+        self._usage = UsageLog(db)
+
+    # -- the file and its state --------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """The database file's path."""
+        return self._db.path
+
+    @property
+    def vec(self) -> VecStatus:
+        """Whether sqlite-vec loaded (``available``, ``version``, ``error``)."""
+        return self._db.vec
+
+    @property
+    def generation(self) -> int:
+        """Bumped by every write: caches compare it to tell the store changed."""
+        return self._db.generation
+
+    @property
+    def vector_journal(self) -> VectorJournal:
+        """Ids whose vector or currency changed, for in-memory vector indexes (``recall.vector_index``)."""
+        return self._db.vector_journal
+
+    @property
+    def vector_dim(self) -> int | None:
+        """The bound embedding dimension; None until ``bind_model`` succeeds."""
+        return self._vectors.vector_dim
+
+    @property
+    def vector_note(self) -> str:
+        """Why vector search is off ("" when it is on or not yet asked for)."""
+        return self._vectors.vector_note
+
+    @property
+    def schema_version(self) -> int:
+        """Number of migrations applied."""
+        return self._meta.schema_version()
+
+    @property
+    def _writer(self) -> apsw.Connection:
+        return self._db.writer
+
+    def _reader(self) -> apsw.Connection:
+        return self._db.reader()
+
+    def close(self) -> None:
+        """Checkpoint the WAL and close the writer connection."""
+        self._db.close()
+
+    def optimize_if_due(self, every: int = OPTIMIZE_EVERY) -> bool:
+        """See ``Database.optimize_if_due``."""
+        return self._db.optimize_if_due(every)
+
+    # -- meta and model ----------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """The ``meta`` value of ``key``, None when absent."""
+        return self._meta.get(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store ``value`` for ``key`` in ``meta``."""
+        self._meta.set(key, value)
+
+    def delete_meta(self, key: str) -> None:
+        """Forget ``key`` in the ``meta`` table (no error when absent)."""
+        self._meta.delete(key)
+
+    def bind_model(self, model_id: str, dim: int) -> bool:
+        """See ``VectorRows.bind_model``."""
+        return self._vectors.bind_model(model_id, dim)
+
+    # -- writes ------------------------------------------------------------------------------
+    def remember(self, memory: NewMemory | PreparedWrite) -> WriteResult:
+        """Store one memory at once (keyword-searchable on return); its vector comes later. A convenience
+        beyond ``StoreProtocol`` (the sidecar writes through ``remember_many``)."""
+        return self._memories.remember_many([memory])[0]
+
+    def remember_many(self, memories: Iterable[NewMemory | PreparedWrite]) -> list[WriteResult]:
+        """See ``MemoryRows.remember_many``."""
+        return self._memories.remember_many(memories)
+
+    def reinforce(self, memory_id: int) -> None:
+        """See ``MemoryRows.reinforce``."""
+        self._memories.reinforce(memory_id)
+
+    def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
+        """See ``MemoryRows.update``."""
+        return self._memories.update(memory_id, memory)
+
+    def forget(self, ids: Iterable[int], *, now: float | None = None) -> ForgetResult:
+        """See ``Forgetting.forget``."""
+        return self._forgetting.forget(ids, now=now)
+
+    # -- rows --------------------------------------------------------------------------------
+    def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """See ``MemoryRows.fetch``."""
+        return self._memories.fetch(ids)
+
+    def list_memories(
+        self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
+        kinds_excluded: Sequence[str] = (), pinned_only: bool = False, kind: str | None = None,
+        include_forgotten: bool = False,
+    ) -> list[dict[str, Any]]:
+        """See ``MemoryRows.list_memories``."""
+        return self._memories.list_memories(
+            project=project, limit=limit, include_bookkeeping=include_bookkeeping, kinds_excluded=kinds_excluded,
+            pinned_only=pinned_only, kind=kind, include_forgotten=include_forgotten)
+
+    def counts(self) -> dict[str, int]:
+        """See ``MemoryRows.counts``."""
+        return self._memories.counts()
+
+    # -- keywords ----------------------------------------------------------------------------
+    def bm25(
+        self, match: str, *, project: str | None, limit: int, exclude_kinds: Sequence[str] = (),
+        include_superseded: bool = False,
+    ) -> list[tuple[int, float]]:
+        """See ``KeywordIndex.bm25``."""
+        return self._keywords.bm25(match, project=project, limit=limit, exclude_kinds=exclude_kinds,
+                                   include_superseded=include_superseded)
+
+    def doc_frequencies(self, terms: Sequence[str], cap: int = DF_CAP, *, project: str | None = None
+                        ) -> dict[str, int]:
+        """See ``KeywordIndex.doc_frequencies``."""
+        return self._keywords.doc_frequencies(terms, cap, project=project)
+
+    def doc_count(self, project: str | None = None) -> int:
+        """See ``KeywordIndex.doc_count``."""
+        return self._keywords.doc_count(project)
+
+    # -- time and session --------------------------------------------------------------------
+    def session_neighbours(self, ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
+        """See ``Timeline.session_neighbours``."""
+        return self._timeline.session_neighbours(ids)
+
+    def in_window(
+        self, start: float | None, end: float | None, *, project: str | None, limit: int,
+        exclude_kinds: Sequence[str] = (), include_superseded: bool = False,
+    ) -> list[dict[str, Any]]:
+        """See ``Timeline.in_window``."""
+        return self._timeline.in_window(start, end, project=project, limit=limit, exclude_kinds=exclude_kinds,
+                                        include_superseded=include_superseded)
+
+    def session_context(self, session_id: str, memory_id: int, created_at: float, limit: int
+                        ) -> list[tuple[int, str]]:
+        """See ``Timeline.session_context``."""
+        return self._timeline.session_context(session_id, memory_id, created_at, limit)
+
+    # -- entity graph ------------------------------------------------------------------------
+    def scope_size(self, project: str | None, include_superseded: bool = False) -> int:
+        """See ``EntityGraph.scope_size``."""
+        return self._graph.scope_size(project, include_superseded)
+
+    def known_entities(self, names: Sequence[str]) -> dict[str, tuple[int, int, str]]:
+        """See ``EntityGraph.known_entities``."""
+        return self._graph.known_entities(names)
+
+    def dfs_in_scope(self, global_df: dict[int, int], project: str | None, include_superseded: bool, cap: int,
+                     n_scope: int) -> dict[int, int]:
+        """See ``EntityGraph.dfs_in_scope``."""
+        return self._graph.dfs_in_scope(global_df, project, include_superseded, cap, n_scope)
+
+    def heaviest_edges(self, sources: Sequence[int], fanout: int) -> dict[int, tuple[int, list[tuple[int, int, int]]]]:
+        """See ``EntityGraph.heaviest_edges``."""
+        return self._graph.heaviest_edges(sources, fanout)
+
+    def memories_with_entities(
+        self, entity_ids: Sequence[int], *, project: str | None, limit: int, exclude_kinds: Sequence[str] = (),
+        include_superseded: bool = False,
+    ) -> list[tuple[int, int]]:
+        """See ``EntityGraph.memories_with_entities``."""
+        return self._graph.memories_with_entities(entity_ids, project=project, limit=limit,
+                                                  exclude_kinds=exclude_kinds, include_superseded=include_superseded)
+
+    def entity_links(self, memory_ids: Iterable[int], entity_ids: Iterable[int]) -> list[tuple[int, int, str]]:
+        """See ``EntityGraph.entity_links``."""
+        return self._graph.entity_links(memory_ids, entity_ids)
+
+    def related_memories(self, memory_id: int, project: str, limit: int) -> list[tuple[int, str]]:
+        """See ``EntityGraph.related_memories``."""
+        return self._graph.related_memories(memory_id, project, limit)
+
+    # -- vectors -----------------------------------------------------------------------------
+    def pending_embeddings(self, limit: int = 64) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """See ``VectorRows.pending_embeddings``."""
+        return self._vectors.pending_embeddings(limit)
+
+    def set_embeddings(self, items: Sequence[tuple[int, bytes]]) -> None:
+        """See ``VectorRows.set_embeddings``."""
+        self._vectors.set_embeddings(items)
+
+    def knn(self, vector: bytes, *, project: str | None, k: int, exclude_kinds: Sequence[str] = ()
+            ) -> list[tuple[int, float]]:
+        """See ``VectorRows.knn``: sqlite-vec's own search, beyond ``StoreProtocol`` (recall searches
+        ``recall.VectorIndex``; tests hold the two to the same answers)."""
+        return self._vectors.knn(vector, project=project, k=k, exclude_kinds=exclude_kinds)
+
+    def vectors(self, ids: Iterable[int]) -> dict[int, bytes]:
+        """See ``VectorRows.vectors``."""
+        return self._vectors.vectors(ids)
+
+    def all_vectors(self, batch: int, cache_kib: int) -> Iterator[list[tuple[int, bytes]]]:
+        """See ``VectorRows.all_vectors``."""
+        return self._vectors.all_vectors(batch, cache_kib)
+
+    def scope_fields(self, ids: Sequence[int]) -> dict[int, ScopeFields]:
+        """See ``VectorRows.scope_fields``."""
+        return self._vectors.scope_fields(ids)
+
+    def all_scope_fields(self) -> dict[int, ScopeFields]:
+        """See ``VectorRows.all_scope_fields``."""
+        return self._vectors.all_scope_fields()
+
+    def set_baselines(self, items: Sequence[tuple[int, float]]) -> None:
+        """See ``VectorRows.set_baselines``."""
+        self._vectors.set_baselines(items)
+
+    def missing_baselines(self, limit: int = 256) -> list[int]:
+        """See ``VectorRows.missing_baselines``."""
+        return self._vectors.missing_baselines(limit)
+
+    # -- usage log ---------------------------------------------------------------------------
+    def log_recalls(self, served: Sequence[ServedRecall], *, now: float | None = None) -> None:
+        """See ``UsageLog.log_recalls``."""
+        self._usage.log_recalls(served, now=now)
+
+    def mark_used(self, memory_ids: Iterable[int], *, query_id: str = "", session_id: str = "",
+                  now: float | None = None) -> int:
+        """See ``UsageLog.mark_used``."""
+        return self._usage.mark_used(memory_ids, query_id=query_id, session_id=session_id, now=now)
+
+    def usage_stats(self, since: float) -> dict[str, Any]:
+        """See ``UsageLog.usage_stats``."""
+        return self._usage.usage_stats(since)

@@ -1,0 +1,16 @@
+"""The backend-neutral write side of the store: the records a write carries and returns, the one
+write-preparation path (``prepare_write``) and the text work it chains (sanitise, strip memcue blocks, redact,
+recognise bookkeeping), entity extraction, and the vector journal. No SQL here: backends (``store.sqlite``)
+store what this prepares."""
+
+from memcue.sidecar.store.write.entities import MAYBE_NAME, extract_entities
+from memcue.sidecar.store.write.journal import VectorJournal
+from memcue.sidecar.store.write.prepare import PreparedWrite, prepare_write
+from memcue.sidecar.store.write.records import RECORD_KINDS, ForgetResult, NewMemory, ServedRecall, WriteResult
+from memcue.sidecar.store.write.redaction import Redacted, redact
+from memcue.sidecar.store.write.sanitize import sanitize_text
+
+__all__ = [
+    "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted", "ServedRecall",
+    "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
+]

@@ -1,0 +1,70 @@
+"""The one write-preparation path: every memory written (``Store.remember_many``, ``Store.update``) and the
+near-duplicate check of ``/remember`` (``sidecar.dedup``) see its text through ``prepare_write``, so one write
+is cleaned and redacted once.
+
+The steps, in order: sanitise (``sanitize``: invalid Unicode, control bytes, line ends); strip memcue's own
+injected blocks out of a captured prompt (kind ``request``, ``strip``); redact secrets (``redaction``: the
+content and ``metadata["embed_text"]``, the text embedded instead when given); flag bookkeeping rows (a prompt
+that was only a pasted block, a record kind, or a line a tool writes about itself: ``bookkeeping``); and the
+digest that finds the same text written again in the same project.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from memcue.sidecar.store.write.bookkeeping import is_bookkeeping
+from memcue.sidecar.store.write.records import RECORD_KINDS, NewMemory
+from memcue.sidecar.store.write.redaction import redact
+from memcue.sidecar.store.write.sanitize import sanitize_text
+from memcue.sidecar.store.write.strip import strip_injected
+
+
+@dataclass(frozen=True)
+class PreparedWrite:
+    """A memory ready to store: ``memory`` as given (its ``source_id``, ``pinned``, times), the cleaned fields,
+    ``bookkeeping`` (never recalled, never embedded), ``digest`` (sha1 hex of kind and content) and
+    ``redacted`` (secrets replaced in the content). ``content`` may be empty (the store refuses it then)."""
+
+    memory: NewMemory
+    content: str
+    kind: str
+    project: str
+    session_id: str
+    source: str
+    metadata: dict[str, Any]
+    bookkeeping: bool
+    digest: str
+    redacted: int
+
+
+def prepare_write(memory: NewMemory) -> PreparedWrite:
+    """``memory`` through the steps of the module docstring. Never raises on any ``str`` fields."""
+    content = sanitize_text(memory.content)
+    # A captured prompt: memcue's own injected block is not stored again. A prompt that was only such a
+    # block is kept as it was, as a bookkeeping row (never recalled, never embedded).
+    stripped = strip_injected(content) if memory.kind == "request" else content
+    only_block = bool(content.strip()) and not stripped.strip()
+    secrets = redact(content if only_block else stripped)
+    content = secrets.text
+    return PreparedWrite(
+        memory=memory,
+        content=content,
+        kind=sanitize_text(memory.kind or "note"),
+        project=sanitize_text(memory.project or ""),
+        session_id=sanitize_text(memory.session_id or ""),
+        source=sanitize_text(memory.source or ""),
+        metadata=_redact_metadata(memory.metadata),
+        bookkeeping=only_block or memory.kind in RECORD_KINDS or is_bookkeeping(content),
+        digest=hashlib.sha1(f"{memory.kind}\x00{content}".encode()).hexdigest(),
+        redacted=secrets.count,
+    )
+
+
+def _redact_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata`` with secrets out of ``embed_text`` (embedded instead of the content when present)."""
+    if isinstance(metadata.get("embed_text"), str):
+        return {**metadata, "embed_text": redact(metadata["embed_text"]).text}
+    return metadata

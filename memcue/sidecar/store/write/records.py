@@ -1,0 +1,64 @@
+"""What the store takes and gives back, whatever the backend: a memory to write (``NewMemory``), the outcome of
+a write (``WriteResult``) or of a forget (``ForgetResult``), and a recall served (``ServedRecall``, for the usage
+log). Times are Unix seconds."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Kinds that are a record of the session rather than knowledge: stored as bookkeeping rows (never an answer,
+#: never embedded). ``response``: an agent's answer captured at Stop (hooks/run.py).
+RECORD_KINDS = ("response",)
+
+
+@dataclass
+class NewMemory:
+    """A memory to write. Times are Unix seconds; ``source_id`` makes a write idempotent (spool, import)."""
+
+    content: str
+    kind: str = "note"
+    project: str = ""
+    session_id: str = ""
+    pinned: bool = False
+    source: str = ""
+    source_id: str | None = None
+    created_at: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    valid_from: float | None = None
+    valid_to: float | None = None
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Outcome of one write: the row ``id``, whether it was flagged ``bookkeeping``, and whether it was a
+    ``duplicate`` of an earlier write (same ``source_id``, or same text in the same project): then nothing
+    new was stored. ``redacted``: secrets replaced by markers in the text (``store.write.redaction``)."""
+
+    id: int
+    bookkeeping: bool
+    duplicate: bool = False
+    redacted: int = 0
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    """Outcome of ``forget``: ids ``forgotten`` now, ``already`` forgotten before, ``not_found``; each in the
+    order asked, without repeats."""
+
+    forgotten: list[int] = field(default_factory=list)
+    already: list[int] = field(default_factory=list)
+    not_found: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ServedRecall:
+    """One recall served: ``items`` are ``(memory_id, kind, channels)`` of the memories it showed."""
+
+    query_id: str
+    session_id: str
+    served_by: str
+    block: str = ""
+    created_at: float = field(default_factory=time.time)
+    items: tuple[tuple[int, str, tuple[str, ...]], ...] = ()

@@ -1,0 +1,35 @@
+"""The SQLite store implements the store Protocol: every member, with the same parameters."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from memcue.sidecar.store import Store, StoreProtocol
+
+
+def _members() -> list[str]:
+    return [n for n in dir(StoreProtocol) if not n.startswith("_") and n in StoreProtocol.__dict__]
+
+
+def test_sqlite_store_is_a_store(tmp_path: Path) -> None:
+    store: StoreProtocol = Store(tmp_path / "m.db", want_vec=False)
+    try:
+        assert isinstance(store, StoreProtocol)
+    finally:
+        store.close()
+
+
+def test_every_protocol_member_has_the_same_shape_on_the_sqlite_store() -> None:
+    members = _members()
+    assert {"remember_many", "fetch", "bm25", "scope_size", "all_vectors", "vector_journal"} <= set(members)
+    for name in members:
+        wanted, have = StoreProtocol.__dict__[name], inspect.getattr_static(Store, name)
+        assert isinstance(have, property) == isinstance(wanted, property), name
+        if isinstance(wanted, property):
+            continue
+        w, h = inspect.signature(wanted), inspect.signature(have)
+        assert [(p.name, p.kind) for p in w.parameters.values()] == \
+               [(p.name, p.kind) for p in h.parameters.values()], name
+        assert [p.default is inspect.Parameter.empty for p in w.parameters.values()] == \
+               [p.default is inspect.Parameter.empty for p in h.parameters.values()], name

@@ -1,0 +1,47 @@
+"""The one write-preparation path: what the store writes and what the near-duplicate check compares, redacted
+once per remember."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memcue.sidecar.dedup import find_near_duplicate
+from memcue.sidecar.recall import VectorIndex
+from memcue.sidecar.store import NewMemory, Store, prepare_write
+from memcue.sidecar.store.write import prepare
+
+GH = "ghp_" + "a1B2" * 9
+
+
+def test_prepare_cleans_strips_redacts_flags_and_digests() -> None:
+    p = prepare_write(NewMemory(content=f"deploy\r\nwith {GH}\x00", project="p\x07", kind="note",
+                                metadata={"embed_text": f"[May] {GH}"}))
+    assert p.content == "deploy\nwith [REDACTED:github-token]" and p.redacted == 1
+    assert p.project == "p" and p.metadata["embed_text"] == "[May] [REDACTED:github-token]"
+    assert not p.bookkeeping and len(p.digest) == 40
+    assert prepare_write(NewMemory(content="File changed: src/app.py")).bookkeeping
+    assert prepare_write(NewMemory(content="done", kind="response")).bookkeeping
+
+
+def test_a_prepared_write_is_stored_as_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(tmp_path / "m.db", want_vec=False)
+    try:
+        calls: list[str] = []
+        real = prepare.redact
+
+        def counting(text: str) -> object:
+            calls.append(text)
+            return real(text)
+
+        monkeypatch.setattr(prepare, "redact", counting)
+        memory = NewMemory(content=f"deploy with {GH}", project="p")
+        check = find_near_duplicate(store, VectorIndex(), None, memory)  # no model: prepared, not compared
+        assert check.memory_id is None and check.prepared is not None and len(calls) == 1
+        result = store.remember_many([check.prepared])[0]
+        assert len(calls) == 1 and result.redacted == 1
+        assert store.fetch([result.id])[result.id]["content"] == "deploy with [REDACTED:github-token]"
+        assert store.remember(memory).duplicate  # the same text again, prepared by the store
+    finally:
+        store.close()
