@@ -3,12 +3,12 @@ write-preparation path (``prepare_write``) and the text work it chains (sanitise
 recognise bookkeeping), entity extraction, and the vector journal. No SQL here: backends (``store.sqlite``)
 store what this prepares."""
 
+from memcue.core.text import sanitize_text
 from memcue.sidecar.store.write.entities import MAYBE_NAME, extract_entities
 from memcue.sidecar.store.write.journal import VectorJournal
 from memcue.sidecar.store.write.prepare import PreparedWrite, prepare_write
 from memcue.sidecar.store.write.records import RECORD_KINDS, ForgetResult, NewMemory, ServedRecall, WriteResult
 from memcue.sidecar.store.write.redaction import Redacted, redact
-from memcue.sidecar.store.write.sanitize import sanitize_text
 
 __all__ = [
     "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted", "ServedRecall",

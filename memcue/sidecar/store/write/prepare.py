@@ -15,10 +15,10 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from memcue.core.text import sanitize_text
 from memcue.sidecar.store.write.bookkeeping import is_bookkeeping
 from memcue.sidecar.store.write.records import RECORD_KINDS, NewMemory
 from memcue.sidecar.store.write.redaction import redact
-from memcue.sidecar.store.write.sanitize import sanitize_text
 from memcue.sidecar.store.write.strip import strip_injected
 
 
