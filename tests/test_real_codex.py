@@ -29,7 +29,7 @@ from real_harness import (
     wait_for_bookkeeping,
 )
 
-from memcue.install import hooks_json
+from memcue.install.edits import hooks_json
 from memcue.sidecar.inject.service import PROMPT_HEADER, SESSION_HEADER
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]

@@ -1,6 +1,6 @@
 """Wiring memcue into Claude Code: ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/settings.json``).
 
-The file's hooks section is edited by ``install.hooks_json`` (cases C11, C12, C15). Claude Code's
+The file's hooks section is edited by ``install.edits.hooks_json`` (cases C11, C12, C15). Claude Code's
 UserPromptSubmit timeout defaults to 30 s, so memcue always writes one (the registry's timeouts). What differs
 from the defaults (``install.base``): a per-project settings file kept out of git, and the MCP server
 registered through ``claude mcp add`` and read from ``.claude.json``.
@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from memcue.harnesses import hook_events
-from memcue.install import base, doctor, hooks_json, mcp_servers
-from memcue.install.files import InstallError
-from memcue.install.hooks_json import dump, parse
+from memcue.install import base, doctor, mcp_servers
+from memcue.install.edits import hooks_json
+from memcue.install.edits.files import InstallError
+from memcue.install.edits.hooks_json import dump, parse
 
 NAME = "claude-code"
 #: Claude Code event -> (memcue event, timeout in s), from the registry.

@@ -1,12 +1,12 @@
 """Wiring memcue into Codex: ``$CODEX_HOME/hooks.json`` (default ``~/.codex/hooks.json``).
 
-Same JSON shape as Claude Code's hooks (``install.hooks_json``): ``command`` is one shell string and every
+Same JSON shape as Claude Code's hooks (``install.edits.hooks_json``): ``command`` is one shell string and every
 ``timeout`` an integer (a fractional one makes Codex discard the whole file). Codex runs a hook only once
 the user has trusted it (``/hooks`` in Codex, or ``hooks.state`` in its ``config.toml``), and says nothing
 about an untrusted one, so an install here never claims the hooks are active: its note says what to
 do, ``memcue install codex --trust`` trusts them through Codex's own app-server (``install.codex_trust``), and
 doctor asks Codex whether it does. memcue's MCP server is a table appended to ``config.toml``
-(``install.toml_file``): ``codex mcp add`` rewrites the ``mcp_servers`` tables and drops comments in them
+(``install.edits.toml_file``): ``codex mcp add`` rewrites the ``mcp_servers`` tables and drops comments in them
 (Codex 0.171), while an append keeps every byte of the user's and can be taken off again exactly.
 """
 
@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from memcue.harnesses import hook_events
-from memcue.install import base, codex_trust, doctor, hooks_json, mcp_servers, toml_file
-from memcue.install.files import InstallError, load_record, save_record, sha256
-from memcue.install.hooks_json import dump, parse
+from memcue.install import base, codex_trust, doctor, mcp_servers
+from memcue.install.edits import hooks_json, toml_file
+from memcue.install.edits.files import InstallError, load_record, save_record, sha256
+from memcue.install.edits.hooks_json import dump, parse
 
 NAME = "codex"
 #: Codex event -> (memcue event, timeout in s), from the registry (SessionEnd 3 s: Codex's own cap).

@@ -24,7 +24,7 @@ from typing import Any
 
 from memcue.harnesses import HARNESSES
 from memcue.install.doctor import OK, PROBLEM, WARN, finding
-from memcue.install.files import (
+from memcue.install.edits.files import (
     InstallError,
     backup,
     drop_record,
@@ -34,7 +34,7 @@ from memcue.install.files import (
     sha256,
     write_atomic,
 )
-from memcue.install.hooks_json import is_ours
+from memcue.install.edits.hooks_json import is_ours
 
 #: Seconds one app-server request may take (a start and a hooks/list take about 0.3 s here).
 REQUEST_TIMEOUT_S = 20.0
@@ -43,7 +43,7 @@ CLIENT_INFO = {"name": "memcue", "title": "memcue installer", "version": "1"}
 #: Codex settings for the app-server memcue starts: no analytics, no plugin marketplace sync (which clones a
 #: repository into CODEX_HOME). ``-c`` overrides last for that process only; nothing is written.
 QUIET_FLAGS = ("-c", "analytics.enabled=false", "-c", "features.plugins=false")
-#: Install-record name of the trust memcue wrote (``install.files`` records).
+#: Install-record name of the trust memcue wrote (``install.edits.files`` records).
 RECORD = "codex-trust"
 #: What to do before Codex runs memcue's hooks (the install's note, doctor's advice).
 TRUST_NOTE = ("Codex runs these hooks only after you trust them: run `memcue install codex --trust`, or start "

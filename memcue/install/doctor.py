@@ -20,9 +20,10 @@ from typing import Any
 
 from memcue.core.paths import Locations, socket_blocked
 from memcue.harnesses import HARNESSES, NAMES
-from memcue.install import hooks_json, mcp_servers
+from memcue.install import mcp_servers
+from memcue.install.edits import hooks_json
+from memcue.install.edits.files import InstallError, read_bytes
 from memcue.install.engine import installer, present
-from memcue.install.files import InstallError, read_bytes
 
 OK, WARN, PROBLEM = "ok", "warn", "problem"
 #: Hook-log lines read from the end (the log is small and rotates).

@@ -2,7 +2,7 @@
 
 The harness's own module (``install.protocol.Installer``, found through ``memcue.harnesses``) parses, edits and
 dumps its config; this engine does the rest the same way for every harness, with the safe file handling of
-``install.files``. An install writes only when something changes (a second install leaves the file byte for
+``install.edits.files``. An install writes only when something changes (a second install leaves the file byte for
 byte as it was), backs the file up before its first change, and records what it wrote; an uninstall of a file
 nobody touched since restores the original byte for byte, and otherwise removes memcue's entries only.
 
@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from memcue.harnesses import HARNESSES
-from memcue.install.files import (
+from memcue.install.edits.files import (
     InstallError,
     backup,
     diff,

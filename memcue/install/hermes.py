@@ -5,7 +5,7 @@ Hermes runs one external memory provider at a time, chosen by ``memory.provider`
 ``agent/agent_init.py:1453``), and finds user plugins in ``$HERMES_HOME/plugins/<name>/`` (``plugins/memory/
 __init__.py:99``). The install sets the key and records the provider it replaced; the uninstall puts that one
 back. ``hermes memory setup`` is not used: it rewrites the whole config.yaml (comments dropped,
-``_config_version`` added). The file is edited round-trip through ``install.yaml_file``; a file ruamel.yaml would
+``_config_version`` added). The file is edited round-trip through ``install.edits.yaml_file``; a file ruamel.yaml would
 not give back byte for byte is refused, with the two lines to add by hand. The plugin is the text of
 ``memcue/install/templates/hermes_plugin.py`` (it runs in Hermes' interpreter: copied, never imported) with
 ``MEMCUE_PYTHON`` and ``MEMCUE_LAUNCH`` filled in, so a second install writes the same bytes. No MCP server:
@@ -25,8 +25,9 @@ from ruamel.yaml.comments import CommentedMap
 
 from memcue.harnesses import HARNESSES, hook_events
 from memcue.hooks import command
-from memcue.install import base, doctor, yaml_file
-from memcue.install.files import InstallError, read_bytes
+from memcue.install import base, doctor
+from memcue.install.edits import yaml_file
+from memcue.install.edits.files import InstallError, read_bytes
 
 NAME = "hermes"
 #: Hermes' event names as the plugin sends them -> (memcue event, None: the plugin keeps its own deadlines).

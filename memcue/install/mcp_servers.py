@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 from memcue.harnesses import HARNESSES
+from memcue.install.edits.files import InstallError, drop_record, load_record, save_record
 from memcue.install.engine import installer
-from memcue.install.files import InstallError, drop_record, load_record, save_record
 
 #: The server's name in every harness.
 SERVER = "memcue"

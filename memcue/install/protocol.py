@@ -18,7 +18,7 @@ class Installer(Protocol):
     ``NAME`` is the harness's registry name; ``EVENTS`` maps the harness's event names to (memcue event,
     timeout s) as the registry gives them (``memcue.harnesses.hook_events(NAME)``). ``settings`` is the parsed
     config file (any mapping the module's ``parse`` returns), ``style`` what ``dump`` needs to write it back
-    byte for byte. Every function raises ``InstallError`` (``memcue.install.files``) for a file it will not
+    byte for byte. Every function raises ``InstallError`` (``memcue.install.edits.files``) for a file it will not
     touch, having changed nothing.
     """
 

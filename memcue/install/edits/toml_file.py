@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from memcue.install.files import InstallError, read_bytes, write_atomic
+from memcue.install.edits.files import InstallError, read_bytes, write_atomic
 
 __all__ = ["append", "read", "remove_appended"]
 
