@@ -57,7 +57,8 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
     """A hooks-file harness's finding (``name``: Claude Code, Codex): its file, memcue's hooks present and
     current (this interpreter, these timeouts), and ``<program> --version``; once they are current,
     ``trusted(name, path, version)`` gives the finding when the harness must also trust them (Codex)."""
-    mod, path = installer(name), installer(name).settings_path()
+    mod = installer(name)
+    path = mod.settings_path()
     program_version = version(HARNESSES[name].program)
     try:
         settings, _ = mod.parse(read_bytes(path), path)
