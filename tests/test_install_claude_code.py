@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memcue.install import hooks_json
+from memcue.install.edits import hooks_json
 
 C11 = """{
     "permissions": {"allow": ["Bash(ls:*)"], "deny": []},

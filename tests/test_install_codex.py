@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memcue.install import hooks_json
+from memcue.install.edits import hooks_json
 
 EXISTING = ('{\n  "hooks": {\n    "Stop": [{"hooks": [{"type": "command", "command": "notify-done", "timeout": 10}]}]'
             '\n  }\n}\n')

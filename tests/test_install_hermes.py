@@ -15,8 +15,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from memcue.hooks import command
-from memcue.install import hermes, yaml_file
-from memcue.install.files import InstallError
+from memcue.install import InstallError, hermes
+from memcue.install.edits import yaml_file
 
 #: C13: a header comment, inline comments, a ``|`` block scalar, an anchor and alias (and a merge key), the
 #: strings off / yes / 0755 unquoted and quoted, PyYAML's list layout.

@@ -30,7 +30,7 @@ from real_harness import (
 )
 
 from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
-from memcue.install import hooks_json
+from memcue.install.edits import hooks_json
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 

@@ -1,9 +1,10 @@
-"""The harness registry: a harness name maps to the module that adapts it.
+"""The harness adapters: a harness's payloads in, its stdout out; one module per harness.
 
-Standard library only (the hook imports this). Each module listed in ``HARNESSES`` provides what
-``memcue.adapters.base.Adapter`` names (``NAME``, ``parse``, ``budget``, ``render``) plus ``EVENTS``, a
-mapping from memcue's event names to the harness's own. Adding a harness is one new module and one line
-here. Modules are imported lazily so the hook loads only the adapter it runs.
+Standard library only (the hook imports this). Each harness module (``memcue/adapters/<harness>.py``,
+named by its row in ``memcue.harnesses``) provides what ``memcue.adapters.protocol.Adapter`` names
+(``NAME``, ``EVENTS``, ``MAX_CHARS``, ``parse``, ``budget``, ``render``), taking the shared defaults from
+``memcue.adapters.base`` where it does not differ. Modules are imported lazily so the hook loads only the
+adapter it runs.
 """
 
 from __future__ import annotations
@@ -11,48 +12,25 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-#: memcue harness name -> module implementing its adapter.
-HARNESSES: dict[str, str] = {
-    "claude-code": "memcue.adapters.claude_code",
-    "codex": "memcue.adapters.codex",
-    "hermes": "memcue.adapters.hermes",
-}
+from memcue import harnesses
+from memcue.harnesses import HARNESSES, harness_name
 
-
-def _fold(name: str) -> str:
-    """Case- and separator-insensitive form of a name: ``User_Prompt-Submit`` -> ``userpromptsubmit``."""
-    return "".join(ch for ch in name.lower() if ch.isalnum())
-
-
-def harness_name(name: str) -> str | None:
-    """The registered harness name for ``name`` (``Claude_Code`` -> ``claude-code``), or None if unknown."""
-    folded = _fold(name)
-    for known in HARNESSES:
-        if _fold(known) == folded:
-            return known
-    return None
+__all__ = ["HARNESSES", "event_name", "get", "harness_name"]
 
 
 def get(name: str) -> ModuleType | None:
-    """The adapter module for harness ``name``, or None when the name is unknown.
+    """The adapter module for harness ``name`` (any case or separators), or None when the name is unknown.
 
     Raises ``ImportError`` when the name is registered but its module cannot be imported.
     """
     known = harness_name(name)
     if known is None:
         return None
-    return importlib.import_module(HARNESSES[known])
+    return importlib.import_module(HARNESSES[known].adapter)
 
 
 def event_name(adapter: ModuleType, name: str) -> str | None:
-    """memcue's event name for ``name`` as the CLI or the harness spells it, or None if unsupported.
-
-    ``user-prompt-submit``, ``UserPromptSubmit`` and ``userpromptsubmit`` all give ``user-prompt-submit``
-    when the adapter lists that event in its ``EVENTS`` mapping.
-    """
-    folded = _fold(name)
-    events: dict[str, str] = getattr(adapter, "EVENTS", {})
-    for ours, theirs in events.items():
-        if folded in (_fold(ours), _fold(theirs)):
-            return ours
-    return None
+    """memcue's event name for ``name`` as the CLI or the harness of ``adapter`` spells it, or None if
+    unsupported: ``user-prompt-submit``, ``UserPromptSubmit`` and ``userpromptsubmit`` all give
+    ``user-prompt-submit`` (``memcue.harnesses.event_name``)."""
+    return harnesses.event_name(adapter.NAME, name)

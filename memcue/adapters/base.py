@@ -1,8 +1,11 @@
-"""The event every harness adapter produces and its budget.
+"""The event every harness adapter produces, its budget, and the adapters' shared defaults.
 
 Standard library only, and light: this runs in the hook process on every prompt, so it avoids
 ``dataclasses``, ``typing`` and ``subprocess`` (together about 10 ms of imports). The ``Adapter``
-protocol that each harness module follows lives in ``memcue.adapters.protocol``, off the hook path.
+protocol that each harness module follows lives in ``memcue.adapters.protocol``, off the hook path. The
+defaults (after pre-commit's ``lang_base``): ``command_parse`` (the payload of a command-hook harness),
+``budget`` (600 / 1,500 tokens, 9,500 characters) and ``render_hook_output`` (one ``hookSpecificOutput``
+object); a harness module assigns the ones it shares and writes only what differs.
 """
 
 from __future__ import annotations
@@ -10,14 +13,20 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
+from memcue.adapters.output import hook_specific_output
 from memcue.core.project import resolve_project
+from memcue.harnesses import EVENTS, HARNESSES, SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
 
-#: Event names memcue uses internally, whatever the harness calls them.
-USER_PROMPT_SUBMIT = "user-prompt-submit"
-SESSION_START = "session-start"
-STOP = "stop"
-SESSION_END = "session-end"
-EVENTS = (USER_PROMPT_SUBMIT, SESSION_START, STOP, SESSION_END)
+__all__ = ["COMMAND_HOOK_TOKENS", "EVENTS", "INJECTING", "MAX_CHARS", "SESSION_END", "SESSION_START", "STOP",
+           "USER_PROMPT_SUBMIT", "Budget", "HookEvent", "budget", "command_event", "command_parse",
+           "render_hook_output", "text_field", "token_budget"]
+
+#: Events whose block reaches the model; Stop and SessionEnd only capture (hooks/run.py).
+INJECTING = (USER_PROMPT_SUBMIT, SESSION_START)
+#: Characters of one block: Claude Code replaces additionalContext over 10,000 characters with a 2 KB preview
+#: (DESIGN.md section 3); this stays under it with room for the harness's own wrapping, and serves as the
+#: last guard elsewhere (the token budget already keeps a block far shorter).
+MAX_CHARS = 9_500
 
 _FIELDS = ("harness", "event", "session_id", "cwd", "project", "prompt", "source", "transcript_path", "extra")
 
@@ -89,6 +98,43 @@ def command_event(harness: str, event: str, data: dict[str, object], *, session_
                      prompt=text_field(data, "prompt") if event == USER_PROMPT_SUBMIT else "",
                      source=text_field(data, "source") if event == SESSION_START else "",
                      transcript_path=text_field(data, "transcript_path"), extra=extra)
+
+
+def command_parse(harness: str, event: str, payload: object, extra_keys: tuple[str, ...], *, cwd_env: str = "",
+                  session_env: str = "") -> HookEvent:
+    """A ``HookEvent`` from a decoded command-hook payload (``command_event``); a non-object payload counts as
+    empty. ``extra_keys``: payload keys copied into ``extra`` when present (scalars only). ``cwd`` falls back to
+    ``$<cwd_env>`` (when named) and then the process's working directory; ``session_id`` to ``$<session_env>``
+    (when named). Never raises on payload content."""
+    data: dict[str, object] = payload if isinstance(payload, dict) else {}
+    cwd = text_field(data, "cwd") or (os.environ.get(cwd_env, "") if cwd_env else "")
+    if not cwd:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = ""
+    extra = {key: data[key] for key in extra_keys if isinstance(data.get(key), str | int | float | bool)}
+    session_id = text_field(data, "session_id") or (os.environ.get(session_env, "") if session_env else "")
+    return command_event(harness, event, data, session_id=session_id, cwd=cwd, extra=extra)
+
+
+def budget(event: str) -> Budget:
+    """Budget for ``event``: 600 tokens for prompts, 1,500 at session start (``COMMAND_HOOK_TOKENS``), at most
+    ``MAX_CHARS`` characters; ``$MEMCUE_PROMPT_TOKENS`` / ``$MEMCUE_SESSION_START_TOKENS`` override the tokens
+    (positive integers; anything else is ignored)."""
+    return token_budget(event, COMMAND_HOOK_TOKENS, MAX_CHARS)
+
+
+def render_hook_output(event: HookEvent, context: str) -> str:
+    """The stdout of a ``hookSpecificOutput`` harness (Claude Code, Codex) for ``context``: "" when blank or for
+    a capture-only event (Stop, SessionEnd), else exactly ``{"hookSpecificOutput": {"hookEventName": ...,
+    "additionalContext": ...}}`` on one line (no other field: Codex fails a hook whose output has unknown
+    fields), the event named as ``event.harness`` names it (``memcue.harnesses``). A context over the event's
+    character budget is cut at a memory boundary as a last guard, ending with a line that says how many
+    memories were left out. Uses the default ``budget``: a harness with its own writes its own ``render``."""
+    row = HARNESSES.get(event.harness)
+    found = row.events.get(event.event) if row is not None and event.event in INJECTING else None
+    return hook_specific_output(found.name if found else None, context, budget(event.event).max_chars)
 
 
 def token_budget(event: str, defaults: dict[str, tuple[int, str]], max_chars: int) -> Budget:

@@ -16,14 +16,15 @@ EXIT_OK, EXIT_ERROR = 0, 1
 def _harnesses(name: str, action: str) -> tuple[list[str], list[str]]:
     """``(harnesses to act on, harnesses skipped)``. ``all`` installs into the harnesses this machine has (the
     program on PATH, or its config folder present) and uninstalls from every one."""
-    from memcue.install import INSTALLERS, present
+    from memcue.harnesses import NAMES
+    from memcue.install import present
 
     if name != "all":
         return [name], []
     if action == "uninstall":
-        return list(INSTALLERS), []
+        return list(NAMES), []
     found, skipped = [], []
-    for harness in INSTALLERS:
+    for harness in NAMES:
         (found if present(harness) else skipped).append(harness)
     return found, skipped
 
@@ -75,6 +76,7 @@ def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_di
 def _run(args: argparse.Namespace, action: str) -> int:
     from memcue import install as inst
     from memcue.core.paths import locations
+    from memcue.harnesses import HARNESSES, NAMES
 
     reports: list[dict[str, Any]] = []
     errors: list[str] = []
@@ -82,8 +84,9 @@ def _run(args: argparse.Namespace, action: str) -> int:
     state_dir = locations().root
     harnesses, skipped = _harnesses(args.harness, action)
     if not harnesses:
-        errors.append("no harness found on this machine (no claude, codex or hermes on PATH, no config folder): "
-                      "install one first, or name it (memcue install claude-code)")
+        *others, last = [row.program for row in HARNESSES.values()]
+        errors.append(f"no harness found on this machine (no {', '.join(others)} or {last} on PATH, no config "
+                      f"folder): install one first, or name it (memcue install {NAMES[0]})")
     for harness in harnesses:
         try:
             fn = inst.install if action == "install" else inst.uninstall
@@ -147,7 +150,7 @@ def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
                                      "provider): merged, backed up, atomic; `all` = every harness found."),
                          ("uninstall", "Take memcue out again (the original files back when untouched).")):
         p = add(action, text)
-        p.add_argument("harness", choices=HARNESS_CHOICES, help="claude-code, codex, hermes, or all")
+        p.add_argument("harness", choices=HARNESS_CHOICES, help=f"{', '.join(HARNESS_CHOICES[:-1])}, or all")
         p.add_argument("--dry-run", action="store_true", help="print the change as a unified diff; write nothing")
         p.add_argument("--project", nargs="?", const=".", metavar="DIR",
                        help="the project's own settings instead of your user settings (Claude Code: "

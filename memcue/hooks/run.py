@@ -1,6 +1,6 @@
 """The hook run: stdin -> adapter -> sidecar -> stdout, under one deadline, failing open.
 
-Standard library only (plus ``memcue.hooks`` and ``memcue.adapters``). The contract with a harness:
+Standard library only (plus ``memcue.hooks``, ``memcue.adapters``, ``memcue.harnesses``, ``memcue.core``). The contract:
 exit status 0 whatever happens, stdout either empty or the adapter's one JSON object, nothing on stderr;
 diagnostics go to ``locations().hook_log``. Environment:
 

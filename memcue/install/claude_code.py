@@ -1,32 +1,31 @@
 """Wiring memcue into Claude Code: ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/settings.json``).
 
-The file's hooks section is edited by ``install.hooks_json`` (cases C11, C12, C15). Claude Code's
-UserPromptSubmit timeout defaults to 30 s, so memcue always writes one.
+The file's hooks section is edited by ``install.edits.hooks_json`` (cases C11, C12, C15). Claude Code's
+UserPromptSubmit timeout defaults to 30 s, so memcue always writes one (the registry's timeouts). What differs
+from the defaults (``install.base``): a per-project settings file kept out of git, and the MCP server
+registered through ``claude mcp add`` and read from ``.claude.json``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
-from memcue.install import hooks_json
-from memcue.install.hooks_json import dump, parse
+from memcue.harnesses import hook_events
+from memcue.install import base, doctor, mcp_servers
+from memcue.install.edits import hooks_json
+from memcue.install.edits.files import InstallError
+from memcue.install.edits.hooks_json import dump, parse
 
 NAME = "claude-code"
-#: The harness's program, looked for on PATH (``memcue install all``, ``memcue doctor``).
-PROGRAM = "claude"
-#: Claude Code event -> (memcue event, timeout in s). Prompt hooks get 3 s (the hook's own deadline is
-#: 2.5 s); session start 5 s (deadline 4.5 s); Stop and SessionEnd, capture only (spooled at once), 5 s.
-EVENTS: dict[str, tuple[str, int]] = {
-    "UserPromptSubmit": ("user-prompt-submit", 3),
-    "SessionStart": ("session-start", 5),
-    "Stop": ("stop", 5),
-    "SessionEnd": ("session-end", 5),
-}
+#: Claude Code event -> (memcue event, timeout in s), from the registry.
+EVENTS = hook_events(NAME)
 
-__all__ = ["EVENTS", "NAME", "PROGRAM", "dump", "install", "keep_out_of_git", "parse", "project_settings_path",
-           "settings_path", "uninstall"]
+__all__ = ["EVENTS", "NAME", "check", "dump", "files", "install", "install_note", "install_state", "keep_out_of_git",
+           "mcp_add", "mcp_registered", "mcp_remove", "parse", "project_settings_path", "settings_path",
+           "uninstall"]
 
 
 def settings_path() -> Path:
@@ -71,6 +70,41 @@ def install(settings: dict[str, Any], path: Path, python: str | None = None) -> 
     return hooks_json.install(settings, path, NAME, EVENTS, python)
 
 
-def uninstall(settings: dict[str, Any], path: Path) -> dict[str, Any]:
+def uninstall(settings: dict[str, Any], path: Path, state: dict[str, Any] | None = None) -> dict[str, Any]:
     """``settings`` without memcue's Claude Code hooks (see ``hooks_json.uninstall``)."""
     return hooks_json.uninstall(settings, path, EVENTS)
+
+
+def check() -> dict[str, Any]:
+    """Doctor's finding: memcue's hooks present and current in ``settings_path()`` (``doctor.check_hooks_file``)."""
+    return doctor.check_hooks_file(NAME)
+
+
+def mcp_registered() -> dict[str, Any] | None:
+    """The ``memcue`` entry of ``mcpServers`` in Claude Code's ``.claude.json`` (``$CLAUDE_CONFIG_DIR`` or
+    HOME), or None. Raises ``InstallError`` when the file cannot be read or parsed."""
+    base_dir = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
+    path = Path(base_dir).expanduser() / ".claude.json" if base_dir else Path.home() / ".claude.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise InstallError(f"cannot read {path}: {exc}") from None
+    entry = (data.get("mcpServers") or {}).get(mcp_servers.SERVER) if isinstance(data, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def mcp_add(state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:
+    """Register memcue's MCP server with ``claude mcp add -s user`` (``mcp_servers.cli_add``)."""
+    return mcp_servers.cli_add(NAME, state_dir, argv, home, replace)
+
+
+def mcp_remove(state_dir: Path) -> str:
+    """Remove memcue's MCP server with ``claude mcp remove -s user`` (``mcp_servers.cli_remove``)."""
+    return mcp_servers.cli_remove(NAME)
+
+
+files = base.no_files
+install_state = base.no_state
+install_note = base.no_note

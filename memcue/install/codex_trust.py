@@ -22,8 +22,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from memcue.install import codex
-from memcue.install.files import (
+from memcue.harnesses import HARNESSES
+from memcue.install.doctor import OK, PROBLEM, WARN, finding
+from memcue.install.edits.files import (
     InstallError,
     backup,
     drop_record,
@@ -33,7 +34,7 @@ from memcue.install.files import (
     sha256,
     write_atomic,
 )
-from memcue.install.hooks_json import is_ours
+from memcue.install.edits.hooks_json import is_ours
 
 #: Seconds one app-server request may take (a start and a hooks/list take about 0.3 s here).
 REQUEST_TIMEOUT_S = 20.0
@@ -42,15 +43,18 @@ CLIENT_INFO = {"name": "memcue", "title": "memcue installer", "version": "1"}
 #: Codex settings for the app-server memcue starts: no analytics, no plugin marketplace sync (which clones a
 #: repository into CODEX_HOME). ``-c`` overrides last for that process only; nothing is written.
 QUIET_FLAGS = ("-c", "analytics.enabled=false", "-c", "features.plugins=false")
-#: Install-record name of the trust memcue wrote (``install.files`` records).
+#: Install-record name of the trust memcue wrote (``install.edits.files`` records).
 RECORD = "codex-trust"
+#: What to do before Codex runs memcue's hooks (the install's note, doctor's advice).
+TRUST_NOTE = ("Codex runs these hooks only after you trust them: run `memcue install codex --trust`, or start "
+              "`codex`, run /hooks and trust memcue's entries. Until then they are written but not active.")
 
-__all__ = ["AppServer", "codex_program", "our_hooks", "status", "trust", "untrust"]
+__all__ = ["TRUST_NOTE", "AppServer", "codex_program", "our_hooks", "status", "trust", "trust_finding", "untrust"]
 
 
 def codex_program() -> str | None:
     """The ``codex`` executable on PATH, or None."""
-    return shutil.which(codex.PROGRAM)
+    return shutil.which(HARNESSES["codex"].program)
 
 
 class AppServer:
@@ -221,3 +225,23 @@ def status(codex: str, hooks_file: Path, env: dict[str, str] | None = None) -> d
     cwd = str(hooks_file.parent)
     with AppServer(codex, env=env, cwd=cwd) as server:
         return {h.get("eventName", h["key"]): str(h.get("trustStatus")) for h in our_hooks(server, hooks_file, cwd)}
+
+
+def trust_finding(name: str, path: Path, version: str) -> dict[str, Any]:
+    """Doctor's finding once memcue's hooks are current in ``path``: does Codex trust them (asked through
+    ``codex app-server``)? ``version`` is Codex's, for the finding."""
+    detail = {"path": str(path), "version": version, "installed": True}
+    program = codex_program()
+    if program is None:
+        return finding(name, WARN, f"hooks current in {path}; trust not checked (codex is not on PATH): {TRUST_NOTE}",
+                       trust=None, **detail)
+    try:
+        trust = status(program, path)
+    except InstallError as exc:
+        return finding(name, WARN, f"hooks current in {path}; trust not checked: {exc}", trust=None, **detail)
+    waiting = sorted(event for event, state in trust.items() if state not in ("trusted", "managed"))
+    if waiting or not trust:
+        return finding(name, PROBLEM, f"Codex will not run memcue's hooks ({', '.join(waiting) or 'none listed'} "
+                                      f"not trusted): run `memcue install codex --trust`, or /hooks in Codex",
+                       trust=trust, **detail)
+    return finding(name, OK, f"hooks current in {path} and trusted by Codex", trust=trust, **detail)

@@ -5,41 +5,48 @@ Hermes runs one external memory provider at a time, chosen by ``memory.provider`
 ``agent/agent_init.py:1453``), and finds user plugins in ``$HERMES_HOME/plugins/<name>/`` (``plugins/memory/
 __init__.py:99``). The install sets the key and records the provider it replaced; the uninstall puts that one
 back. ``hermes memory setup`` is not used: it rewrites the whole config.yaml (comments dropped,
-``_config_version`` added). The file is edited round-trip through ``install.yaml_file``; a file ruamel.yaml would
+``_config_version`` added). The file is edited round-trip through ``install.edits.yaml_file``; a file ruamel.yaml would
 not give back byte for byte is refused, with the two lines to add by hand. The plugin is the text of
-``memcue/install/hermes_plugin.py`` with ``MEMCUE_PYTHON`` and ``MEMCUE_LAUNCH`` filled in, so a second install
-writes the same bytes.
+``memcue/install/templates/hermes_plugin.py`` (it runs in Hermes' interpreter: copied, never imported) with
+``MEMCUE_PYTHON`` and ``MEMCUE_LAUNCH`` filled in, so a second install writes the same bytes. No MCP server:
+the provider already gives the agent memcue's tools.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
+from memcue.harnesses import HARNESSES, hook_events
 from memcue.hooks import command
-from memcue.install import yaml_file
-from memcue.install.files import InstallError
+from memcue.install import base, doctor
+from memcue.install.edits import yaml_file
+from memcue.install.edits.files import InstallError, read_bytes
 
 NAME = "hermes"
-#: The harness's program, looked for on PATH (``memcue install all``, ``memcue doctor``).
-PROGRAM = "hermes"
+#: Hermes' event names as the plugin sends them -> (memcue event, None: the plugin keeps its own deadlines).
+EVENTS = hook_events(NAME)
 #: The provider name: the plugin folder's name and the value of ``memory.provider``.
 PROVIDER = "memcue"
 #: The plugin's source in this package (copied with the two constants filled in).
-PLUGIN_SOURCE = Path(__file__).resolve().parent / "hermes_plugin.py"
+PLUGIN_SOURCE = Path(__file__).resolve().parent / "templates" / "hermes_plugin.py"
+#: What ``memcue install hermes --mcp`` says.
+MCP_NOTE = "Hermes: no MCP server needed (its memory provider gives the agent memcue_recall and memcue_remember)"
 #: What to add by hand when memcue will not rewrite the file.
 MANUAL_LINES = f"memory:\n  provider: {PROVIDER}\n"
 #: Lines an install or uninstall may change: the top-level ``memory:`` key and an indented ``provider:`` key.
 _OUR_LINE = re.compile(r"memory\s*:|[ \t]+provider\s*:")
 _CONSTANT = {name: re.compile(rf"^{name} = .*$", re.MULTILINE) for name in ("MEMCUE_PYTHON", "MEMCUE_LAUNCH")}
 
-__all__ = ["NAME", "PROGRAM", "PROVIDER", "dump", "files", "install", "install_note", "install_state", "parse",
-           "plugin_path", "settings_path", "uninstall"]
+__all__ = ["EVENTS", "NAME", "PROVIDER", "check", "dump", "files", "install", "install_note", "install_state",
+           "keep_out_of_git", "mcp_add", "mcp_registered", "mcp_remove", "parse", "plugin_path",
+           "project_settings_path", "settings_path", "uninstall"]
 
 
 def hermes_home() -> Path:
@@ -155,7 +162,7 @@ def uninstall(settings: CommentedMap, path: Path, state: dict[str, Any] | None =
 
 
 def plugin_source(python: str | None = None) -> bytes:
-    """The plugin file's bytes: ``hermes_plugin.py`` with ``MEMCUE_PYTHON`` (``python``, default this
+    """The plugin file's bytes: ``templates/hermes_plugin.py`` with ``MEMCUE_PYTHON`` (``python``, default this
     interpreter) and ``MEMCUE_LAUNCH`` (memcue's hook launcher) set to absolute paths. Raises ``InstallError``
     when the source cannot be read or lacks either constant."""
     argv = command(NAME, "session-start", python or sys.executable)
@@ -174,3 +181,49 @@ def plugin_source(python: str | None = None) -> bytes:
 def files(python: str | None = None) -> dict[Path, bytes]:
     """The whole files memcue owns in Hermes: ``{plugin_path(): plugin_source(python)}``."""
     return {plugin_path(): plugin_source(python)}
+
+
+def _version() -> str:
+    """Hermes' version from its package metadata beside the ``hermes`` program ("" when not found). Running
+    ``hermes --version`` would make Hermes ask PyPI for updates."""
+    path = shutil.which(HARNESSES[NAME].program)
+    if not path:
+        return ""
+    venv = Path(path).resolve().parent.parent
+    found = sorted(venv.glob("lib/python*/site-packages/hermes_agent-*.dist-info"))
+    return f"hermes-agent {found[-1].name.removeprefix('hermes_agent-').removesuffix('.dist-info')}" if found else ""
+
+
+def check() -> dict[str, Any]:
+    """Doctor's finding: ``memory.provider`` in config.yaml names memcue, and memcue's plugin is there and
+    current (this interpreter), plus Hermes' version."""
+    path, plugin = settings_path(), plugin_path()
+    detail = {"path": str(path), "plugin": str(plugin), "version": _version()}
+    try:
+        settings, _ = parse(read_bytes(path), path)
+        current = read_bytes(plugin)
+    except InstallError as exc:
+        return doctor.finding(NAME, doctor.PROBLEM, str(exc), **detail)
+    memory = settings.get("memory") if isinstance(settings.get("memory"), dict) else {}
+    if memory.get("provider") != PROVIDER and current is None:
+        return doctor.not_wired(NAME, path, plugin=str(plugin), version=detail["version"])
+    if memory.get("provider") != PROVIDER:
+        return doctor.finding(NAME, doctor.PROBLEM, f"memory.provider in {path} is {memory.get('provider')!r}, not "
+                                                    "memcue: run `memcue install hermes`", installed=True, **detail)
+    if current != files()[plugin]:
+        what = "missing" if current is None else "out of date"
+        return doctor.finding(NAME, doctor.PROBLEM, f"the plugin {plugin} is {what}: run `memcue install hermes`",
+                              installed=True, **detail)
+    return doctor.finding(NAME, doctor.OK, f"memcue is Hermes' memory provider ({path}, plugin current)",
+                          installed=True, **detail)
+
+
+def mcp_add(state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:
+    """``MCP_NOTE``: Hermes needs no MCP server; nothing is registered."""
+    return MCP_NOTE
+
+
+project_settings_path = base.no_project_settings
+keep_out_of_git = base.nothing_to_keep_out
+mcp_registered = base.no_mcp_server
+mcp_remove = base.nothing_to_remove

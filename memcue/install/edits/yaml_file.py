@@ -24,7 +24,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from memcue.install.files import InstallError
+from memcue.install.edits.files import InstallError
 
 _BOM = b"\xef\xbb\xbf"
 #: Layouts tried, in order: (mapping indent, sequence indent, dash offset). ``(2, 2, 0)`` is PyYAML's block

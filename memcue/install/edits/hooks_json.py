@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memcue.hooks import command
-from memcue.install.files import InstallError
+from memcue.install.edits.files import InstallError
 
 _BOM = b"\xef\xbb\xbf"
 #: JSON's names for what ``json.loads`` returns (for error messages).

@@ -1,0 +1,93 @@
+"""The harness registry: one row per harness memcue wires into, the only list of harnesses and events.
+
+Standard library only, and light (the hook imports it on every prompt: no ``typing``, no ``dataclasses``).
+A row names the harness's adapter module (``memcue/adapters/<harness>.py``: its payloads in, its stdout out),
+its installer module (``memcue/install/<harness>.py``: its config file), the program looked for on PATH, and
+its events: memcue's event name -> the harness's own name and the hook timeout memcue writes for it (s).
+The sidecar, the hook, the installer, doctor and the CLI all take their lists from here; modules are named,
+not imported, so the hook loads only the adapter it runs. Adding a harness is one adapter module, one
+installer module and one row below.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+#: memcue's own event names, whatever a harness calls them.
+USER_PROMPT_SUBMIT = "user-prompt-submit"
+SESSION_START = "session-start"
+STOP = "stop"
+SESSION_END = "session-end"
+#: Every memcue event, in the order a session meets them.
+EVENTS = (USER_PROMPT_SUBMIT, SESSION_START, STOP, SESSION_END)
+
+Event = namedtuple("Event", ["name", "timeout_s"])
+Event.__doc__ = ("One harness event: ``name``, the harness's own (its ``hook_event_name``); ``timeout_s``, the "
+                 "hook timeout memcue writes into the harness's config (integer s), None when the harness has no "
+                 "such setting.")
+
+Harness = namedtuple("Harness", ["name", "adapter", "installer", "program", "events"])
+Harness.__doc__ = ("One registered harness: ``name`` (memcue's, as typed on the command line), ``adapter`` and "
+                   "``installer`` (module paths), ``program`` (looked for on PATH), ``events`` (memcue event -> "
+                   "``Event``, for every event memcue handles in that harness).")
+
+#: The command-hook harnesses' events. Prompt hooks get 3 s (the hook's own deadline is 2.5 s, DESIGN.md
+#: section 3), session start 5 s (deadline 4.5 s), Stop and SessionEnd (capture only, spooled at once) 5 s.
+_COMMAND_HOOK_EVENTS = {
+    USER_PROMPT_SUBMIT: Event("UserPromptSubmit", 3),
+    SESSION_START: Event("SessionStart", 5),
+    STOP: Event("Stop", 5),
+    SESSION_END: Event("SessionEnd", 5),
+}
+
+#: memcue harness name -> its row.
+HARNESSES: dict[str, Harness] = {
+    "claude-code": Harness("claude-code", "memcue.adapters.claude_code", "memcue.install.claude_code", "claude",
+                           _COMMAND_HOOK_EVENTS),
+    # Codex 0.171 caps SessionEnd hooks at 3 s and warns about more.
+    "codex": Harness("codex", "memcue.adapters.codex", "memcue.install.codex", "codex",
+                     {**_COMMAND_HOOK_EVENTS, SESSION_END: Event("SessionEnd", 3)}),
+    # Hermes has no command hooks: memcue's provider plugin (install/templates/hermes_plugin.py) sends these
+    # names and enforces its own deadlines.
+    "hermes": Harness("hermes", "memcue.adapters.hermes", "memcue.install.hermes", "hermes",
+                      {ours: Event(event.name, None) for ours, event in _COMMAND_HOOK_EVENTS.items()}),
+}
+#: Every registered harness name, in registry order.
+NAMES = tuple(HARNESSES)
+
+
+def _fold(name: str) -> str:
+    """Case- and separator-insensitive form of a name: ``User_Prompt-Submit`` -> ``userpromptsubmit``."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def harness_name(name: str) -> str | None:
+    """The registered harness name for ``name`` (``Claude_Code`` -> ``claude-code``), or None if unknown."""
+    folded = _fold(name)
+    for known in HARNESSES:
+        if _fold(known) == folded:
+            return known
+    return None
+
+
+def event_name(harness: str, name: str) -> str | None:
+    """memcue's event name for ``name`` as the CLI or ``harness`` (a registered name) spells it, or None when
+    unsupported: ``user-prompt-submit``, ``UserPromptSubmit`` and ``userpromptsubmit`` all give
+    ``user-prompt-submit``. Raises ``KeyError`` for an unregistered ``harness``."""
+    folded = _fold(name)
+    for ours, event in HARNESSES[harness].events.items():
+        if folded in (_fold(ours), _fold(event.name)):
+            return ours
+    return None
+
+
+def harness_events(harness: str) -> dict[str, str]:
+    """memcue event -> ``harness``'s own event name (the adapter's ``EVENTS``). Raises ``KeyError`` for an
+    unregistered ``harness``."""
+    return {ours: event.name for ours, event in HARNESSES[harness].events.items()}
+
+
+def hook_events(harness: str) -> dict[str, tuple[str, int | None]]:
+    """``harness``'s event name -> (memcue event, timeout s): what an installer writes (the installer's
+    ``EVENTS``). Raises ``KeyError`` for an unregistered ``harness``."""
+    return {event.name: (ours, event.timeout_s) for ours, event in HARNESSES[harness].events.items()}

@@ -1,0 +1,55 @@
+"""Safe edits of a user's TOML file (Codex's ``config.toml``): append a table, take exactly that table off again.
+
+memcue never rewrites a TOML file it does not own: an append keeps every byte of the user's (comments, order,
+formatting), is checked by a strict parse before it is written, and can be taken off again byte for byte while
+it is still the file's end. Anything else is left to the harness's own CLI.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from memcue.install.edits.files import InstallError, read_bytes, write_atomic
+
+__all__ = ["append", "read", "remove_appended"]
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The file's tables ({} when it does not exist). Raises ``InstallError`` when it cannot be read or is not
+    valid UTF-8 TOML."""
+    try:
+        return tomllib.loads((read_bytes(path) or b"").decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InstallError(f"{path} is not valid TOML ({exc}); memcue changed nothing") from None
+
+
+def append(path: Path, block: bytes, what: str) -> tuple[bytes, bytes, bool]:
+    """Append ``block`` (TOML text starting with a newline) to ``path``, after a newline when the file lacks a
+    final one; returns ``(bytes appended, the file's new bytes, whether the file existed with content)``.
+    Raises ``InstallError`` (nothing written) when the result would not parse; ``what`` names the block in
+    that message."""
+    old = read_bytes(path) or b""
+    added = (b"" if not old or old.endswith(b"\n") else b"\n") + block
+    new = old + added
+    try:
+        tomllib.loads(new.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InstallError(f"adding {what} would break {path} ({exc}); memcue changed nothing") from None
+    write_atomic(path, new)
+    return added, new, bool(old)
+
+
+def remove_appended(path: Path, block: bytes, existed: bool) -> bool:
+    """Take ``block`` off the end of ``path`` when it is still the file's end (the file goes when nothing is
+    left and it did not exist before, ``existed`` False); returns False, changing nothing, otherwise."""
+    now = read_bytes(path) or b""
+    if not block or not now.endswith(block):
+        return False
+    rest = now[: len(now) - len(block)]
+    if rest or existed:
+        write_atomic(path, rest)
+    else:
+        path.unlink()
+    return True
