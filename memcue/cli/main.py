@@ -13,7 +13,7 @@ import sys
 
 from memcue.cli import demo, install, memory, remember, sidecar, stats
 from memcue.cli.arguments import AddCommand
-from memcue.cli.output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, fail
+from memcue.cli.output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, ReaderGone, fail, flush_stdout
 
 #: The command groups, in the order ``memcue --help`` lists their commands.
 GROUPS = (remember, sidecar, memory, stats, install, demo)
@@ -64,15 +64,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         code: int = args.fn(args)
-        sys.stdout.flush()  # inside the try: a reader that left (| head) shows up here, not at exit
+        flush_stdout()  # inside the try: a reader that left (| head) shows up here, not at exit
         return code
+    except ReaderGone:  # `memcue list | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except SidecarBusy as exc:
         return fail(str(exc), EXIT_BUSY)
     except (ClientError, OSError) as exc:
         return fail(str(exc), EXIT_ERROR, as_json=getattr(args, "json", False))
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `memcue list | head`: the reader left; say nothing more
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK

@@ -16,15 +16,37 @@ from typing import Any
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY = 0, 1, 2, 75
 
 
+class ReaderGone(Exception):
+    """Stdout's reader left before the output ended (``memcue list | head``): nothing more to say; the
+    command exits 0. Raised by the functions here instead of the ``BrokenPipeError`` of writing to stdout
+    (a broken pipe elsewhere, e.g. to a harness's program, stays an error)."""
+
+
+def _out(*values: Any, **kwargs: Any) -> None:
+    """``print`` to stdout; a reader that left raises ``ReaderGone``."""
+    try:
+        print(*values, **kwargs)
+    except BrokenPipeError:
+        raise ReaderGone from None
+
+
+def flush_stdout() -> None:
+    """Write out what stdout still buffers; a reader that left raises ``ReaderGone``."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise ReaderGone from None
+
+
 def emit(data: Any, as_json: bool, text: str, ok: bool = True, *, indent: int | None = 2,
          extra: dict[str, Any] | None = None, end: str = "\n") -> int:
     """Print a command's result: ``text`` for people (followed by ``end``; nothing when empty), or with
     ``as_json`` the envelope ``{"success": ok, "data": data, **extra}`` (``indent`` None: one line). Returns
     the exit code (0, or 1 when not ``ok``)."""
     if as_json:
-        print(json.dumps({"success": ok, "data": data, **(extra or {})}, ensure_ascii=False, indent=indent))
+        _out(json.dumps({"success": ok, "data": data, **(extra or {})}, ensure_ascii=False, indent=indent))
     elif text:
-        print(text, end=end)
+        _out(text, end=end)
     return EXIT_OK if ok else EXIT_ERROR
 
 
@@ -32,7 +54,7 @@ def usage_error(message: str, as_json: bool = False) -> int:
     """A usage error (exit 2): the message on stderr, or ``{"success": false, "error": ...}`` on stdout with
     ``as_json``."""
     if as_json:
-        print(json.dumps({"success": False, "error": message}, ensure_ascii=False))
+        _out(json.dumps({"success": False, "error": message}, ensure_ascii=False))
     else:
         print(f"memcue: {message}", file=sys.stderr)
     return EXIT_USAGE
@@ -42,7 +64,7 @@ def fail(message: str, code: int = EXIT_ERROR, as_json: bool = False) -> int:
     """A command that could not do its job: ``memcue: message`` on stderr, or with ``as_json``
     ``{"success": false, "error": ...}`` on stdout (ASCII-escaped). Returns ``code``."""
     if as_json:
-        print(json.dumps({"success": False, "error": message}))
+        _out(json.dumps({"success": False, "error": message}))
     else:
         print(f"memcue: {message}", file=sys.stderr)
     return code
