@@ -10,6 +10,7 @@ from memcue.cli.output import emit, narrator
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``memcue demo``: run the demo, narrating unless --json; exit 1 when a scenario failed."""
     from memcue.demo.run import run_demo, summary_text
 
     report = run_demo(keep=args.keep, say=narrator(args.json))

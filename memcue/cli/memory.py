@@ -77,6 +77,7 @@ def _opened(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
+    """``memcue fetch IDS``: the memories whole; exit 1 when none exists."""
     with _client() as client:
         out = client.fetch(",".join(args.ids), **_opened(args))
     lines = [f"{_line(m, full=True)}\n   project {m.get('project') or '(global)'}; written "
@@ -87,6 +88,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """``memcue list``: the newest memories of this project (or every one), one line each."""
     project = project_of(args)
     fields: dict[str, Any] = {"limit": args.limit, "include_forgotten": args.include_forgotten,
                               "include_bookkeeping": args.include_bookkeeping}
@@ -103,6 +105,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    """``memcue forget IDS``: soft-delete; exit 1 when none was found."""
     with _client() as client:
         out = client.forget(args.ids)
     parts = [f"forgotten: {', '.join(f'#{i}' for i in out['forgotten'])}" if out["forgotten"] else "",
@@ -115,6 +118,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
+    """``memcue expand IDS``: the memories with their session, entity and replacement context."""
     with _client() as client:
         out = client.expand(",".join(args.ids), **_opened(args))
     lines = []
@@ -134,6 +138,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
 
 
 def cmd_session_context(args: argparse.Namespace) -> int:
+    """``memcue session-context``: the block a new session of this project starts with."""
     fields: dict[str, Any] = {"project": project_of(args) or "", "harness": "cli", "max_tokens": args.max_tokens}
     if args.session_id:
         fields["session_id"] = args.session_id

@@ -21,6 +21,7 @@ IMPORT_ERRORS_SHOWN = 20
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
+    """``memcue remember TEXT``: store a memory (exit 2 for an empty text)."""
     from memcue.client import Client
 
     text = clean(args.text) if args.text != "-" else stdin_text().rstrip("\n")
@@ -54,6 +55,7 @@ def _recall_fields(args: argparse.Namespace, project: str | None) -> dict[str, A
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
+    """``memcue recall QUERY``: the memories that are evidence for the question."""
     from memcue.client import Client
 
     project = project_of(args)
@@ -73,6 +75,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
+    """``memcue update ID TEXT``: a new version of a memory; the old one stays for --as-of."""
     from memcue.client import Client
 
     text = stdin_text() if args.text == "-" else clean(args.text)
@@ -119,6 +122,7 @@ def _import_rows(path: Path, default_project: str | None) -> tuple[list[dict[str
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    """``memcue import FILE``: store a JSONL file's memories in batches; exit 1 when a line was bad."""
     from memcue.client import Client
 
     path = Path(args.file)

@@ -18,6 +18,7 @@ STOP_WAIT_S = 15
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """``memcue serve``: the sidecar in the foreground, until stopped."""
     from memcue.sidecar.lifecycle import serve
 
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -25,6 +26,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
+    """``memcue stop``: SIGTERM to the sidecar, then wait up to ``STOP_WAIT_S`` for it to exit (exit 1 if not)."""
     from memcue.core.paths import locations
     from memcue.sidecar.lifecycle import read_pid
 
@@ -100,6 +102,7 @@ def _health_text(health: dict[str, Any]) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """``memcue status``: whether the sidecar runs, its model, vector search and store counts."""
     from memcue.client import Client, SidecarDown
 
     with Client(timeout_s=5) as client:
@@ -111,6 +114,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    """``memcue mcp``: the MCP server on stdio."""
     from memcue.mcp import main as run_mcp
 
     return run_mcp()

@@ -54,6 +54,7 @@ def _days(text: str) -> float:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    """``memcue stats``: how often recalled memories were opened (``format_stats``)."""
     from memcue.client import Client
 
     with Client() as client:
