@@ -1,16 +1,14 @@
-"""``memcue install`` and ``memcue uninstall``: the CLI side of ``memcue.install`` (kept out of ``cli.py``)."""
+"""``memcue install|uninstall|doctor``: the CLI side of ``memcue.install``."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_ERROR = 0, 1
+from memcue.cli.arguments import AddCommand
+from memcue.cli.output import emit, fail
 
 
 def _harnesses(name: str, action: str) -> tuple[list[str], list[str]]:
@@ -98,38 +96,42 @@ def _run(args: argparse.Namespace, action: str) -> int:
                 step(report, action, args, state_dir)
         except inst.InstallError as exc:
             errors.append(f"{harness}: {exc}")
-    if args.json:
-        print(json.dumps({"success": not errors, "data": reports, "errors": errors, "skipped": skipped},
-                         ensure_ascii=False))
-    else:
-        for r in reports:
-            files = r.get("files") or []
-            if args.dry_run:
-                print(r["diff"] or f"{r['path']}: no change", end="" if r["diff"] else "\n")
-                later = [flag for flag in ("--mcp", "--trust") if getattr(args, flag[2:], False)]
-                if later:
-                    print(f"{r['harness']}: {' and '.join(later)} not shown: the harness itself makes those changes "
-                          "when you run the install")
-            elif not r["changed"]:
-                print(f"{r['harness']}: {r['path']} already {'has' if action == 'install' else 'lacks'} memcue; "
-                      "nothing changed")
-            elif action == "install":
-                where = " (new file)" if r.get("created") else f" (backup: {r['backup']})" if r.get("backup") else ""
-                print(f"{r['harness']}: wired into {r['path']}{where}" + "".join(f"; wrote {f}" for f in files))
-            else:
-                done = ("removed (memcue had created it)" if r.get("deleted") else
-                        "original restored" if r.get("restored") else "memcue's entries removed")
-                print(f"{r['harness']}: {r['path']}: {done}" + "".join(f"; removed {f}" for f in files))
-            if action == "install" and r.get("note") and not args.dry_run:
-                print(f"{r['harness']}: {r['note']}")
-            for key in ("trust", "mcp"):
-                if r.get(key):
-                    print(f"{r['harness']}: {r[key]}")
-        for harness in skipped:
-            print(f"{harness}: not found on this machine (no program on PATH, no config folder); skipped")
+    text = "".join(_said(r, action, args) for r in reports) + "".join(
+        f"{h}: not found on this machine (no program on PATH, no config folder); skipped\n" for h in skipped)
+    code = emit(reports, args.json, text, ok=not errors, indent=None, extra={"errors": errors, "skipped": skipped},
+                end="")
+    if not args.json:
         for e in errors:
-            print(f"memcue: {e}", file=sys.stderr)
-    return EXIT_ERROR if errors else EXIT_OK
+            fail(e)
+    return code
+
+
+def _said(r: dict[str, Any], action: str, args: argparse.Namespace) -> str:
+    """What ``memcue install|uninstall`` tells people about one harness's report (lines ending in newlines,
+    but a dry run's diff as it is)."""
+    files = r.get("files") or []
+    if args.dry_run:
+        out = r["diff"] or f"{r['path']}: no change\n"
+        later = [flag for flag in ("--mcp", "--trust") if getattr(args, flag[2:], False)]
+        if later:
+            out += (f"{r['harness']}: {' and '.join(later)} not shown: the harness itself makes those changes "
+                    "when you run the install\n")
+    elif not r["changed"]:
+        out = (f"{r['harness']}: {r['path']} already {'has' if action == 'install' else 'lacks'} memcue; "
+               "nothing changed\n")
+    elif action == "install":
+        where = " (new file)" if r.get("created") else f" (backup: {r['backup']})" if r.get("backup") else ""
+        out = f"{r['harness']}: wired into {r['path']}{where}" + "".join(f"; wrote {f}" for f in files) + "\n"
+    else:
+        done = ("removed (memcue had created it)" if r.get("deleted") else
+                "original restored" if r.get("restored") else "memcue's entries removed")
+        out = f"{r['harness']}: {r['path']}: {done}" + "".join(f"; removed {f}" for f in files) + "\n"
+    if action == "install" and r.get("note") and not args.dry_run:
+        out += f"{r['harness']}: {r['note']}\n"
+    for key in ("trust", "mcp"):
+        if r.get(key):
+            out += f"{r['harness']}: {r[key]}\n"
+    return out
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -137,13 +139,11 @@ def _doctor(args: argparse.Namespace) -> int:
     from memcue.install import doctor
 
     report = doctor.run_checks(locations())
-    print(doctor.to_json(report) if args.json else doctor.render(report))
-    return EXIT_OK if report["ok"] else EXIT_ERROR
+    return emit(report, args.json, doctor.render(report), ok=report["ok"], indent=None)
 
 
-def add_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    """Register ``install``, ``uninstall`` and ``doctor`` on the CLI (``add(name, help)`` makes a subcommand
-    with --json)."""
+def register(add: AddCommand) -> None:
+    """Register ``install``, ``uninstall`` and ``doctor``."""
     from memcue.install import HARNESS_CHOICES
 
     for action, text in (("install", "Wire memcue into a harness (Claude Code, Codex: hooks; Hermes: memory "

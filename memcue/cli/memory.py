@@ -1,5 +1,5 @@
 """``memcue search|fetch|list|forget|expand|session-context``: reading and managing stored memories by hand
-(issue 6, CLI parity with the MCP tools). Thin over ``memcue.client.Client``; kept out of ``cli.py``.
+(CLI parity with the MCP tools). Thin over ``memcue.client.Client``.
 
 Every command prints text for people, or with ``--json`` the ``{"success": ..., "data": ...}`` envelope;
 exit codes as for the rest of the CLI: 0 ok, 1 error (or nothing found by id), 2 usage, 75 busy.
@@ -11,9 +11,9 @@ import argparse
 import datetime as dt
 import json
 import os
-from collections.abc import Callable
 from typing import Any
 
+from memcue.cli.arguments import AddCommand, add_project_options, project_of
 from memcue.cli.output import emit, format_recall, usage_error
 from memcue.core.address import parse_id_list
 from memcue.core.text import preview
@@ -56,12 +56,12 @@ def _line(m: dict[str, Any], full: bool = False) -> str:
     return f"#{m['memory_id']} ({label}) {text}"
 
 
-def cmd_search(args: argparse.Namespace, project: str | None) -> int:
+def cmd_search(args: argparse.Namespace) -> int:
     """Keyword-only recall: for a known exact term (an error code, a flag, a file name)."""
     if not args.term.strip():
-        return usage_error(args, "the search term is empty")
+        return usage_error("the search term is empty", args.json)
     with _client() as client:
-        answer = client.recall(args.term, project=project, limit=args.limit, mode="keyword",
+        answer = client.recall(args.term, project=project_of(args), limit=args.limit, mode="keyword",
                                session_id="cli:search")
     return emit(answer, args.json, format_recall(answer, show_weak=True))
 
@@ -76,6 +76,7 @@ def _opened(args: argparse.Namespace) -> dict[str, str]:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
+    """``memcue fetch IDS``: the memories whole; exit 1 when none exists."""
     with _client() as client:
         out = client.fetch(",".join(args.ids), **_opened(args))
     lines = [f"{_line(m, full=True)}\n   project {m.get('project') or '(global)'}; written "
@@ -85,7 +86,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return emit(out, args.json, "\n".join(lines), ok=bool(out["success"]))
 
 
-def cmd_list(args: argparse.Namespace, project: str | None) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
+    """``memcue list``: the newest memories of this project (or every one), one line each."""
+    project = project_of(args)
     fields: dict[str, Any] = {"limit": args.limit, "include_forgotten": args.include_forgotten,
                               "include_bookkeeping": args.include_bookkeeping}
     if project is None:
@@ -101,6 +104,7 @@ def cmd_list(args: argparse.Namespace, project: str | None) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    """``memcue forget IDS``: soft-delete; exit 1 when none was found."""
     with _client() as client:
         out = client.forget(args.ids)
     parts = [f"forgotten: {', '.join(f'#{i}' for i in out['forgotten'])}" if out["forgotten"] else "",
@@ -113,6 +117,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
+    """``memcue expand IDS``: the memories with their session, entity and replacement context."""
     with _client() as client:
         out = client.expand(",".join(args.ids), **_opened(args))
     lines = []
@@ -131,8 +136,9 @@ def cmd_expand(args: argparse.Namespace) -> int:
     return emit(out, args.json, "\n".join(lines), ok=bool(out.get("items")))
 
 
-def cmd_session_context(args: argparse.Namespace, project: str | None) -> int:
-    fields: dict[str, Any] = {"project": project or "", "harness": "cli", "max_tokens": args.max_tokens}
+def cmd_session_context(args: argparse.Namespace) -> int:
+    """``memcue session-context``: the block a new session of this project starts with."""
+    fields: dict[str, Any] = {"project": project_of(args) or "", "harness": "cli", "max_tokens": args.max_tokens}
     if args.session_id:
         fields["session_id"] = args.session_id
     with _client() as client:
@@ -141,35 +147,26 @@ def cmd_session_context(args: argparse.Namespace, project: str | None) -> int:
     return emit(out, args.json, f"{text}\n[session {out['session_id']} · {out['tokens']} tokens]")
 
 
-def add_commands(add: Callable[..., argparse.ArgumentParser], project_of: Callable[[argparse.Namespace], str],
-                 project_help: str) -> None:
-    """Register the commands on the CLI. ``add(name, help)`` makes a subcommand with --json; ``project_of``
-    turns ``--project`` (or the current directory) into a project key."""
+def _opening(p: argparse.ArgumentParser) -> None:
+    """``--query-id`` and ``--session-id`` of ``fetch`` and ``expand`` (see ``_opened``)."""
+    p.add_argument("--query-id", help="the recall these ids came from (a memcue-recall block's query_id): "
+                                      "marks them used for `memcue stats`")
+    p.add_argument("--session-id", help="the session they were recalled in (default: the agent's, from the "
+                                        "environment)")
 
-    def scoped(p: argparse.ArgumentParser, all_flag: bool = True) -> None:
-        p.add_argument("--project", metavar="DIR", help=project_help)
-        if all_flag:
-            p.add_argument("--all-projects", action="store_true", help="every project, not just this one")
 
-    def project(args: argparse.Namespace) -> str | None:
-        return None if getattr(args, "all_projects", False) else project_of(args)
-
+def register(add: AddCommand) -> None:
+    """Register ``search``, ``fetch``, ``list``, ``forget``, ``expand`` and ``session-context``."""
     p = add("search", "Keyword-only search for a known exact term (an error code, a flag, a file name).")
     p.add_argument("term", help="the exact term(s)")
     p.add_argument("--limit", type=int, default=20, help="most results (default 20)")
-    scoped(p)
-    p.set_defaults(fn=lambda args: cmd_search(args, project(args)))
-
-    def opening(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--query-id", help="the recall these ids came from (a memcue-recall block's query_id): "
-                                          "marks them used for `memcue stats`")
-        p.add_argument("--session-id", help="the session they were recalled in (default: the agent's, from the "
-                                            "environment)")
+    add_project_options(p, all_projects=True)
+    p.set_defaults(fn=cmd_search)
 
     p = add("fetch", "Show memories by id, whole: forgotten and replaced ones too. Exit 1 when none exist.")
     p.add_argument("ids", nargs="+", type=clean_ids,
                    help="ids: 12 or 12,15 or 12 15 (a # is allowed), or memcue://<project>/<id> addresses")
-    opening(p)
+    _opening(p)
     p.set_defaults(fn=cmd_fetch)
 
     p = add("list", "The newest memories, one line each (this project and global ones).")
@@ -179,8 +176,8 @@ def add_commands(add: Callable[..., argparse.ArgumentParser], project_of: Callab
     p.add_argument("--include-bookkeeping", action="store_true",
                    help="also bookkeeping rows (session ends, captured answers)")
     p.add_argument("--full", action="store_true", help=f"whole texts (default: cut at {LIST_CHARS} characters)")
-    scoped(p)
-    p.set_defaults(fn=lambda args: cmd_list(args, project(args)))
+    add_project_options(p, all_projects=True)
+    p.set_defaults(fn=cmd_list)
 
     p = add("forget", "Forget memories (soft delete): they stop answering at once, and stay listable and fetchable.")
     p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15")
@@ -189,12 +186,11 @@ def add_commands(add: Callable[..., argparse.ArgumentParser], project_of: Callab
     p = add("expand", "Show memories with their context: the same session's neighbours, shared entities, the "
                       "version that replaced them.")
     p.add_argument("ids", nargs="+", type=clean_ids, help="ids: 12 or 12,15, or memcue://<project>/<id> addresses")
-    opening(p)
+    _opening(p)
     p.set_defaults(fn=cmd_expand)
 
     p = add("session-context", "The block a new session of this project starts with (pinned, newest, named).")
     p.add_argument("--session-id", help="a session to continue (a second call in one session gets a pointer)")
     p.add_argument("--max-tokens", type=int, default=1500, help="token budget of the block (default 1500)")
-    scoped(p, all_flag=False)
-    p.set_defaults(fn=lambda args: cmd_session_context(args, project(args)))
-
+    add_project_options(p)
+    p.set_defaults(fn=cmd_session_context)

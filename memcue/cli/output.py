@@ -1,32 +1,85 @@
-"""Text helpers of the ``memcue`` command: reading arguments and stdin safely, and formatting answers."""
+"""The one output path of the ``memcue`` command, and its text helpers.
+
+Every command prints its result through ``emit`` (text for people, or with ``--json`` the
+``{"success": ..., "data": ...}`` envelope), a usage error through ``usage_error`` and a failure through
+``fail``; each returns the exit code. Also here: reading arguments and stdin safely, and formatting answers.
+"""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from memcue.core.text import scrub_surrogates
 
+#: The exit codes of every command: 0 ok, 1 error, 2 usage, 75 busy (try again; ``EX_TEMPFAIL`` of sysexits.h).
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY = 0, 1, 2, 75
 
-def emit(data: Any, as_json: bool, text: str, ok: bool = True) -> int:
-    """Print a command's result: ``text`` for people, or with ``as_json`` the envelope ``{"success": ok,
-    "data": data}``. Returns the exit code (0, or 1 when not ``ok``)."""
+
+class ReaderGone(Exception):
+    """Stdout's reader left before the output ended (``memcue list | head``): nothing more to say; the
+    command exits 0. Raised by the functions here instead of the ``BrokenPipeError`` of writing to stdout
+    (a broken pipe elsewhere, e.g. to a harness's program, stays an error)."""
+
+
+def _out(*values: Any, **kwargs: Any) -> None:
+    """``print`` to stdout; a reader that left raises ``ReaderGone``."""
+    try:
+        print(*values, **kwargs)
+    except BrokenPipeError:
+        raise ReaderGone from None
+
+
+def flush_stdout() -> None:
+    """Write out what stdout still buffers; a reader that left raises ``ReaderGone``."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise ReaderGone from None
+
+
+def emit(data: Any, as_json: bool, text: str, ok: bool = True, *, indent: int | None = 2,
+         extra: dict[str, Any] | None = None, end: str = "\n") -> int:
+    """Print a command's result: ``text`` for people (followed by ``end``; nothing when empty), or with
+    ``as_json`` the envelope ``{"success": ok, "data": data, **extra}`` (``indent`` None: one line). Returns
+    the exit code (0, or 1 when not ``ok``)."""
     if as_json:
-        print(json.dumps({"success": ok, "data": data}, ensure_ascii=False, indent=2))
+        _out(json.dumps({"success": ok, "data": data, **(extra or {})}, ensure_ascii=False, indent=indent))
     elif text:
-        print(text)
-    return 0 if ok else 1
+        _out(text, end=end)
+    return EXIT_OK if ok else EXIT_ERROR
 
 
-def usage_error(args: argparse.Namespace, message: str) -> int:
-    """A usage error (exit 2): the message on stderr, or ``{"success": false, "error": ...}`` with ``--json``."""
-    if getattr(args, "json", False):
-        print(json.dumps({"success": False, "error": message}, ensure_ascii=False))
+def usage_error(message: str, as_json: bool = False) -> int:
+    """A usage error (exit 2): the message on stderr, or ``{"success": false, "error": ...}`` on stdout with
+    ``as_json``."""
+    if as_json:
+        _out(json.dumps({"success": False, "error": message}, ensure_ascii=False))
     else:
         print(f"memcue: {message}", file=sys.stderr)
-    return 2
+    return EXIT_USAGE
+
+
+def fail(message: str, code: int = EXIT_ERROR, as_json: bool = False) -> int:
+    """A command that could not do its job: ``memcue: message`` on stderr, or with ``as_json``
+    ``{"success": false, "error": ...}`` on stdout (ASCII-escaped). Returns ``code``."""
+    if as_json:
+        _out(json.dumps({"success": False, "error": message}))
+    else:
+        print(f"memcue: {message}", file=sys.stderr)
+    return code
+
+
+def narrator(as_json: bool) -> Callable[..., None]:
+    """How a long command tells its steps as they happen (``print``'s signature): ``print`` for people,
+    silence with ``as_json`` (the JSON comes once, at the end, through ``emit``)."""
+    return _silent if as_json else print
+
+
+def _silent(*_args: Any, **_kwargs: Any) -> None:
+    return None
 
 
 def format_recall(answer: dict[str, Any], show_weak: bool = False) -> str:
@@ -94,24 +147,3 @@ def clean(text: str) -> str:
 def stdin_text() -> str:
     """All of stdin as text, undecodable bytes as U+FFFD."""
     return sys.stdin.buffer.read().decode("utf-8", "replace")
-
-
-def iso_time(text: str) -> str:
-    """An ISO 8601 date or date-time ("2026-10-01", "2026-10-01T09:30:00Z"), checked here so a typo is a
-    usage error (exit 2) with a clear message."""
-    import datetime as dt
-
-    try:
-        dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 date or date-time (e.g. 2026-10-01 or 2026-10-01T09:30:00Z)") from None
-    return text
-
-
-def limit(text: str) -> int:
-    """An argparse type: an integer from 1 to 100."""
-    value = int(text)
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError("must be between 1 and 100")
-    return value

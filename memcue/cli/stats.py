@@ -8,9 +8,9 @@ several channels counts once for each. Thin over ``Client.stats`` (``POST /stats
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
+from memcue.cli.arguments import AddCommand
 from memcue.cli.output import emit
 
 #: Days ``memcue stats`` looks back by default.
@@ -54,6 +54,7 @@ def _days(text: str) -> float:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    """``memcue stats``: how often recalled memories were opened (``format_stats``)."""
     from memcue.client import Client
 
     with Client() as client:
@@ -62,8 +63,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return emit(data, args.json, format_stats(data))
 
 
-def add_commands(add: Callable[..., argparse.ArgumentParser]) -> None:
-    """Register ``memcue stats``; ``add(name, help)`` makes a subcommand with --json."""
+def register(add: AddCommand) -> None:
+    """Register ``stats``."""
     p = add("stats", "How often recalled memories were opened (fetch/expand): used and unused per channel, per "
                      "kind and per way served, over the last N days.")
     p.add_argument("--days", type=_days, default=DEFAULT_DAYS, help=f"days to look back (default {DEFAULT_DAYS})")

@@ -1,0 +1,60 @@
+"""What every command group shares when it registers its commands: the registration shape (``AddCommand``),
+the project options and the argument types that turn a typo into a usage error (exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Protocol
+
+PROJECT_HELP = ("a path in the project (its git top-level is the project, as for the hooks), or a bare project "
+                "key as stored; default: the current directory")
+
+
+class AddCommand(Protocol):
+    """What each command group's ``register(add)`` is given: ``add(name, help_text)`` makes the subcommand
+    ``memcue NAME`` (its help and description ``help_text``; with a ``--json`` flag unless ``json_flag`` is
+    False) and returns its parser, on which the group adds arguments and ``set_defaults(fn=cmd)`` with
+    ``cmd(args) -> exit code``."""
+
+    def __call__(self, name: str, help_text: str, json_flag: bool = True) -> argparse.ArgumentParser: ...
+
+
+def add_project_options(p: argparse.ArgumentParser, *, global_flag: bool = False,
+                        all_projects: bool = False) -> None:
+    """``--project DIR``; with ``global_flag`` also ``--global`` (a memory for every project), with
+    ``all_projects`` also ``--all-projects`` (read every project). ``project_of`` reads them."""
+    p.add_argument("--project", metavar="DIR", help=PROJECT_HELP)
+    if global_flag:
+        p.add_argument("--global", dest="global_", action="store_true", help="a memory for every project")
+    if all_projects:
+        p.add_argument("--all-projects", action="store_true", help="every project, not just this one")
+
+
+def project_of(args: argparse.Namespace) -> str | None:
+    """The project key a command acts on: None with ``--all-projects``; ``""`` (global) with ``--global``;
+    else the key of ``--project`` or of the current directory (``memcue.core.project.project_key``)."""
+    if getattr(args, "all_projects", False):
+        return None
+    from memcue.core.project import project_key
+
+    return project_key(getattr(args, "project", None), global_=getattr(args, "global_", False))
+
+
+def iso_time(text: str) -> str:
+    """An ISO 8601 date or date-time ("2026-10-01", "2026-10-01T09:30:00Z"), checked here so a typo is a
+    usage error (exit 2) with a clear message."""
+    try:
+        dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 date or date-time (e.g. 2026-10-01 or 2026-10-01T09:30:00Z)") from None
+    return text
+
+
+def limit(text: str) -> int:
+    """An argparse type: an integer from 1 to 100."""
+    value = int(text)
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError("must be between 1 and 100")
+    return value

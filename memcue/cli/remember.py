@@ -1,0 +1,195 @@
+"""``memcue remember|recall|update|import``: putting memories in and asking for them. Thin over
+``memcue.client.Client``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from memcue.cli.arguments import AddCommand, add_project_options, iso_time, limit, project_of
+from memcue.cli.output import clean, emit, format_recall, progress, stdin_text, usage_error
+
+#: Memories sent per ``remember_batch`` call by ``memcue import``.
+IMPORT_BATCH = 500
+
+#: Bad lines ``memcue import`` lists by number (the rest are counted).
+IMPORT_ERRORS_SHOWN = 20
+
+
+def cmd_remember(args: argparse.Namespace) -> int:
+    """``memcue remember TEXT``: store a memory (exit 2 for an empty text)."""
+    from memcue.client import Client
+
+    text = clean(args.text) if args.text != "-" else stdin_text().rstrip("\n")
+    if not text.strip():
+        return usage_error("nothing to remember: the text is empty", args.json)
+    with Client() as client:
+        client.ensure_running()
+        out = client.remember(text, kind=args.kind, project=project_of(args), pinned=args.pinned, source="cli")
+    note = " (flagged as bookkeeping: kept, never recalled or injected)" if out["bookkeeping"] else ""
+    if out.get("redacted"):
+        note += f" ({out['redacted']} secret{'s' if out['redacted'] > 1 else ''} replaced by [REDACTED:…] markers)"
+    said = f"already remembered as #{out['id']} (counted again)" if out.get("duplicate") else f"remembered #{out['id']}"
+    return emit(out, args.json, f"{said}{note}")
+
+
+def _recall_fields(args: argparse.Namespace, project: str | None) -> dict[str, Any]:
+    """The recall request's fields besides the query (``Client.recall``), from the command's flags."""
+    from memcue.core.session_ids import resolve_session_id
+
+    fields: dict[str, Any] = {"project": project, "limit": args.limit, "mode": "keyword" if args.keyword else "full",
+                              "depth": args.depth, "max_tokens": args.max_tokens,
+                              "include_requests": args.include_requests,
+                              "session_id": resolve_session_id(args.session_id, os.environ) or "cli:recall"}
+    if args.since or args.until:
+        fields["window"] = {"from": args.since, "to": args.until}
+    if args.as_of:
+        fields["as_of"] = args.as_of
+    if args.valid_at:
+        fields["valid_at"] = args.valid_at
+    return fields
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    """``memcue recall QUERY``: the memories that are evidence for the question."""
+    from memcue.client import Client
+
+    project = project_of(args)
+    args.query = clean(args.query)
+    if not args.query.strip():
+        return usage_error("the question is empty", args.json)
+    if args.since and args.until and dt.datetime.fromisoformat(args.until) <= dt.datetime.fromisoformat(args.since):
+        return usage_error("--until must be later than --since")  # on stderr, even with --json
+    fields = _recall_fields(args, project)
+    with Client() as client:
+        client.ensure_running()
+        answer = client.recall(args.query, **fields)
+    text = format_recall(answer, show_weak=args.show_weak)
+    if not answer["results"] and project is not None:
+        text += f"\n(searched project {project or '(global)'}; --all-projects searches every project)"
+    return emit(answer, args.json, text)
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    """``memcue update ID TEXT``: a new version of a memory; the old one stays for --as-of."""
+    from memcue.client import Client
+
+    text = stdin_text() if args.text == "-" else clean(args.text)
+    if not text.strip():
+        return usage_error("the memory text is empty")  # on stderr, even with --json
+    body: dict[str, Any] = {"memory_id": args.id, "content": text}
+    if args.kind:
+        body["kind"] = args.kind
+    with Client() as client:
+        client.ensure_running()
+        out = client.update(body)
+    return emit(out, args.json, f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
+
+
+def _import_rows(path: Path, default_project: str | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSONL file's memories as ``RememberIn`` bodies, and a message per bad line (``"line N: why"``).
+    A line's missing project, source and source_id default to ``default_project``, ``import:<file name>``
+    and ``import:<file name>:<line>`` (so a re-import stores nothing twice)."""
+    from pydantic import ValidationError
+
+    from memcue.sidecar.api_models import RememberIn
+
+    rows, errors = [], []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    raise ValueError("needs a JSON object with a 'content' string")
+                rec.setdefault("project", default_project)
+                rec.setdefault("source", f"import:{path.name}")
+                rec.setdefault("source_id", f"import:{path.name}:{n}")
+                rows.append(RememberIn.model_validate(rec).model_dump(exclude_none=True))
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+                errors.append(f"line {n}: {problems}")
+            except json.JSONDecodeError as exc:
+                errors.append(f"line {n}: not JSON ({exc})")
+            except ValueError as exc:
+                errors.append(f"line {n}: {exc}")
+    return rows, errors
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``memcue import FILE``: store a JSONL file's memories in batches; exit 1 when a line was bad."""
+    from memcue.client import Client
+
+    path = Path(args.file)
+    if not path.is_file():
+        return usage_error(f"{path}: no such file")  # on stderr, even with --json
+    rows, errors = _import_rows(path, project_of(args))
+    stored = duplicates = 0
+    with Client() as client:
+        client.ensure_running()
+        for i in range(0, len(rows), IMPORT_BATCH):
+            for out in client.remember_batch(rows[i:i + IMPORT_BATCH]):
+                duplicates += out["duplicate"]
+                stored += not out["duplicate"]
+            progress(min(i + IMPORT_BATCH, len(rows)), len(rows), "importing")
+    data = {"stored": stored, "duplicates": duplicates, "errors": errors}
+    more = len(errors) - IMPORT_ERRORS_SHOWN
+    lines = [f"imported {stored} memories ({duplicates} already stored, {len(errors)} bad lines skipped)",
+             *errors[:IMPORT_ERRORS_SHOWN], *([f"... and {more} more"] if more > 0 else [])]
+    return emit(data, args.json, "\n".join(lines), ok=not errors)
+
+
+def register(add: AddCommand) -> None:
+    """Register ``remember``, ``recall``, ``update`` and ``import``."""
+    p = add("remember", "Store a memory now (keyword-searchable at once, embedded in the background).")
+    p.add_argument("text", help="the memory text, or - to read it from stdin")
+    p.add_argument("--kind", default="note", help="decision, preference, bug, howto, note, ... (default: note)")
+    p.add_argument("--pinned", action="store_true", help="always offered at session start")
+    add_project_options(p, global_flag=True)
+    p.set_defaults(fn=cmd_remember)
+    _register_recall(add)
+
+    p = add("update", "Write a new version of memory ID; the old one is kept for --as-of and never served.")
+    p.add_argument("id", type=int, help="the memory id (from recall)")
+    p.add_argument("text", help="the new text, or - to read it from stdin")
+    p.add_argument("--kind", help="change the kind (default: keep it)")
+    p.set_defaults(fn=cmd_update)
+
+    p = add("import", "Import memories from a JSONL file: one {\"content\": ...} object per line, optionally with "
+                      "kind, project, pinned, session_id, source_id (idempotent re-import), created_at (Unix s) "
+                      "and metadata.")
+    p.add_argument("file")
+    add_project_options(p, global_flag=True)
+    p.set_defaults(fn=cmd_import)
+
+
+def _register_recall(add: AddCommand) -> None:
+    p = add("recall", "Find the memories that are evidence for QUERY.")
+    p.add_argument("query", help="the question, in your own words")
+    p.add_argument("--limit", type=limit, default=10, help="results at most, 1-100 (default 10)")
+    p.add_argument("--keyword", action="store_true", help="BM25 keyword search only")
+    p.add_argument("--all-projects", action="store_true", help="search every project")
+    p.add_argument("--show-weak", action="store_true", help="also list weak matches, labelled [weak] (left out by "
+                                                            "default: they are not evidence)")
+    p.add_argument("--include-requests", action="store_true",
+                   help="let prompts you typed (captured by the hook, kind request) answer too")
+    add_project_options(p)
+    p.add_argument("--since", metavar="TIME", type=iso_time,
+                   help="only memories written at or after TIME (ISO 8601 date/time)")
+    p.add_argument("--until", metavar="TIME", type=iso_time, help="only memories written before TIME (ISO 8601)")
+    p.add_argument("--as-of", metavar="TIME", type=iso_time,
+                   help="what memcue knew at TIME: versions current then (ISO 8601)")
+    p.add_argument("--valid-at", metavar="TIME", type=iso_time, help="facts valid at TIME (ISO 8601)")
+    p.add_argument("--depth", type=int, choices=(0, 1, 2), default=1,
+                   help="0: a glance (one-line previews), 1: full memories (default), 2: with session/entity context")
+    p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                   help="never more than N tokens of memory text (drops context, then shortens, then leaves out)")
+    p.add_argument("--session-id", default="", help="session for the working set (default: MEMCUE_SESSION_ID, "
+                   "CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID; none: a synthetic cli: session)")
+    p.set_defaults(fn=cmd_recall)
+

@@ -1,0 +1,130 @@
+"""``memcue serve|stop|status|mcp``: running the sidecar and the MCP server, and asking whether they run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from memcue.cli.arguments import AddCommand
+from memcue.cli.output import emit, fail
+from memcue.core.paths import Locations
+
+#: Seconds ``memcue stop`` waits for the sidecar to exit after SIGTERM.
+STOP_WAIT_S = 15
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``memcue serve``: the sidecar in the foreground, until stopped."""
+    from memcue.sidecar.lifecycle import serve
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return serve(foreground=True)
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """``memcue stop``: SIGTERM to the sidecar, then wait up to ``STOP_WAIT_S`` for it to exit (exit 1 if not)."""
+    from memcue.core.paths import locations
+    from memcue.sidecar.lifecycle import read_pid
+
+    pid = read_pid(locations())
+    if pid is None:
+        return emit({"stopped": False}, args.json, "memcue sidecar is not running")
+    if not _is_sidecar(pid):
+        return emit({"stopped": False}, args.json, f"memcue sidecar is not running (stale pid file names pid {pid}, "
+                                                   "which is not a memcue sidecar; left alone)")
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return emit({"stopped": False}, args.json, "memcue sidecar is not running (stale pid file)")
+    deadline = time.monotonic() + STOP_WAIT_S
+    while time.monotonic() < deadline and _is_sidecar(pid):
+        time.sleep(0.05)
+    if _is_sidecar(pid):
+        return fail(f"the sidecar (pid {pid}) did not stop within {STOP_WAIT_S} s")  # on stderr, even with --json
+    return emit({"stopped": True, "pid": pid}, args.json, f"stopped memcue sidecar (pid {pid})")
+
+
+def _is_sidecar(pid: int) -> bool:
+    """True while ``pid`` is alive and (where /proc exists) runs memcue's sidecar, so a pid reused by
+    another program after a crash is never signalled."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if not cmdline.parent.exists():
+        return True
+    try:
+        args = cmdline.read_bytes().split(b"\0")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":  # exited, waiting to be reaped
+        return False
+    return b"memcue.sidecar" in args or (b"serve" in args and any(a.endswith(b"memcue") for a in args))
+
+
+def _not_running(args: argparse.Namespace, loc: Locations) -> int:
+    """``memcue status`` when no sidecar answers: where it would run, and why it cannot start if a file is in
+    the way of its socket (case C09: the sidecar refuses to start until it moves)."""
+    from memcue.core.paths import socket_blocked
+
+    data = {"running": False, "data_dir": str(loc.root), "socket": str(loc.socket), "log": str(loc.sidecar_log)}
+    if socket_blocked(loc.socket):
+        data["blocked"] = f"{loc.socket} exists and is not a socket; memcue will not delete it"
+        return emit(data, args.json, f"memcue sidecar cannot start: {data['blocked']}. Move it away, or set "
+                                     f"MEMCUE_HOME to another folder. Log: {loc.sidecar_log}")
+    return emit(data, args.json, f"memcue sidecar is not running (socket {loc.socket}); it starts on the "
+                                 f"next hook or command. Log: {loc.sidecar_log}")
+
+
+def _health_text(health: dict[str, Any]) -> str:
+    """A running sidecar's ``/health`` answer as ``memcue status`` prints it."""
+    text = (f"memcue {health['version']} running (pid {health['pid']}), data in {health['data_dir']}\n"
+            f"model: {health['model']['id'] or '-'} ({health['model']['state']}); vector search: "
+            f"{'on' if health['vector_search'] else 'off (' + (health['vector_note'] or 'warming up') + ')'}; "
+            f"tokenizer: {health['tokenizer']}\n"
+            f"memories: {health['counts']['memories']} ({health['counts']['bookkeeping']} bookkeeping, "
+            f"{health['counts']['pending_embeddings']} "
+            f"{'waiting for vectors' if health['vector_search'] or health['warming_up'] else 'without vectors'})")
+    reranker = health.get("reranker") or {}
+    if reranker.get("status") not in (None, "off"):
+        text += f"\nreranker: {reranker['status']}" + (f" ({reranker['note']})" if reranker.get("note") else "")
+    if health.get("config_error"):
+        text += f"\nconfig problems (those entries are ignored): {health['config_error']}"
+    return text
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """``memcue status``: whether the sidecar runs, its model, vector search and store counts."""
+    from memcue.client import Client, SidecarDown
+
+    with Client(timeout_s=5) as client:
+        try:
+            health: dict[str, Any] = client.health()  # a stuck sidecar raises ClientError: exit 1, said
+        except SidecarDown:
+            return _not_running(args, client.loc)
+    return emit({"running": True, **health}, args.json, _health_text(health))
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """``memcue mcp``: the MCP server on stdio."""
+    from memcue.mcp import main as run_mcp
+
+    return run_mcp()
+
+
+def register(add: AddCommand) -> None:
+    """Register ``serve``, ``stop``, ``status`` and ``mcp``."""
+    add("serve", "Run the sidecar in the foreground (clients start it detached when needed).",
+        json_flag=False).set_defaults(fn=cmd_serve)
+    add("stop", "Stop the running sidecar (finishes writes, checkpoints the database).").set_defaults(fn=cmd_stop)
+    add("status", "Is the sidecar running; model, vector search and store counts.").set_defaults(fn=cmd_status)
+    add("mcp", "Run the MCP server on stdio (for an agent's MCP config: command `memcue`, args [\"mcp\"]); "
+               "it starts the sidecar if needed.", json_flag=False).set_defaults(fn=cmd_mcp)
