@@ -24,9 +24,11 @@ from typing import Any
 
 from memcue.client import Client
 from memcue.core.paths import Locations
+from memcue.harnesses import HARNESSES
 from memcue.hooks import command as hook_command
 
-EVENTS = {"UserPromptSubmit": "user-prompt-submit", "SessionStart": "session-start"}
+#: Claude Code's event name -> memcue's, from the harness registry (the payloads name Claude Code's events).
+EVENTS = {event.name: ours for ours, event in HARNESSES["claude-code"].events.items()}
 
 
 def load_seed() -> list[dict[str, Any]]:

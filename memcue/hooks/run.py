@@ -224,10 +224,11 @@ def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
 
 
 def _spool_prompt(event: HookEvent) -> None:
+    from memcue.core import spool_format
     from memcue.hooks import spool
 
     try:
-        record = spool.remember_prompt(
+        record = spool_format.remember_prompt(
             event.prompt,
             project=event.project,
             session_id=event.session_id,
@@ -258,9 +259,10 @@ def _capture(event: HookEvent) -> None:
             text = text[:RESPONSE_MAX_CHARS] + " [memcue: cut]"
     else:
         return
+    from memcue.core import spool_format
     from memcue.hooks import spool
 
-    record = spool.remember_prompt(text, project=event.project, session_id=event.session_id,
+    record = spool_format.remember_prompt(text, project=event.project, session_id=event.session_id,
                                    harness=event.harness, kind=kind)
     try:
         spool.append(record, spool.spool_path(event.harness, event.session_id))
@@ -348,7 +350,7 @@ def run(argv: list[str], started: float) -> None:
 
 
 def _new_request_id() -> str:
-    from memcue.hooks.spool import new_id
+    from memcue.core.spool_format import new_id
 
     return new_id()
 

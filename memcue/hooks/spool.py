@@ -1,5 +1,5 @@
-"""The hook's write spool: captured prompts the sidecar could not take, one JSON line each (the record
-format, ``new_id`` and ``remember_prompt`` are ``memcue.core.spool_format``'s, shared with the reader).
+"""The hook's write spool: captured prompts the sidecar could not take, one JSON line each (records are
+built by ``memcue.core.spool_format``, the format the reader shares).
 
 Standard library only. Each writer has its own file, ``spool_dir / "hook-<harness>-<session>.jsonl"``
 (``<session>``: 12 hex digits of the session id's sha1), so harnesses and sessions never share one. The
@@ -16,9 +16,6 @@ import os
 from pathlib import Path
 
 from memcue.core.paths import locations
-from memcue.core.spool_format import new_id, remember_prompt
-
-__all__ = ["append", "new_id", "remember_prompt", "spool_path"]
 
 #: Attempts to write a record when the sidecar deletes the file between our open and our lock.
 _OPEN_ATTEMPTS = 3

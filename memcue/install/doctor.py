@@ -10,7 +10,6 @@ the hook log (recent failures, the latest timings when ``MEMCUE_HOOK_DEBUG`` is 
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -186,9 +185,4 @@ def render(report: dict[str, Any]) -> str:
              + (f" ({f['version']})" if f.get("version") else "") for f in report["findings"]]
     lines.append("memcue doctor: all good" if report["ok"] else "memcue doctor: problems found (see FAIL)")
     return "\n".join(lines)
-
-
-def to_json(report: dict[str, Any]) -> str:
-    """The report as the CLI's JSON envelope."""
-    return json.dumps({"success": report["ok"], "data": report}, ensure_ascii=False)
 
