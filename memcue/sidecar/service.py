@@ -65,61 +65,62 @@ class MemoryService:
     """The sidecar's service over the data dir ``locations`` with ``settings`` (read once at start).
 
     ``load_model=False`` serves keyword-only (tests, cases C18/C19). Raises what ``Store`` raises when the
-    database cannot be opened."""
+    database cannot be opened. Its parts (store, embedder, worker, scheduler, hook service) are private: callers
+    use its methods."""
 
     def __init__(self, locations: Locations, settings: Settings, *, load_model: bool = True) -> None:
-        self.locations = locations
-        self.settings = settings
+        self._locations = locations
+        self._settings = settings
         locations.root.mkdir(parents=True, exist_ok=True)
-        self.store = Store(locations.database)
-        if not self.store.vec.available:
-            log.warning("sqlite-vec could not load (%s): recall is keyword-only", self.store.vec.error)
+        self._store = Store(locations.database)
+        if not self._store.vec.available:
+            log.warning("sqlite-vec could not load (%s): recall is keyword-only", self._store.vec.error)
         # Without sqlite-vec there is nowhere to search vectors: skip the model (memory, start-up work).
-        self.embedder: Embedder | None = (
+        self._embedder: Embedder | None = (
             Embedder(locations.models_dir, cache_size=settings.embedding_cache_size,
                      load_delay_s=settings.model_load_delay_s)
-            if load_model and self.store.vec.available else None)
-        self.tokens = TokenCounter(locations.tiktoken_cache)
-        self.recall_services = RecallServices(config=settings.recall_options())
+            if load_model and self._store.vec.available else None)
+        self._tokens = TokenCounter(locations.tiktoken_cache)
+        self._recall_services = RecallServices(config=settings.recall_options())
         if settings.rerank_model:
-            self.recall_services.reranker = Reranker(settings.rerank_model, locations.models_dir,
+            self._recall_services.reranker = Reranker(settings.rerank_model, locations.models_dir,
                                                      model_path=settings.rerank_model_path)
         #: The optional judge of question answers (off unless configured: ``sidecar/answer_check.py``).
-        self.answer_checker = AnswerChecker(settings.answer_check, key=settings.answer_check_key)
+        self._answer_checker = AnswerChecker(settings.answer_check, key=settings.answer_check_key)
         self._limiter = anyio.CapacityLimiter(WORKER_THREADS)
         self._gate = QuestionGate()
         #: Recalls served and the memories opened from them (``sidecar/usage.py``), written by the worker.
-        self.usage = UsageRecorder(self.store)
-        self.worker = Worker(self.store, self.embedder, self.recall_services.vectors,
-                             SpoolReader(locations.spool_dir, self.store), self.usage, self._gate)
-        self.usage.on_record = self.worker.wake
-        store = self.store
+        self._usage = UsageRecorder(self._store)
+        self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
+                             SpoolReader(locations.spool_dir, self._store), self._usage, self._gate)
+        self._usage.on_record = self._worker.wake
+        store = self._store
         # The answer cache's key: any write (generation), a new vector or a superseded row (journal), a rebind.
-        self.questions = Questions(self.recall, lambda: (store.generation, store.vector_dim,
+        self._questions = Questions(self.recall, lambda: (store.generation, store.vector_dim,
                                                          store.vector_journal.position()),
                                    self._limiter, self._gate.running, slots=settings.recall_slots,
                                    wait_s=settings.recall_wait_s, ttl_s=settings.answer_cache_ttl_s,
                                    delay_s=settings.recall_delay_s)
-        self.hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit)
+        self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit)
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         """Start model loading and the background worker (returns at once)."""
-        if self.embedder is not None:
-            self.embedder.on_ready = self.worker.wake  # bind vectors as soon as the model is there
-            self.embedder.start()
-        if self.recall_services.reranker is not None:
-            self.recall_services.reranker.start()
-        self.worker.start()
+        if self._embedder is not None:
+            self._embedder.on_ready = self._worker.wake  # bind vectors as soon as the model is there
+            self._embedder.start()
+        if self._recall_services.reranker is not None:
+            self._recall_services.reranker.start()
+        self._worker.start()
         threading.Thread(target=temporal.warm_up, name="memcue-dateparser-warm", daemon=True).start()
 
     def stop(self) -> None:
         """Stop the worker, write the pending usage log and checkpoint the database."""
-        self.worker.stop()
-        self.usage.flush()
-        self.store.close()
+        self._worker.stop()
+        self._usage.flush()
+        self._store.close()
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -129,14 +130,14 @@ class MemoryService:
     @property
     def warming_up(self) -> bool:
         """True while the embedding model loads or rows wait for their vectors (``recall.is_warming``)."""
-        return is_warming(self.store, self.embedder)
+        return is_warming(self._store, self._embedder)
 
     async def health(self) -> dict[str, Any]:
         """The ``/health`` payload (see ``_health``)."""
         return await anyio.to_thread.run_sync(self._health, limiter=self._limiter)
 
     def _health(self) -> dict[str, Any]:
-        emb, reranker = self.embedder, self.recall_services.reranker
+        emb, reranker = self._embedder, self._recall_services.reranker
         return {
             "status": "ok",
             "version": __version__,
@@ -144,25 +145,25 @@ class MemoryService:
             "warming_up": self.warming_up,
             "model": {"id": emb.model_id if emb else "", "state": emb.state if emb else "disabled",
                       "error": emb.error if emb else ""},
-            "vector_search": self.store.vector_dim is not None,
-            "vector_note": self.store.vector_note,
-            "sqlite_vec": {"available": self.store.vec.available, "version": self.store.vec.version,
-                           "error": self.store.vec.error},
-            "tokenizer": self.tokens.mode,
+            "vector_search": self._store.vector_dim is not None,
+            "vector_note": self._store.vector_note,
+            "sqlite_vec": {"available": self._store.vec.available, "version": self._store.vec.version,
+                           "error": self._store.vec.error},
+            "tokenizer": self._tokens.mode,
             "reranker": {"status": reranker.status if reranker else "off",
                          "note": reranker.note if reranker else
                          "no reranker configured (config [rerank] model or MEMCUE_RERANK_MODEL)"},
-            "config_error": self.settings.error,
-            "questions": self.questions.stats(),
-            "background_yields": self.worker.background_yields,
+            "config_error": self._settings.error,
+            "questions": self._questions.stats(),
+            "background_yields": self._worker.background_yields,
             "prompt_vectors_reused": self.prompt_vectors_reused,
-            "hooks": {"recent": self.hooks.timings.recent()},
-            "spool_watch": self.worker.spool_watch,
+            "hooks": {"recent": self._hooks.timings.recent()},
+            "spool_watch": self._worker.spool_watch,
             "embedding_cache": emb.cache_stats() if emb else {},
-            "vector_index": self.recall_services.vectors.stats(),
-            "schema_version": self.store.schema_version,
-            "counts": self.store.counts(),
-            "data_dir": str(self.locations.root),
+            "vector_index": self._recall_services.vectors.stats(),
+            "schema_version": self._store.schema_version,
+            "counts": self._store.counts(),
+            "data_dir": str(self._locations.root),
         }
 
     # -- writes --------------------------------------------------------------------------------
@@ -176,20 +177,20 @@ class MemoryService:
         return await anyio.to_thread.run_sync(self._remember_many, memories, limiter=self._limiter)
 
     def _remember_many(self, memories: list[NewMemory]) -> list[WriteResult]:
-        out = self.store.remember_many(memories)
-        self.worker.wake()
+        out = self._store.remember_many(memories)
+        self._worker.wake()
         return out
 
     def _remember_one(self, memory: NewMemory) -> WriteResult:
         """A new row gets the vector the near-duplicate check computed at once, so the next ``remember``
         sees it."""
         try:
-            check = find_near_duplicate(self.store, self.recall_services.vectors, self.embedder, memory)
+            check = find_near_duplicate(self._store, self._recall_services.vectors, self._embedder, memory)
         except Exception:  # noqa: BLE001 - the write must not fail for the check; exact dedup still applies
             log.exception("near-duplicate check failed; storing the memory as new")
             check = NearCheck()
         if check.memory_id is not None:
-            self.store.reinforce(check.memory_id)
+            self._store.reinforce(check.memory_id)
             return WriteResult(check.memory_id, False, duplicate=True, redacted=redact(memory.content).count)
         return self._write_with_vector(memory, check.vector)[0]
 
@@ -197,7 +198,7 @@ class MemoryService:
         """Store a captured prompt (blocking). When its recall just embedded the same text (the query-embedding
         cache holds it), that vector is stored with it at once: the worker does not embed the prompt a second
         time (about 4 ms of CPU per prompt, which three agents at once feel)."""
-        emb = self.embedder
+        emb = self._embedder
         vector = emb.cached(memory.content) if emb is not None and emb.state == "ready" else None
         result, stored = self._write_with_vector(memory, vector)
         self.prompt_vectors_reused += stored
@@ -206,20 +207,20 @@ class MemoryService:
     def _write_with_vector(self, memory: NewMemory, vector: np.ndarray | None) -> tuple[WriteResult, bool]:
         """Store ``memory``; when ``vector`` (its embedding, computed already) fits a new, embeddable row, store
         it with the row at once instead of leaving it to the worker. Returns ``(result, vector stored)``."""
-        result = self.store.remember_many([memory])[0]
-        emb = self.embedder
+        result = self._store.remember_many([memory])[0]
+        emb = self._embedder
         if (vector is None or emb is None or result.duplicate or result.bookkeeping
-                or memory.metadata.get("embed_text") or self.store.vector_dim != vector.shape[0]):
-            self.worker.wake()
+                or memory.metadata.get("embed_text") or self._store.vector_dim != vector.shape[0]):
+            self._worker.wake()
             return result, False
-        self.worker.store_vectors([result.id], np.asarray(vector, dtype=np.float32).reshape(1, -1), emb)
+        self._worker.store_vectors([result.id], np.asarray(vector, dtype=np.float32).reshape(1, -1), emb)
         return result, True
 
     async def update(self, memory_id: int, *, content: str, kind: str | None, pinned: bool | None,
                      metadata: dict[str, Any], valid_from: float | None) -> WriteResult:
         """Write a new version of ``memory_id`` (see ``Store.update``): ``kind`` and ``pinned`` None keep the old
         ones; ``valid_from`` in Unix s. It leaves every working set. Raises ``MemoryNotFound``."""
-        old = self.store.fetch([memory_id]).get(memory_id)
+        old = self._store.fetch([memory_id]).get(memory_id)
         if old is None:
             raise MemoryNotFound(f"no memory with id {memory_id}")
         memory = NewMemory(content=content, kind=kind or old["kind"], project=old["project"],
@@ -228,9 +229,9 @@ class MemoryService:
         return await anyio.to_thread.run_sync(self._update, memory_id, memory, limiter=self._limiter)
 
     def _update(self, memory_id: int, memory: NewMemory) -> WriteResult:
-        out = self.store.update(memory_id, memory)
-        self.recall_services.working_sets.forget(memory_id)
-        self.worker.wake()
+        out = self._store.update(memory_id, memory)
+        self._recall_services.working_sets.forget(memory_id)
+        self._worker.wake()
         return out
 
     async def forget(self, ids: list[int]) -> ForgetResult:
@@ -239,9 +240,9 @@ class MemoryService:
         return await anyio.to_thread.run_sync(self._forget, ids, limiter=self._limiter)
 
     def _forget(self, ids: list[int]) -> ForgetResult:
-        out = self.store.forget(ids)
+        out = self._store.forget(ids)
         for memory_id in out.forgotten:
-            self.recall_services.working_sets.forget(memory_id)
+            self._recall_services.working_sets.forget(memory_id)
         return out
 
     # -- reads ---------------------------------------------------------------------------------
@@ -251,18 +252,18 @@ class MemoryService:
         ``query_id`` names (else the session's latest)."""
         def run() -> dict[str, Any]:
             out = self._expand(ids)
-            self.usage.mark_used([i["memory_id"] for i in out["items"]], query_id=query_id, session_id=session_id)
+            self._usage.mark_used([i["memory_id"] for i in out["items"]], query_id=query_id, session_id=session_id)
             return out
 
         return await anyio.to_thread.run_sync(run, limiter=self._limiter)
 
     def _expand(self, ids: list[int]) -> dict[str, Any]:
-        rows = self.store.fetch(ids)
+        rows = self._store.fetch(ids)
         items = [{"memory_id": mid, "fact_id": mid, "content": rows[mid]["content"], "memory_kind": rows[mid]["kind"],
                   "project": rows[mid]["project"], "created_at": rows[mid]["created_at"],
                   "superseded_by": rows[mid]["superseded_by"], "bookkeeping": rows[mid]["bookkeeping"],
                   "forgotten": rows[mid]["forgotten_at"] is not None,
-                  "context": context_for(self.store, mid)} for mid in dict.fromkeys(ids) if mid in rows]
+                  "context": context_for(self._store, mid)} for mid in dict.fromkeys(ids) if mid in rows]
         return {"success": bool(items), "items": items, "not_found": [i for i in dict.fromkeys(ids) if i not in rows]}
 
     async def fetch(self, ids: list[int], *, session_id: str = "", query_id: str = "") -> dict[str, Any]:
@@ -271,10 +272,10 @@ class MemoryService:
         no id resolves. Those found are marked used as in ``expand``."""
         def run() -> dict[str, Any]:
             wanted = list(dict.fromkeys(ids))
-            rows, now = self.store.fetch(wanted), time.time()
+            rows, now = self._store.fetch(wanted), time.time()
             results = [_memory_item(rows[i], now) for i in wanted if i in rows]
             out = {"success": bool(results), "results": results, "not_found": [i for i in wanted if i not in rows]}
-            self.usage.mark_used([m["memory_id"] for m in results], query_id=query_id, session_id=session_id)
+            self._usage.mark_used([m["memory_id"] for m in results], query_id=query_id, session_id=session_id)
             return out
 
         return await anyio.to_thread.run_sync(run, limiter=self._limiter)
@@ -284,7 +285,7 @@ class MemoryService:
         """The newest memories of ``project`` plus global ones (every project when None), at most ``limit``:
         ``{"results": [...]}`` in the ``MemoryOut`` shape."""
         def run() -> dict[str, Any]:
-            rows = self.store.list_memories(project=project, limit=limit, include_bookkeeping=include_bookkeeping,
+            rows = self._store.list_memories(project=project, limit=limit, include_bookkeeping=include_bookkeeping,
                                             kind=kind, include_forgotten=include_forgotten)
             now = time.time()
             return {"results": [_memory_item(row, now) for row in rows]}
@@ -294,15 +295,15 @@ class MemoryService:
     async def usage_stats(self, days: float) -> dict[str, Any]:
         """Recall usage over the last ``days`` days: used and unused memories per channel, kind and way served
         (``UsageRecorder.stats``)."""
-        return await anyio.to_thread.run_sync(self.usage.stats, days, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(self._usage.stats, days, limiter=self._limiter)
 
     # -- recall --------------------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
         """Run the recall pipeline and shape the results by ``request.depth`` and ``request.max_tokens``
         (blocking; call from a worker thread). Raises ``ValueError`` for a bad request."""
-        answer = recall(self.store, self.embedder, request, self.recall_services)
-        return apply_layers(answer, depth=request.depth, max_tokens=request.max_tokens, count=self.tokens.count,
-                            store=self.store)
+        answer = recall(self._store, self._embedder, request, self._recall_services)
+        return apply_layers(answer, depth=request.depth, max_tokens=request.max_tokens, count=self._tokens.count,
+                            store=self._store)
 
     async def ask(self, request: RecallRequest, budget_s: float | None) -> dict[str, Any]:
         """A question (``POST /recall``): through the question slots without a budget, else the keyword race
@@ -311,14 +312,14 @@ class MemoryService:
         ``ValueError``."""
         started = time.perf_counter()
         answer = await self._answer(request, budget_s, started)
-        self.usage.record(served_recall(str(answer.get("query_id") or ""), request.session_id, "question",
+        self._usage.record(served_recall(str(answer.get("query_id") or ""), request.session_id, "question",
                                         answer.get("results") or []))
         left = (budget_s - (time.perf_counter() - started)) if budget_s is not None else CHECK_WITHOUT_BUDGET_S
-        return {**answer, **await self.answer_checker.judge(answer, left, warming=bool(answer.get("warming_up")))}
+        return {**answer, **await self._answer_checker.judge(answer, left, warming=bool(answer.get("warming_up")))}
 
     async def _answer(self, request: RecallRequest, budget_s: float | None, started: float) -> dict[str, Any]:
         if budget_s is None:
-            return await self.questions.ask(request)
+            return await self._questions.ask(request)
         answer, by = await self.race_recall(request, budget_s)
         if answer is None:
             return {"query": request.query, "results": [], "tier": "none", "retrieval_mode": "none",
@@ -346,31 +347,31 @@ class MemoryService:
     async def hook(self, harness: str, event: str, payload: dict[str, Any], *, budget_s: float, max_tokens: int,
                    max_chars: int) -> HookResult:
         """Serve one hook call (``HookService.handle``)."""
-        return await self.hooks.handle(harness, event, payload, budget_s=budget_s, max_tokens=max_tokens,
+        return await self._hooks.handle(harness, event, payload, budget_s=budget_s, max_tokens=max_tokens,
                                        max_chars=max_chars)
 
     async def session_context(self, harness: str, session_id: str, project: str, *, budget_s: float,
                               max_tokens: int, max_chars: int) -> HookResult:
         """The session-start block for ``session_id`` (``HookService.session_block``)."""
-        return await self.hooks.session_block(harness, session_id, project, budget_s=budget_s,
+        return await self._hooks.session_block(harness, session_id, project, budget_s=budget_s,
                                               max_tokens=max_tokens, max_chars=max_chars)
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` (``TokenCounter``)."""
-        return self.tokens.count(text)
+        return self._tokens.count(text)
 
     def doc_count(self, project: str) -> int:
         """Memories the session-start pointer counts for ``project`` (``Store.doc_count``; blocking)."""
-        return self.store.doc_count(project)
+        return self._store.doc_count(project)
 
     def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
         """Store rows newest first (``Store.list_memories``; blocking)."""
-        return self.store.list_memories(**filters)
+        return self._store.list_memories(**filters)
 
     def record_served(self, query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
                       block: str = "") -> None:
         """Queue a recall served for the usage log (``usage.served_recall``)."""
-        self.usage.record(served_recall(query_id, session_id, served_by, results, block))
+        self._usage.record(served_recall(query_id, session_id, served_by, results, block))
 
 
 def _memory_item(row: dict[str, Any], now: float) -> dict[str, Any]:
