@@ -82,7 +82,9 @@ class Settings:
     Questions: ``recall_slots`` (>= 1), ``recall_wait_s`` (s), ``answer_cache_ttl_s`` (s), ``recall_delay_s``
     (s, tests only). Runtime: ``embedding_cache_size`` (queries, >= 0), ``model_load_delay_s`` (s, tests
     only), ``no_model`` (keyword-only service), ``disable_vec`` (sqlite-vec off). ``error``: why the file or
-    some of its entries were ignored ("" when fine)."""
+    some of its entries were ignored ("" when fine). ``ranking`` and ``disable_vec`` are read here so that
+    every ``MEMCUE_*`` value is in one place; ``recall/ranking.py`` and ``store/db.py`` still read their
+    variables themselves until ``RecallOptions`` and ``Store`` take them (same names, same values)."""
 
     support_gate: bool = True
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
