@@ -7,7 +7,7 @@ for every configuration, each answerable question (categories 1-4) is asked thro
 ``memcue.sidecar.recall.pipeline.recall`` scoped to its conversation, limit 10:
 
 - ``full``: the default pipeline, as answered (after the evidence floor and support tiers);
-- ``full_ungated``: the same ranking with the support gate off (``RecallConfig(support_gate=False)``);
+- ``full_ungated``: the same ranking with the support gate off (``RecallOptions(support_gate=False)``);
 - ``bm25`` / ``semantic`` / ``plain_rrf``: single channels alone (no boosts), and semantic + BM25 at equal
   weights (no boosts): the baselines;
 - ``no_<stage>``: the full pipeline without one channel (temporal, graph, hopfield), without every
@@ -52,13 +52,13 @@ from memcue.sidecar.recall import (  # noqa: E402  # noqa: E402  # noqa: E402
     HOPFIELD,
     SEMANTIC,
     TEMPORAL,
+    RecallOptions,
     baselines,
     boosts,
     pipeline,
     probe_vectors,
 )
 from memcue.sidecar.runtime.embedding import Embedder  # noqa: E402
-from memcue.sidecar.settings import RecallConfig  # noqa: E402
 from memcue.sidecar.store import NewMemory, Store  # noqa: E402
 
 #: Code whose change invalidates a cached store (what is written per memory).
@@ -137,7 +137,7 @@ def ask(store: Store, emb: Embedder, questions: list[Question], config: dict[str
     channels = config.get("channels", ALL_CHANNELS)
     if "drop" in config:
         channels = tuple(c for c in channels if c != config["drop"])
-    services = pipeline.RecallServices(config=RecallConfig(support_gate=config.get("gate", True)))
+    services = pipeline.RecallServices(config=RecallOptions(support_gate=config.get("gate", True)))
     out = []
     with boosts_off(config.get("boost_off") or not config.get("boosts", True)):
         for q in questions:

@@ -14,7 +14,7 @@ from memcue.mcp.shape import parse_ids as mcp_parse_ids
 from memcue.sidecar.api_models import ExpandIn, FetchIn
 from memcue.sidecar.inject.render import COMPACT_CUES, compact_line, left_out_line, render_compact
 from memcue.sidecar.runtime.tokenizer import TokenCounter
-from memcue.sidecar.settings import load_config
+from memcue.sidecar.settings import load_settings
 from memcue.sidecar.store import ServedRecall, Store
 from memcue.sidecar.store.sqlite import usage as usage_store
 from memcue.sidecar.store.write.strip import strip_injected
@@ -194,11 +194,11 @@ def test_recorder_writes_off_the_caller_and_flushes_before_marking(tmp_path: Pat
 
 def test_prompt_block_option(tmp_path: Path) -> None:
     cfg = tmp_path / "config.toml"
-    assert load_config(cfg, env={}).prompt_block == "full"
+    assert load_settings(cfg, env={}).prompt_block == "full"
     cfg.write_text('[hooks]\nprompt_block = "compact"\n')
-    assert load_config(cfg, env={}).prompt_block == "compact"
-    assert load_config(cfg, env={"MEMCUE_PROMPT_BLOCK": "full"}).prompt_block == "full"
+    assert load_settings(cfg, env={}).prompt_block == "compact"
+    assert load_settings(cfg, env={"MEMCUE_PROMPT_BLOCK": "full"}).prompt_block == "full"
     cfg.write_text('[hooks]\nprompt_block = "tiny"\n')
-    bad = load_config(cfg, env={})
+    bad = load_settings(cfg, env={})
     assert bad.prompt_block == "full" and "hooks.prompt_block" in bad.error
-    assert load_config(tmp_path / "none.toml", env={"MEMCUE_PROMPT_BLOCK": "compact"}).prompt_block == "compact"
+    assert load_settings(tmp_path / "none.toml", env={"MEMCUE_PROMPT_BLOCK": "compact"}).prompt_block == "compact"

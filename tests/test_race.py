@@ -6,7 +6,7 @@ import time
 
 import anyio
 
-from memcue.sidecar.race import race
+from memcue.sidecar.scheduler import race
 
 
 def _after(seconds: float, value: str):

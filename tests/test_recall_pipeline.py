@@ -24,6 +24,7 @@ from memcue.sidecar.recall import (
     SEMANTIC,
     TEMPORAL,
     Filters,
+    RecallOptions,
     RecallRequest,
     RecallServices,
     classify,
@@ -31,7 +32,7 @@ from memcue.sidecar.recall import (
 )
 from memcue.sidecar.recall.tiers import NOTE_RELATED, Support, owner_of, support_label
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.settings import RecallConfig, load_config
+from memcue.sidecar.settings import load_settings
 from memcue.sidecar.store import NewMemory, Store
 
 DAY = 86400.0
@@ -104,12 +105,12 @@ def test_weights_come_from_one_table_and_config_and_request_override() -> None:
 def test_config_file_overrides_and_a_broken_file_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("[recall]\nsupport_gate = false\n[recall.weights.meaning]\nsemantic = 0.8\n")
-    cfg = load_config(path, env={})
+    cfg = load_settings(path, env={})
     assert not cfg.support_gate and cfg.weights == {"meaning": {"semantic": 0.8}}
     path.write_text("[recall\nbroken")
-    cfg = load_config(path, env={})
+    cfg = load_settings(path, env={})
     assert cfg.support_gate and cfg.error
-    assert not load_config(tmp_path / "absent.toml", env={"MEMCUE_NO_SUPPORT_GATE": "1"}).support_gate
+    assert not load_settings(tmp_path / "absent.toml", env={"MEMCUE_NO_SUPPORT_GATE": "1"}).support_gate
 
 
 # -- channels, fusion, floor, tiers -----------------------------------------------------------------
@@ -160,7 +161,7 @@ def test_unknown_name_in_the_question_is_not_supported(store: Store, embedder: E
 
 
 def test_support_gate_switch_turns_the_gate_off(store: Store, embedder: Embedder) -> None:
-    services = RecallServices(config=RecallConfig(support_gate=False))
+    services = RecallServices(config=RecallOptions(support_gate=False))
     answer = ask(store, embedder, "How do we deploy Kubernetes on Fridays?", services)
     assert answer["tier"] == "supported"
 

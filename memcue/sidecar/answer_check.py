@@ -26,7 +26,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -107,12 +106,12 @@ def _fields(status: str, reason: str, answerability: str = "unjudged", confidenc
 
 
 class AnswerChecker:
-    """Judges recall answers with the configured endpoint (see module doc). One per sidecar."""
+    """Judges recall answers with the configured endpoint (see module doc). One per sidecar. ``key``: the
+    endpoint's API key ("" = none), read at start from the variable ``config.api_key_env`` names."""
 
-    def __init__(self, config: AnswerCheckConfig, env: dict[str, str] | None = None) -> None:
+    def __init__(self, config: AnswerCheckConfig, key: str = "") -> None:
         self.config = config
-        env = dict(os.environ if env is None else env)
-        self._key = env.get(config.api_key_env or DEFAULT_KEY_ENV, "")
+        self._key = key
         self._running = False
         #: Verdicts by query_id: an answer served again from the answer cache is not judged twice.
         self._verdicts: OrderedDict[str, dict[str, Any]] = OrderedDict()

@@ -1,17 +1,15 @@
 """The sidecar's HTTP API (FastAPI): health, remember, recall, fetch/list/forget, session context, recall usage
 statistics and the hook route.
 
-Recall and hook work runs in worker threads (embedding and SQLite are blocking), bounded by one
-``CapacityLimiter`` so a burst of callers cannot starve the event loop.
+Each route turns its body into arguments, makes one ``MemoryService`` call and returns a response model;
+the service runs blocking work (embedding, SQLite) in worker threads.
 """
 
 from __future__ import annotations
 
-import time
+import dataclasses
 import uuid
 
-import anyio
-import anyio.to_thread
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
@@ -36,35 +34,28 @@ from memcue.sidecar.api_models import (
     UpdateIn,
     unix_seconds,
 )
-from memcue.sidecar.engine import Engine
-from memcue.sidecar.inject.service import handle_hook, session_block
-from memcue.sidecar.memory_api import fetch as fetch_memories
-from memcue.sidecar.memory_api import list_recent
-from memcue.sidecar.recall import ALL_CHANNELS, FULL_CHANNELS, KEYWORD_CHANNELS, Filters, RecallRequest
-from memcue.sidecar.scheduler import Busy, Questions
-from memcue.sidecar.store import NewMemory
-from memcue.sidecar.usage import served_recall
+from memcue.sidecar.recall import FULL_CHANNELS, KEYWORD_CHANNELS, Filters, RecallRequest
+from memcue.sidecar.scheduler import Busy
+from memcue.sidecar.service import MemoryNotFound, MemoryService
+from memcue.sidecar.store import NewMemory, WriteResult
 
-#: Worker threads for recall and writes at once (2 cores; embedding uses one thread each).
-WORKER_THREADS = 4
 HARNESSES = ("claude-code", "codex", "hermes")
 HOOK_EVENTS = ("user-prompt-submit", "session-start", "stop", "session-end")
 
 
-def _new_memory(m: RememberIn) -> NewMemory:
-    return NewMemory(content=m.content, kind=m.kind, project=m.project, session_id=m.session_id, pinned=m.pinned,
-                     source=m.source, source_id=m.source_id, created_at=m.created_at, metadata=m.metadata)
-
-
-def create_app(engine: Engine) -> FastAPI:
-    """Build the FastAPI app serving ``engine``."""
+def create_app(service: MemoryService) -> FastAPI:
+    """Build the FastAPI app serving ``service``."""
     app = FastAPI(title="memcue sidecar", version=__version__)
-    limiter = anyio.CapacityLimiter(WORKER_THREADS)
-    store = engine.store
-    # The answer cache's key: any write (generation), a new vector or a superseded row (journal), a rebind.
-    questions = Questions(engine.recall, lambda: (store.generation, store.vector_dim, store.vector_journal.position()),
-                          limiter, engine.question_running)
-    engine.question_stats = questions.stats
+    _errors(app)
+    _writes(app, service)
+    _reads(app, service)
+    _recall(app, service)
+    _hooks(app, service)
+    return app
+
+
+def _errors(app: FastAPI) -> None:
+    """A bad value is 422 (as pydantic's own errors); ``Busy`` is 503 with ``Retry-After``."""
 
     @app.exception_handler(ValueError)
     async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
@@ -76,121 +67,105 @@ def create_app(engine: Engine) -> FastAPI:
                             content={"code": "RECALL_BUSY", "retryable": True, "message": str(exc),
                                      "retry_after_s": exc.retry_after_s})
 
-    @app.get("/health")
-    async def health() -> dict:
-        return await anyio.to_thread.run_sync(engine.health, limiter=limiter)
+
+def _new_memory(m: RememberIn) -> NewMemory:
+    return NewMemory(content=m.content, kind=m.kind, project=m.project, session_id=m.session_id, pinned=m.pinned,
+                     source=m.source, source_id=m.source_id, created_at=m.created_at, metadata=m.metadata)
+
+
+def _written(result: WriteResult) -> RememberOut:
+    return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate,
+                       redacted=result.redacted)
+
+
+def _writes(app: FastAPI, service: MemoryService) -> None:
+    """``/remember``, ``/remember/batch``, ``/update`` and ``/forget``."""
 
     @app.post("/remember", response_model=RememberOut)
     async def remember(body: RememberIn) -> RememberOut:
-        result = await anyio.to_thread.run_sync(engine.remember_one, _new_memory(body), limiter=limiter)
-        return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate,
-                           redacted=result.redacted)
+        return _written(await service.remember(_new_memory(body)))
 
     @app.post("/remember/batch", response_model=list[RememberOut])
     async def remember_batch(body: RememberBatchIn) -> list[RememberOut]:
-        results = await anyio.to_thread.run_sync(engine.remember, [_new_memory(m) for m in body.memories],
-                                                 limiter=limiter)
-        return [RememberOut(id=r.id, bookkeeping=r.bookkeeping, duplicate=r.duplicate, redacted=r.redacted)
-                for r in results]
+        return [_written(r) for r in await service.remember_batch([_new_memory(m) for m in body.memories])]
 
     @app.post("/update", response_model=RememberOut)
     async def update(body: UpdateIn) -> RememberOut:
-        old = engine.store.fetch([body.memory_id]).get(body.memory_id)
-        if old is None:
-            raise HTTPException(404, f"no memory with id {body.memory_id}")
-        memory = NewMemory(content=body.content, kind=body.kind or old["kind"], project=old["project"],
-                           session_id=old["session_id"], pinned=old["pinned"] if body.pinned is None else body.pinned,
-                           source="update", metadata=body.metadata, valid_from=unix_seconds(body.valid_from))
-        result = await anyio.to_thread.run_sync(engine.update, body.memory_id, memory, limiter=limiter)
-        return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate,
-                           redacted=result.redacted)
+        try:
+            result = await service.update(body.memory_id, content=body.content, kind=body.kind, pinned=body.pinned,
+                                          metadata=body.metadata, valid_from=unix_seconds(body.valid_from))
+        except MemoryNotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        return _written(result)
 
-    def opened(out: dict, found: list[int], session_id: str, query_id: str) -> dict:
-        """Mark memories opened from a recall (``query_id``, else the session's latest) used."""
-        engine.usage.mark_used(found, query_id=query_id, session_id=session_id)
-        return out
+    @app.post("/forget", response_model=ForgetOut)
+    async def forget(body: ForgetIn) -> ForgetOut:
+        out = await service.forget(body.ids)
+        return ForgetOut(forgotten=out.forgotten, not_found=out.not_found, already=out.already)
+
+
+def _reads(app: FastAPI, service: MemoryService) -> None:
+    """``/health``, ``/expand``, ``/fetch``, ``/list`` and ``/stats``."""
+
+    @app.get("/health")
+    async def health() -> dict:
+        return await service.health()
 
     @app.post("/expand")
     async def expand(body: ExpandIn) -> dict:
-        def run() -> dict:
-            out = engine.expand(body.id_list())
-            return opened(out, [i["memory_id"] for i in out["items"]], body.session_id, body.query_id)
-
-        return await anyio.to_thread.run_sync(run, limiter=limiter)
+        return await service.expand(body.id_list(), session_id=body.session_id, query_id=body.query_id)
 
     @app.post("/fetch", response_model=FetchOut)
     async def fetch(body: FetchIn) -> dict:
-        def run() -> dict:
-            out = fetch_memories(store, body.ids)
-            return opened(out, [m["memory_id"] for m in out["results"]], body.session_id, body.query_id)
+        return await service.fetch(body.ids, session_id=body.session_id, query_id=body.query_id)
 
-        return await anyio.to_thread.run_sync(run, limiter=limiter)
+    @app.post("/list", response_model=ListOut)
+    async def list_memories(body: ListIn) -> dict:
+        return await service.list_recent(project=None if body.all_projects else body.project, limit=body.limit,
+                                         kind=body.kind, include_forgotten=body.include_forgotten,
+                                         include_bookkeeping=body.include_bookkeeping)
 
     @app.post("/stats")
     async def stats(body: StatsIn) -> dict:
         """Recall usage: used and unused memories per channel, kind and way served (``store.usage``)."""
-        return await anyio.to_thread.run_sync(engine.usage.stats, body.days, limiter=limiter)
+        return await service.usage_stats(body.days)
 
-    @app.post("/list", response_model=ListOut)
-    async def list_memories(body: ListIn) -> dict:
-        return await anyio.to_thread.run_sync(list_recent, store, body, limiter=limiter)
 
-    @app.post("/forget", response_model=ForgetOut)
-    async def forget(body: ForgetIn) -> ForgetOut:
-        out = await anyio.to_thread.run_sync(engine.forget, body.ids, limiter=limiter)
-        return ForgetOut(forgotten=out.forgotten, not_found=out.not_found, already=out.already)
+def _recall_request(body: RecallIn) -> RecallRequest:
+    """The ``RecallRequest`` a ``POST /recall`` body asks for (times as Unix seconds)."""
+    window = body.window or None
+    filters = Filters(window_start=unix_seconds(window.from_) if window else None,
+                      window_end=unix_seconds(window.to) if window else None,
+                      as_of=unix_seconds(body.as_of), valid_at=unix_seconds(body.valid_at))
+    return RecallRequest(query=body.query, project=body.project, limit=body.limit, session_id=body.session_id,
+                         channels=KEYWORD_CHANNELS if body.mode == "keyword" else FULL_CHANNELS,
+                         include_requests=body.include_requests, weights=body.weights, filters=filters,
+                         now=unix_seconds(body.now), depth=body.depth, max_tokens=body.max_tokens)
+
+
+def _recall(app: FastAPI, service: MemoryService) -> None:
+    """``/recall`` and ``/session_context``."""
+
+    @app.post("/recall")
+    async def recall(body: RecallIn) -> dict:
+        return await service.ask(_recall_request(body), body.budget_s)
 
     @app.post("/session_context", response_model=SessionContextOut)
     async def session_context(body: SessionContextIn) -> SessionContextOut:
         session_id = body.session_id or uuid.uuid4().hex
-        out = await session_block(engine, body.harness, session_id, body.project, budget_s=body.budget_s,
-                                  max_tokens=body.max_tokens, max_chars=body.max_chars, limiter=limiter)
+        out = await service.session_context(body.harness, session_id, body.project, budget_s=body.budget_s,
+                                            max_tokens=body.max_tokens, max_chars=body.max_chars)
         return SessionContextOut(session_id=session_id, context=out.context, included=out.included,
                                  tokens=out.tokens)
 
-    @app.post("/recall")
-    async def recall(body: RecallIn) -> dict:
-        window = body.window or None
-        filters = Filters(window_start=unix_seconds(window.from_) if window else None,
-                          window_end=unix_seconds(window.to) if window else None,
-                          as_of=unix_seconds(body.as_of), valid_at=unix_seconds(body.valid_at))
-        request = RecallRequest(query=body.query, project=body.project, limit=body.limit,
-                                session_id=body.session_id,
-                                channels=KEYWORD_CHANNELS if body.mode == "keyword" else FULL_CHANNELS,
-                                include_requests=body.include_requests, weights=body.weights, filters=filters,
-                                now=unix_seconds(body.now), depth=body.depth, max_tokens=body.max_tokens)
-        started = time.perf_counter()
-        answer = await _answer(request, body, started)
-        engine.usage.record(served_recall(str(answer.get("query_id") or ""), body.session_id, "question",
-                                          answer.get("results") or []))
-        # The optional answer check, within what is left of the budget; it adds fields, never hides a result.
-        left = (body.budget_s - (time.perf_counter() - started)) if body.budget_s is not None else 60.0
-        return {**answer, **await engine.answer_checker.judge(answer, left, warming=bool(answer.get("warming_up")))}
 
-    async def _answer(request: RecallRequest, body: RecallIn, started: float) -> dict:
-        if body.budget_s is None:
-            return await questions.ask(request)
-        answer, by = await engine.recall_within(request, body.budget_s, limiter)
-        if answer is None:
-            return {"query": body.query, "results": [], "tier": "none", "retrieval_mode": "none",
-                    "note": "The search did not finish within the budget.", "abstained": True,
-                    "abstention_reason": "no_candidates", "incomplete_channels": list(request.channels),
-                    "channel_status": {name: "timeout" for name in ALL_CHANNELS},
-                    "retrieval_time_ms": round((time.perf_counter() - started) * 1000, 2)}
-        answer["retrieval_mode"] = by
-        if by == "keyword":
-            answer["incomplete_channels"] = [name for name in request.channels if name not in KEYWORD_CHANNELS]
-            for name in answer["incomplete_channels"]:
-                answer["channel_status"][name] = "timeout"
-        return answer
+def _hooks(app: FastAPI, service: MemoryService) -> None:
+    """``/hooks/{harness}/{event}``: known harnesses and events only (``HARNESSES``, ``HOOK_EVENTS``)."""
 
     @app.post("/hooks/{harness}/{event}", response_model=HookOut)
     async def hook(harness: str, event: str, body: HookIn) -> HookOut:
         if harness not in HARNESSES or event not in HOOK_EVENTS:
             raise HTTPException(404, f"unknown hook {harness}/{event}")
-        out = await handle_hook(engine, harness, event, body, limiter)
-        engine.hook_times.append({"harness": harness, "event": event, "ms": out.retrieval_time_ms,
-                                  "answered_by": out.answered_by, "included": out.included})
-        return out
-
-    return app
+        out = await service.hook(harness, event, body.event, budget_s=body.budget_s, max_tokens=body.max_tokens,
+                                 max_chars=body.max_chars)
+        return HookOut(version=__version__, **dataclasses.asdict(out))

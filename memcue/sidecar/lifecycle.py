@@ -109,24 +109,26 @@ def serve(*, foreground: bool = False, load_model: bool = True) -> int:
         print(f"memcue: cannot start the sidecar: {exc}", file=sys.stderr)
         return 1
     loc.pid_file.write_text(str(os.getpid()))
-    engine = None
+    service = None
     try:
         import uvicorn
 
         from memcue.sidecar.app import create_app
-        from memcue.sidecar.engine import Engine
+        from memcue.sidecar.service import MemoryService
+        from memcue.sidecar.settings import load_settings
 
+        settings = load_settings(loc.config_file)
         try:
-            engine = Engine(loc, load_model=load_model and os.environ.get("MEMCUE_NO_MODEL") != "1")
+            service = MemoryService(loc, settings, load_model=load_model and not settings.no_model)
         except Exception as exc:  # noqa: BLE001 - report the store problem in one clear line
             message = (f"cannot open the memory store {loc.database}: {type(exc).__name__}: {exc}. "
                        "Nothing was changed; move the file away to start a new store, or restore a backup.")
             log.error(message)
             print(f"memcue: {message}", file=sys.stderr)
             return 1
-        engine.start()
+        service.start()
         log.info("memcue sidecar %s serving on %s (pid %d)", _version(), loc.socket, os.getpid())
-        config = uvicorn.Config(create_app(engine), log_level="warning", lifespan="off", access_log=False,
+        config = uvicorn.Config(create_app(service), log_level="warning", lifespan="off", access_log=False,
                                 timeout_graceful_shutdown=5)
         # uvicorn handles SIGTERM itself, then re-raises it once it has shut down; a Python handler turns
         # that re-raise into SystemExit so the cleanup below (WAL checkpoint, socket, pid file) still runs.
@@ -138,8 +140,8 @@ def serve(*, foreground: bool = False, load_model: bool = True) -> int:
         print(f"memcue: the sidecar failed: {exc}", file=sys.stderr)
         return 1
     finally:
-        if engine is not None:
-            engine.stop()
+        if service is not None:
+            service.stop()
         for path in (loc.socket, loc.pid_file):
             try:
                 if path == loc.socket and not stat.S_ISSOCK(os.lstat(path).st_mode):

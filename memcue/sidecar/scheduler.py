@@ -1,35 +1,44 @@
-"""Serving questions (``POST /recall`` without a budget, the CLI, later MCP): slots, single flight and the
-answer cache.
+"""Scheduling recall: question slots, single flight and the answer cache for questions, and the keyword race
+for callers with a budget.
 
-- **Slots**: at most ``RECALL_SLOTS`` full recalls run at once. A question that finds every slot busy
-  waits up to ``RECALL_WAIT_S`` for one, then gets ``Busy`` (HTTP 503, ``code: RECALL_BUSY``, a
+Questions (``POST /recall`` without a budget, the CLI, MCP) go through ``Questions``:
+
+- **Slots**: at most ``slots`` full recalls run at once (``RECALL_SLOTS`` by default). A question that finds
+  every slot busy waits up to ``wait_s`` for one, then gets ``Busy`` (HTTP 503, ``code: RECALL_BUSY``, a
   ``Retry-After``). Hook loads never come here: they keep their own deadline and keyword race.
 - **Single flight**: identical questions asked at the same moment share one run.
 - **Answer cache**: a complete answer (no channel left incomplete, not warming up) is reused for
-  ``ANSWER_TTL_S`` while nothing is written: the key carries the store's state (write generation and
+  ``ttl_s`` while nothing is written: the key carries the store's state (write generation and
   vector journal position), so any remember, update or forget, and any new vector, drops it at once.
 
-Settings come from the environment (``MEMCUE_RECALL_SLOTS``, ``MEMCUE_RECALL_WAIT_S``,
-``MEMCUE_ANSWER_CACHE_TTL_S``; ``MEMCUE_RECALL_DELAY_S`` adds a pause inside each run, for tests and
-benchmarks of a busy sidecar only).
+A caller with a budget (a hook, ``budget_s`` on the API) runs ``race_recall``: the full pipeline starts at
+once; if it has not answered after ``keyword_after_s`` (1.0 s by default) a keyword-only search starts beside
+it; the first complete answer wins; at ``budget_s`` the answer is ``None`` (the prompt goes on with nothing
+added). Work still running at the budget is abandoned: its thread finishes in the background and its result
+is dropped.
+
+``QuestionGate`` counts questions running, so background work (embedding backfill, baselines) can step
+aside for them. The values come from the sidecar's ``Settings`` (``MEMCUE_RECALL_SLOTS``,
+``MEMCUE_RECALL_WAIT_S``, ``MEMCUE_ANSWER_CACHE_TTL_S``; ``MEMCUE_RECALL_DELAY_S`` adds a pause inside each
+run, for tests and benchmarks of a busy sidecar only).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from memcue.sidecar.recall import RecallRequest
+from memcue.sidecar.recall import KEYWORD_CHANNELS, RecallRequest
 
 #: Full recalls at once (issue 4: three slots by default).
 RECALL_SLOTS = 3
@@ -50,13 +59,6 @@ class Busy(Exception):
         self.retry_after_s = retry_after_s
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
-
-
 @dataclass
 class _Flight:
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -75,20 +77,23 @@ def fingerprint(request: RecallRequest) -> tuple[Any, ...]:
 class Questions:
     """Runs questions through ``recall`` (a blocking function of a ``RecallRequest``) under the rules in
     the module docstring; ``running`` marks a run (background work steps aside). ``generation`` reads the
-    store's state (any hashable value that changes on a
-    write). Counters (``runs``, ``cache_hits``, ``joined``, ``busy``) feed ``/health``."""
+    store's state (any hashable value that changes on a write). ``slots`` (>= 1), ``wait_s`` (s), ``ttl_s``
+    (s) and ``delay_s`` (s, tests only) as in the module docstring. Counters (``runs``, ``cache_hits``,
+    ``joined``, ``busy``) feed ``/health``."""
 
     def __init__(self, recall: Callable[[RecallRequest], dict[str, Any]], generation: Callable[[], Any],
                  limiter: anyio.CapacityLimiter,
-                 running: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext) -> None:
+                 running: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext, *,
+                 slots: int = RECALL_SLOTS, wait_s: float = RECALL_WAIT_S, ttl_s: float = ANSWER_TTL_S,
+                 delay_s: float = 0.0) -> None:
         self._recall = recall
         self._running = running
         self._generation = generation
         self._limiter = limiter
-        self.slots = max(1, int(_env_float("MEMCUE_RECALL_SLOTS", RECALL_SLOTS)))
-        self.wait_s = max(0.0, _env_float("MEMCUE_RECALL_WAIT_S", RECALL_WAIT_S))
-        self.ttl_s = max(0.0, _env_float("MEMCUE_ANSWER_CACHE_TTL_S", ANSWER_TTL_S))
-        self._delay_s = max(0.0, _env_float("MEMCUE_RECALL_DELAY_S", 0.0))
+        self.slots = slots
+        self.wait_s = wait_s
+        self.ttl_s = ttl_s
+        self._delay_s = delay_s
         self._semaphore: anyio.Semaphore | None = None
         self._flights: dict[tuple[Any, ...], _Flight] = {}
         self._cache: OrderedDict[tuple[Any, ...], tuple[float, dict[str, Any]]] = OrderedDict()
@@ -178,3 +183,93 @@ class Questions:
                 del self._cache[old]
             while len(self._cache) > ANSWER_CACHE_SIZE:
                 self._cache.popitem(last=False)
+
+
+class QuestionGate:
+    """Counts the questions running (``running``); background work waits (``wait_quiet``) while any run
+    (``busy``), so they get the CPU. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._questions = 0
+        self._lock = threading.Lock()
+        self._quiet = threading.Event()
+        self._quiet.set()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Mark a question as running for the ``with`` block."""
+        with self._lock:
+            self._questions += 1
+            self._quiet.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._questions -= 1
+                if self._questions == 0:
+                    self._quiet.set()
+
+    def busy(self) -> bool:
+        """True while a question runs."""
+        return not self._quiet.is_set()
+
+    def wait_quiet(self, max_s: float) -> None:
+        """Wait (at most ``max_s`` s) until no question runs."""
+        self._quiet.wait(max_s)
+
+
+#: When the keyword search joins the race (s), from the issue that specifies the hook path.
+KEYWORD_AFTER_S = 1.0
+
+Answer = dict[str, Any]
+
+
+async def race(
+    full: Callable[[], Answer],
+    keyword: Callable[[], Answer],
+    *,
+    budget_s: float,
+    keyword_after_s: float = KEYWORD_AFTER_S,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> tuple[Answer | None, str]:
+    """Run ``full`` at once and ``keyword`` after ``keyword_after_s`` (s) if ``full`` has not answered, each in a
+    worker thread, within ``budget_s`` (s). Return ``(answer, answered_by)`` with answered_by "full",
+    "keyword" or "none" (budget reached).
+
+    Exceptions inside a contender count as no answer from it.
+    """
+    done = anyio.Event()
+    winner: dict[str, Any] = {}
+
+    async def run(name: str, fn: Callable[[], Answer]) -> None:
+        try:
+            answer = await anyio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=limiter)
+        except Exception:  # noqa: BLE001 - a failed contender simply does not win
+            return
+        if not winner:
+            winner["name"], winner["answer"] = name, answer
+            done.set()
+
+    async def keyword_later() -> None:
+        await anyio.sleep(keyword_after_s)
+        if not winner:
+            await run("keyword", keyword)
+
+    with anyio.move_on_after(max(0.0, budget_s)):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, "full", full)
+            tg.start_soon(keyword_later)
+            await done.wait()
+            tg.cancel_scope.cancel()
+    if winner:
+        return winner["answer"], winner["name"]
+    return None, "none"
+
+
+async def race_recall(recall: Callable[[RecallRequest], Answer], request: RecallRequest, budget_s: float,
+                      limiter: anyio.CapacityLimiter) -> tuple[Answer | None, str]:
+    """The keyword race for ``request`` through ``recall`` (blocking): the full request, the same request
+    keyword-only (``KEYWORD_CHANNELS``) after 1 s, nothing at ``budget_s`` (s). Returns ``(answer or None,
+    answered_by)`` ("full", "keyword" or "none")."""
+    keyword = dataclasses.replace(request, channels=KEYWORD_CHANNELS)
+    return await race(lambda: recall(request), lambda: recall(keyword), budget_s=budget_s, limiter=limiter)

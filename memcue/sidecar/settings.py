@@ -1,6 +1,8 @@
-"""The sidecar's config file (``config.toml`` in the data dir), read with ``tomllib``.
+"""The sidecar's settings: ``config.toml`` in the data dir (read with ``tomllib``) and the ``MEMCUE_*``
+environment variables, read once at start into one ``Settings`` object that is handed to the parts that
+need it.
 
-Known keys (all optional)::
+Known config keys (all optional)::
 
     [recall]
     support_gate = true          # false: every candidate that passed the floor is "supported"
@@ -13,9 +15,15 @@ Known keys (all optional)::
     [hooks]
     prompt_block = "full"        # or "compact" (env MEMCUE_PROMPT_BLOCK wins): see PROMPT_BLOCKS
 
+Environment variables (``ENV_*`` below name each): the support gate off, the rerank model and its folder,
+the answer check's url, model and key, the prompt block, the hook recall limit, the question slots, their
+wait and the answer cache's lifetime, the embedding cache size, keyword-only service (no model), sqlite-vec
+off, ranking mode, and two test-only delays.
+
 A file that cannot be read or parsed is ignored (defaults apply), and so is each entry of the wrong name
 or type; the problems are logged and reported by ``/health`` (``config_error``): a broken config must not
-take recall down.
+take recall down. An environment value that is not a number where one is expected falls back to the
+default silently.
 """
 
 from __future__ import annotations
@@ -23,10 +31,15 @@ from __future__ import annotations
 import logging
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memcue.sidecar.answer_check import AnswerCheckConfig, parse_config
+from memcue.sidecar.answer_check import DEFAULT_KEY_ENV, AnswerCheckConfig, parse_config
+from memcue.sidecar.inject import PROMPT_LIMIT
+from memcue.sidecar.recall import ALL_CHANNELS, QUERY_TYPES, RecallOptions
+from memcue.sidecar.runtime.embedding import EMBEDDING_CACHE_SIZE, cache_size_from_env
+from memcue.sidecar.scheduler import ANSWER_TTL_S, RECALL_SLOTS, RECALL_WAIT_S
 
 log = logging.getLogger("memcue.config")
 #: How a prompt hook renders its block: "full" (each memory's text, the default) or "compact" (one line per
@@ -34,54 +47,147 @@ log = logging.getLogger("memcue.config")
 #: default yet: it only helps an agent that can fetch, and the installers do not register the MCP server in
 #: every harness yet; the real-harness tests (issue 5) check that a fact's text reaches the model.
 PROMPT_BLOCKS = ("full", "compact")
+#: Largest hook recall limit accepted from ``MEMCUE_HOOK_RECALL_LIMIT``.
+HOOK_RECALL_LIMIT_MAX = 100
+
+ENV_NO_SUPPORT_GATE = "MEMCUE_NO_SUPPORT_GATE"
+ENV_RERANK_MODEL = "MEMCUE_RERANK_MODEL"
+#: Same name as ``recall/rerank.py``'s ``ENV_MODEL_PATH``.
+ENV_RERANK_MODEL_PATH = "MEMCUE_RERANK_MODEL_PATH"
+ENV_PROMPT_BLOCK = "MEMCUE_PROMPT_BLOCK"
+#: ``MEMCUE_EMBEDDING_CACHE_SIZE`` is parsed by ``runtime.embedding.cache_size_from_env``.
+ENV_HOOK_RECALL_LIMIT = "MEMCUE_HOOK_RECALL_LIMIT"
+ENV_RECALL_SLOTS = "MEMCUE_RECALL_SLOTS"
+ENV_RECALL_WAIT_S = "MEMCUE_RECALL_WAIT_S"
+ENV_ANSWER_CACHE_TTL_S = "MEMCUE_ANSWER_CACHE_TTL_S"
+#: Test and benchmark only: a pause inside each question's run (s), to make the sidecar busy.
+ENV_RECALL_DELAY_S = "MEMCUE_RECALL_DELAY_S"
+#: Test only: a pause before the model loads (s), to observe the warming state.
+ENV_MODEL_LOAD_DELAY_S = "MEMCUE_MODEL_LOAD_DELAY_S"
+ENV_NO_MODEL = "MEMCUE_NO_MODEL"
+#: Same name as ``store/db.py`` reads.
+ENV_DISABLE_VEC = "MEMCUE_DISABLE_VEC"
+#: Same name as ``recall/ranking.py`` reads.
+ENV_RANKING = "MEMCUE_RANKING"
 
 
 @dataclass(frozen=True)
-class RecallConfig:
-    """``support_gate`` on/off, per-type channel ``weights`` overrides, ``rerank_model`` ("" = off), the
-    ``answer_check`` endpoint (off by default), the prompt hook's ``prompt_block`` (``PROMPT_BLOCKS``), and
-    ``error`` (why the file was ignored, "" when fine)."""
+class Settings:
+    """Everything the sidecar reads from ``config.toml`` and the environment, read once at start.
+
+    Recall: ``support_gate`` on/off, per-type channel ``weights`` overrides, ``rerank_model`` ("" = off) and
+    ``rerank_model_path`` (a local folder, "" = fastembed's cache), ``ranking`` (ranking mode). Answer check:
+    ``answer_check`` (off by default) and ``answer_check_key`` (the key from the variable it names). Hooks:
+    ``prompt_block`` (``PROMPT_BLOCKS``) and ``hook_recall_limit`` (results a prompt hook asks for, 1..100).
+    Questions: ``recall_slots`` (>= 1), ``recall_wait_s`` (s), ``answer_cache_ttl_s`` (s), ``recall_delay_s``
+    (s, tests only). Runtime: ``embedding_cache_size`` (queries, >= 0), ``model_load_delay_s`` (s, tests
+    only), ``no_model`` (keyword-only service), ``disable_vec`` (sqlite-vec off). ``error``: why the file or
+    some of its entries were ignored ("" when fine). ``ranking`` and ``disable_vec`` are read here so that
+    every ``MEMCUE_*`` value is in one place; ``recall/ranking.py`` and ``store/db.py`` still read their
+    variables themselves until ``RecallOptions`` and ``Store`` take them (same names, same values)."""
 
     support_gate: bool = True
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
     rerank_model: str = ""
+    rerank_model_path: str = ""
+    ranking: bool = False
     answer_check: AnswerCheckConfig = field(default_factory=AnswerCheckConfig)
+    answer_check_key: str = field(default="", repr=False)
     prompt_block: str = "full"
+    hook_recall_limit: int = PROMPT_LIMIT
+    recall_slots: int = RECALL_SLOTS
+    recall_wait_s: float = RECALL_WAIT_S
+    answer_cache_ttl_s: float = ANSWER_TTL_S
+    recall_delay_s: float = 0.0
+    embedding_cache_size: int = EMBEDDING_CACHE_SIZE
+    model_load_delay_s: float = 0.0
+    no_model: bool = False
+    disable_vec: bool = False
     error: str = ""
+
+    def recall_options(self) -> RecallOptions:
+        """What recall takes from these settings (support gate, weights)."""
+        return RecallOptions(support_gate=self.support_gate, weights=self.weights)
 
 
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def load_config(path: Path, env: dict[str, str] | None = None) -> RecallConfig:
-    """Read ``path`` (missing = defaults). ``MEMCUE_NO_SUPPORT_GATE=1`` in ``env`` turns the gate off
-    whatever the file says; ``MEMCUE_RERANK_MODEL`` overrides the file's rerank model.
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    """``env[name]`` as a number; ``default`` when unset, empty or not a number."""
+    try:
+        return float(env.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def _integer(env: Mapping[str, str], name: str, default: int) -> int:
+    """``env[name]`` as an integer; ``default`` when unset, empty or not an integer."""
+    try:
+        return int(env.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
+    """Read ``path`` (missing = defaults) and ``env`` (default ``os.environ``). ``MEMCUE_NO_SUPPORT_GATE=1``
+    turns the gate off whatever the file says; ``MEMCUE_RERANK_MODEL`` overrides the file's rerank model;
+    ``MEMCUE_PROMPT_BLOCK`` the file's prompt block; ``MEMCUE_ANSWER_CHECK_URL`` / ``_MODEL`` its judge.
 
     Never raises: a file that cannot be parsed is ignored as a whole, and each entry of the wrong type or
     name (an unknown query type or channel, a negative or non-numeric weight, a non-boolean gate) is left
     out; every problem is named in ``error`` (and logged), so ``memcue status`` can show it.
     """
-    from memcue.sidecar.recall import ALL_CHANNELS, QUERY_TYPES
-
     env = dict(os.environ if env is None else env)
-    data: dict = {}
     problems: list[str] = []
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        pass
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        problems.append(f"cannot read it ({exc}); using defaults")
+    data = _read_file(path, problems)
     recall = data.get("recall", {})
     if not isinstance(recall, dict):
         problems.append("[recall] must be a table")
         recall = {}
+    weights = _weights(recall.get("weights", {}), problems)
+    gate = _support_gate(recall, problems) and not _truthy(env.get(ENV_NO_SUPPORT_GATE))
+    model = _rerank_model(data.get("rerank", {}), problems)
+    model = env.get(ENV_RERANK_MODEL) or model
+    answer_check, check_problems = parse_config(data.get("answer_check"), env)
+    problems.extend(check_problems)
+    prompt_block, block_problems = _prompt_block(data.get("hooks", {}), env)
+    problems.extend(block_problems)
+    error = f"{path}: " + "; ".join(problems) if problems else ""
+    if error:
+        log.error("config problems, ignored: %s", error)
+    return Settings(
+        support_gate=gate, weights=weights, rerank_model=model, rerank_model_path=env.get(ENV_RERANK_MODEL_PATH, ""),
+        ranking=_truthy(env.get(ENV_RANKING)), answer_check=answer_check,
+        answer_check_key=env.get(answer_check.api_key_env or DEFAULT_KEY_ENV, ""), prompt_block=prompt_block,
+        hook_recall_limit=max(1, min(HOOK_RECALL_LIMIT_MAX, _integer(env, ENV_HOOK_RECALL_LIMIT, PROMPT_LIMIT))),
+        recall_slots=max(1, int(_number(env, ENV_RECALL_SLOTS, RECALL_SLOTS))),
+        recall_wait_s=max(0.0, _number(env, ENV_RECALL_WAIT_S, RECALL_WAIT_S)),
+        answer_cache_ttl_s=max(0.0, _number(env, ENV_ANSWER_CACHE_TTL_S, ANSWER_TTL_S)),
+        recall_delay_s=max(0.0, _number(env, ENV_RECALL_DELAY_S, 0.0)),
+        embedding_cache_size=cache_size_from_env(env),
+        model_load_delay_s=_number(env, ENV_MODEL_LOAD_DELAY_S, 0.0), no_model=env.get(ENV_NO_MODEL) == "1",
+        disable_vec=env.get(ENV_DISABLE_VEC) == "1", error=error)
+
+
+def _read_file(path: Path, problems: list[str]) -> dict:
+    """The parsed file, {} when it is missing or cannot be read (a problem is added then)."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        problems.append(f"cannot read it ({exc}); using defaults")
+        return {}
+
+
+def _weights(table: object, problems: list[str]) -> dict[str, dict[str, float]]:
+    """``[recall.weights]``: query type -> channel -> weight, wrong entries left out (and named)."""
     weights: dict[str, dict[str, float]] = {}
-    table = recall.get("weights", {})
     if not isinstance(table, dict):
         problems.append("recall.weights must be a table of query types")
-        table = {}
+        return weights
     for qtype, channels in table.items():
         if qtype not in QUERY_TYPES:
             problems.append(f"recall.weights.{qtype}: unknown query type (known: {', '.join(QUERY_TYPES)})")
@@ -96,32 +202,31 @@ def load_config(path: Path, env: dict[str, str] | None = None) -> RecallConfig:
                 problems.append(f"recall.weights.{qtype}.{name} = {value!r}: a weight must be a number >= 0")
             else:
                 weights.setdefault(qtype, {})[name] = float(value)
+    return weights
+
+
+def _support_gate(recall: dict, problems: list[str]) -> bool:
+    """``recall.support_gate`` (default on; a non-boolean keeps it on)."""
     gate = recall.get("support_gate", True)
     if not isinstance(gate, bool):
         problems.append(f"recall.support_gate = {gate!r}: must be true or false; the gate stays on")
-        gate = True
-    gate = gate and not _truthy(env.get("MEMCUE_NO_SUPPORT_GATE"))
-    rerank = data.get("rerank", {})
+        return True
+    return gate
+
+
+def _rerank_model(rerank: object, problems: list[str]) -> str:
+    """``[rerank] model`` ("" when absent or not a string)."""
     if not isinstance(rerank, dict):
         problems.append("[rerank] must be a table")
-        rerank = {}
+        return ""
     model = rerank.get("model", "")
     if not isinstance(model, str):
         problems.append(f"rerank.model = {model!r}: must be a model name")
-        model = ""
-    model = env.get("MEMCUE_RERANK_MODEL") or model
-    answer_check, check_problems = parse_config(data.get("answer_check"), env)
-    problems.extend(check_problems)
-    prompt_block, block_problems = _prompt_block(data.get("hooks", {}), env)
-    problems.extend(block_problems)
-    error = f"{path}: " + "; ".join(problems) if problems else ""
-    if error:
-        log.error("config problems, ignored: %s", error)
-    return RecallConfig(support_gate=gate, weights=weights, rerank_model=model, answer_check=answer_check,
-                        prompt_block=prompt_block, error=error)
+        return ""
+    return model
 
 
-def _prompt_block(hooks: object, env: dict[str, str]) -> tuple[str, list[str]]:
+def _prompt_block(hooks: object, env: Mapping[str, str]) -> tuple[str, list[str]]:
     """The prompt hook's block shape: ``MEMCUE_PROMPT_BLOCK``, else ``[hooks] prompt_block``, else "full"."""
     problems: list[str] = []
     value: object = "full"
@@ -132,9 +237,9 @@ def _prompt_block(hooks: object, env: dict[str, str]) -> tuple[str, list[str]]:
     if value not in PROMPT_BLOCKS:
         problems.append(f"hooks.prompt_block = {value!r}: must be one of {', '.join(PROMPT_BLOCKS)}; using full")
         value = "full"
-    from_env = (env.get("MEMCUE_PROMPT_BLOCK") or "").strip().lower()
+    from_env = (env.get(ENV_PROMPT_BLOCK) or "").strip().lower()
     if from_env and from_env not in PROMPT_BLOCKS:
-        problems.append(f"MEMCUE_PROMPT_BLOCK={from_env!r}: must be one of {', '.join(PROMPT_BLOCKS)}; ignored")
+        problems.append(f"{ENV_PROMPT_BLOCK}={from_env!r}: must be one of {', '.join(PROMPT_BLOCKS)}; ignored")
     elif from_env:
         value = from_env
     return str(value), problems

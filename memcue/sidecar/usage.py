@@ -1,10 +1,10 @@
 """Recording recall usage off the hook's critical path.
 
-A recall served is handed to ``UsageRecorder.record`` (an append under a lock: microseconds); the engine's
-background worker writes what is pending through the store's single writer (``Store.log_recalls``) on its
-next wake, and every reader of the log (``mark_used``, ``stats``) writes what is pending first, so a fetch
-arriving right after a hook still finds its recall. At most ``MAX_PENDING`` recalls wait; past that the oldest
-are dropped (a worker stuck that long has bigger problems than statistics).
+A recall served is handed to ``UsageRecorder.record`` (an append under a lock: microseconds); the sidecar's
+background worker (``sidecar/worker.py``) writes what is pending through the store's single writer
+(``Store.log_recalls``) on its next wake, and every reader of the log (``mark_used``, ``stats``) writes what is
+pending first, so a fetch arriving right after a hook still finds its recall. At most ``MAX_PENDING`` recalls
+wait; past that the oldest are dropped (a worker stuck that long has bigger problems than statistics).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,12 @@ log = logging.getLogger("memcue.embedding")
 EMBEDDING_CACHE_SIZE = 256
 
 
-def _cache_size() -> int:
+def cache_size_from_env(env: Mapping[str, str] = os.environ) -> int:
+    """``MEMCUE_EMBEDDING_CACHE_SIZE`` in ``env`` (>= 0), or ``EMBEDDING_CACHE_SIZE`` when unset or not an
+    integer. The sidecar's ``Settings`` reads it once at start; an ``Embedder`` built without a
+    ``cache_size`` (tests, benchmarks) reads it itself."""
     try:
-        return max(0, int(os.environ.get("MEMCUE_EMBEDDING_CACHE_SIZE", "") or EMBEDDING_CACHE_SIZE))
+        return max(0, int(env.get("MEMCUE_EMBEDDING_CACHE_SIZE", "") or EMBEDDING_CACHE_SIZE))
     except ValueError:
         return EMBEDDING_CACHE_SIZE
 
@@ -52,10 +55,14 @@ class ModelNotReady(RuntimeError):
 
 
 class Embedder:
-    """Loads the model on a background thread and embeds text into unit-length float32 vectors."""
+    """Loads the model on a background thread and embeds text into unit-length float32 vectors.
 
-    def __init__(self, models_dir: Path) -> None:
+    ``models_dir``: the offline model folder's parent. ``cache_size``: query embeddings kept (None:
+    ``cache_size_from_env``). ``load_delay_s``: a pause before loading (s; tests observe the warming state)."""
+
+    def __init__(self, models_dir: Path, *, cache_size: int | None = None, load_delay_s: float = 0.0) -> None:
         self._models_dir = models_dir
+        self._load_delay_s = load_delay_s
         self._model = None
         self._bulk = None
         self._bulk_lock = threading.Lock()
@@ -64,7 +71,7 @@ class Embedder:
         self.error = ""
         self.ready = threading.Event()
         self.on_ready: Callable[[], None] | None = None
-        self.cache_size = _cache_size()
+        self.cache_size = cache_size_from_env() if cache_size is None else cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self.cache_hits = self.cache_misses = 0
@@ -80,9 +87,8 @@ class Embedder:
     def load(self) -> None:
         """Assemble the model folder and load it (blocking; call from a thread). Never raises."""
         try:
-            delay = float(os.environ.get("MEMCUE_MODEL_LOAD_DELAY_S", "0") or 0)
-            if delay > 0:  # lets tests observe the warming state deterministically
-                time.sleep(delay)
+            if self._load_delay_s > 0:  # lets tests observe the warming state deterministically
+                time.sleep(self._load_delay_s)
             self.folder = assemble_default_model(self._models_dir)
             self._model = self._session(threads=1)
             self.embed(["warm up"])  # first run allocates; do it before answering

@@ -1,0 +1,394 @@
+"""The sidecar's service: one facade over the store, recall, the question scheduler, the hook service and
+the background worker. The HTTP routes call one method each; nothing outside reaches into its parts.
+
+Writes (``remember``, ``remember_batch``, ``update``, ``forget``) go to the store at once (keyword-searchable
+on return); the ``Worker`` embeds them when the model is ready. Reads (``fetch``, ``expand``, ``list_recent``,
+``usage_stats``) mark memories opened from a recall as used. Recall (``ask``) goes through the scheduler's
+question slots, or its keyword race when the caller gives a budget. ``health`` is the ``/health`` payload.
+Blocking work runs in worker threads bounded by one ``CapacityLimiter`` (``WORKER_THREADS``), so a burst of
+callers cannot starve the event loop. The service also implements ``inject.HookBackend`` for the hook service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import numpy as np
+
+from memcue import __version__
+from memcue.core.paths import Locations
+from memcue.sidecar.answer_check import AnswerChecker
+from memcue.sidecar.capture import SpoolReader
+from memcue.sidecar.dedup import NearCheck, find_near_duplicate
+from memcue.sidecar.inject import HookResult, HookService
+from memcue.sidecar.recall import (
+    ALL_CHANNELS,
+    KEYWORD_CHANNELS,
+    RecallRequest,
+    RecallServices,
+    Reranker,
+    age_label,
+    apply_layers,
+    context_for,
+    is_warming,
+    recall,
+    temporal,
+)
+from memcue.sidecar.runtime.embedding import Embedder
+from memcue.sidecar.runtime.tokenizer import TokenCounter
+from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
+from memcue.sidecar.settings import Settings
+from memcue.sidecar.store import ForgetResult, NewMemory, Store, WriteResult, redact
+from memcue.sidecar.usage import UsageRecorder, served_recall
+from memcue.sidecar.worker import Worker
+
+log = logging.getLogger("memcue.service")
+#: Worker threads for recall and writes at once (2 cores; embedding uses one thread each).
+WORKER_THREADS = 4
+#: Seconds the answer check gets on a question asked without a budget.
+CHECK_WITHOUT_BUDGET_S = 60.0
+
+
+class MemoryNotFound(LookupError):
+    """No memory has the id asked for (``update``)."""
+
+
+class MemoryService:
+    """The sidecar's service over the data dir ``locations`` with ``settings`` (read once at start).
+
+    ``load_model=False`` serves keyword-only (tests, cases C18/C19). Raises what ``Store`` raises when the
+    database cannot be opened. Its parts (store, embedder, worker, scheduler, hook service) are private: callers
+    use its methods."""
+
+    def __init__(self, locations: Locations, settings: Settings, *, load_model: bool = True) -> None:
+        self._locations = locations
+        self._settings = settings
+        locations.root.mkdir(parents=True, exist_ok=True)
+        self._store = Store(locations.database)
+        if not self._store.vec.available:
+            log.warning("sqlite-vec could not load (%s): recall is keyword-only", self._store.vec.error)
+        # Without sqlite-vec there is nowhere to search vectors: skip the model (memory, start-up work).
+        self._embedder: Embedder | None = (
+            Embedder(locations.models_dir, cache_size=settings.embedding_cache_size,
+                     load_delay_s=settings.model_load_delay_s)
+            if load_model and self._store.vec.available else None)
+        self._tokens = TokenCounter(locations.tiktoken_cache)
+        self._recall_services = RecallServices(config=settings.recall_options())
+        if settings.rerank_model:
+            self._recall_services.reranker = Reranker(settings.rerank_model, locations.models_dir,
+                                                     model_path=settings.rerank_model_path)
+        #: The optional judge of question answers (off unless configured: ``sidecar/answer_check.py``).
+        self._answer_checker = AnswerChecker(settings.answer_check, key=settings.answer_check_key)
+        self._limiter = anyio.CapacityLimiter(WORKER_THREADS)
+        self._gate = QuestionGate()
+        #: Recalls served and the memories opened from them (``sidecar/usage.py``), written by the worker.
+        self._usage = UsageRecorder(self._store)
+        self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
+                             SpoolReader(locations.spool_dir, self._store), self._usage, self._gate)
+        self._usage.on_record = self._worker.wake
+        store = self._store
+        # The answer cache's key: any write (generation), a new vector or a superseded row (journal), a rebind.
+        self._questions = Questions(self.recall, lambda: (store.generation, store.vector_dim,
+                                                         store.vector_journal.position()),
+                                   self._limiter, self._gate.running, slots=settings.recall_slots,
+                                   wait_s=settings.recall_wait_s, ttl_s=settings.answer_cache_ttl_s,
+                                   delay_s=settings.recall_delay_s)
+        self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit)
+        #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
+        self.prompt_vectors_reused = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start model loading and the background worker (returns at once)."""
+        if self._embedder is not None:
+            self._embedder.on_ready = self._worker.wake  # bind vectors as soon as the model is there
+            self._embedder.start()
+        if self._recall_services.reranker is not None:
+            self._recall_services.reranker.start()
+        self._worker.start()
+        threading.Thread(target=temporal.warm_up, name="memcue-dateparser-warm", daemon=True).start()
+
+    def stop(self) -> None:
+        """Stop the worker, write the pending usage log and checkpoint the database."""
+        self._worker.stop()
+        self._usage.flush()
+        self._store.close()
+
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        """The worker threads blocking work shares (``WORKER_THREADS``)."""
+        return self._limiter
+
+    @property
+    def warming_up(self) -> bool:
+        """True while the embedding model loads or rows wait for their vectors (``recall.is_warming``)."""
+        return is_warming(self._store, self._embedder)
+
+    async def health(self) -> dict[str, Any]:
+        """The ``/health`` payload (see ``_health``)."""
+        return await anyio.to_thread.run_sync(self._health, limiter=self._limiter)
+
+    def _health(self) -> dict[str, Any]:
+        emb, reranker = self._embedder, self._recall_services.reranker
+        return {
+            "status": "ok",
+            "version": __version__,
+            "pid": os.getpid(),
+            "warming_up": self.warming_up,
+            "model": {"id": emb.model_id if emb else "", "state": emb.state if emb else "disabled",
+                      "error": emb.error if emb else ""},
+            "vector_search": self._store.vector_dim is not None,
+            "vector_note": self._store.vector_note,
+            "sqlite_vec": {"available": self._store.vec.available, "version": self._store.vec.version,
+                           "error": self._store.vec.error},
+            "tokenizer": self._tokens.mode,
+            "reranker": {"status": reranker.status if reranker else "off",
+                         "note": reranker.note if reranker else
+                         "no reranker configured (config [rerank] model or MEMCUE_RERANK_MODEL)"},
+            "config_error": self._settings.error,
+            "questions": self._questions.stats(),
+            "background_yields": self._worker.background_yields,
+            "prompt_vectors_reused": self.prompt_vectors_reused,
+            "hooks": {"recent": self._hooks.timings.recent()},
+            "spool_watch": self._worker.spool_watch,
+            "embedding_cache": emb.cache_stats() if emb else {},
+            "vector_index": self._recall_services.vectors.stats(),
+            "schema_version": self._store.schema_version,
+            "counts": self._store.counts(),
+            "data_dir": str(self._locations.root),
+        }
+
+    # -- writes --------------------------------------------------------------------------------
+    async def remember(self, memory: NewMemory) -> WriteResult:
+        """Store one memory (``/remember``): a near-duplicate in the same project reinforces the stored memory
+        instead (``sidecar.dedup``; the result says ``duplicate``)."""
+        return await anyio.to_thread.run_sync(self._remember_one, memory, limiter=self._limiter)
+
+    async def remember_batch(self, memories: list[NewMemory]) -> list[WriteResult]:
+        """Store memories now (exact duplicates once); their vectors are computed by the worker."""
+        return await anyio.to_thread.run_sync(self._remember_many, memories, limiter=self._limiter)
+
+    def _remember_many(self, memories: list[NewMemory]) -> list[WriteResult]:
+        out = self._store.remember_many(memories)
+        self._worker.wake()
+        return out
+
+    def _remember_one(self, memory: NewMemory) -> WriteResult:
+        """A new row gets the vector the near-duplicate check computed at once, so the next ``remember``
+        sees it."""
+        try:
+            check = find_near_duplicate(self._store, self._recall_services.vectors, self._embedder, memory)
+        except Exception:  # noqa: BLE001 - the write must not fail for the check; exact dedup still applies
+            log.exception("near-duplicate check failed; storing the memory as new")
+            check = NearCheck()
+        if check.memory_id is not None:
+            self._store.reinforce(check.memory_id)
+            return WriteResult(check.memory_id, False, duplicate=True, redacted=redact(memory.content).count)
+        return self._write_with_vector(memory, check.vector)[0]
+
+    def remember_prompt(self, memory: NewMemory) -> WriteResult:
+        """Store a captured prompt (blocking). When its recall just embedded the same text (the query-embedding
+        cache holds it), that vector is stored with it at once: the worker does not embed the prompt a second
+        time (about 4 ms of CPU per prompt, which three agents at once feel)."""
+        emb = self._embedder
+        vector = emb.cached(memory.content) if emb is not None and emb.state == "ready" else None
+        result, stored = self._write_with_vector(memory, vector)
+        self.prompt_vectors_reused += stored
+        return result
+
+    def _write_with_vector(self, memory: NewMemory, vector: np.ndarray | None) -> tuple[WriteResult, bool]:
+        """Store ``memory``; when ``vector`` (its embedding, computed already) fits a new, embeddable row, store
+        it with the row at once instead of leaving it to the worker. Returns ``(result, vector stored)``."""
+        result = self._store.remember_many([memory])[0]
+        emb = self._embedder
+        if (vector is None or emb is None or result.duplicate or result.bookkeeping
+                or memory.metadata.get("embed_text") or self._store.vector_dim != vector.shape[0]):
+            self._worker.wake()
+            return result, False
+        self._worker.store_vectors([result.id], np.asarray(vector, dtype=np.float32).reshape(1, -1), emb)
+        return result, True
+
+    async def update(self, memory_id: int, *, content: str, kind: str | None, pinned: bool | None,
+                     metadata: dict[str, Any], valid_from: float | None) -> WriteResult:
+        """Write a new version of ``memory_id`` (see ``Store.update``): ``kind`` and ``pinned`` None keep the old
+        ones; ``valid_from`` in Unix s. It leaves every working set. Raises ``MemoryNotFound``."""
+        old = self._store.fetch([memory_id]).get(memory_id)
+        if old is None:
+            raise MemoryNotFound(f"no memory with id {memory_id}")
+        memory = NewMemory(content=content, kind=kind or old["kind"], project=old["project"],
+                           session_id=old["session_id"], pinned=old["pinned"] if pinned is None else pinned,
+                           source="update", metadata=metadata, valid_from=valid_from)
+        return await anyio.to_thread.run_sync(self._update, memory_id, memory, limiter=self._limiter)
+
+    def _update(self, memory_id: int, memory: NewMemory) -> WriteResult:
+        out = self._store.update(memory_id, memory)
+        self._recall_services.working_sets.forget(memory_id)
+        self._worker.wake()
+        return out
+
+    async def forget(self, ids: list[int]) -> ForgetResult:
+        """Soft-delete memories (see ``Store.forget``): they stop answering at once and leave every working
+        set. Idempotent."""
+        return await anyio.to_thread.run_sync(self._forget, ids, limiter=self._limiter)
+
+    def _forget(self, ids: list[int]) -> ForgetResult:
+        out = self._store.forget(ids)
+        for memory_id in out.forgotten:
+            self._recall_services.working_sets.forget(memory_id)
+        return out
+
+    # -- reads ---------------------------------------------------------------------------------
+    async def expand(self, ids: list[int], *, session_id: str = "", query_id: str = "") -> dict[str, Any]:
+        """Memories by id at depth 2 (text plus session, entity and version context): ``{"success", "items",
+        "not_found"}``; success is False when no id resolves. Those found are marked used in the recall
+        ``query_id`` names (else the session's latest)."""
+        def run() -> dict[str, Any]:
+            out = self._expand(ids)
+            self._usage.mark_used([i["memory_id"] for i in out["items"]], query_id=query_id, session_id=session_id)
+            return out
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    def _expand(self, ids: list[int]) -> dict[str, Any]:
+        rows = self._store.fetch(ids)
+        items = [{"memory_id": mid, "fact_id": mid, "content": rows[mid]["content"], "memory_kind": rows[mid]["kind"],
+                  "project": rows[mid]["project"], "created_at": rows[mid]["created_at"],
+                  "superseded_by": rows[mid]["superseded_by"], "bookkeeping": rows[mid]["bookkeeping"],
+                  "forgotten": rows[mid]["forgotten_at"] is not None,
+                  "context": context_for(self._store, mid)} for mid in dict.fromkeys(ids) if mid in rows]
+        return {"success": bool(items), "items": items, "not_found": [i for i in dict.fromkeys(ids) if i not in rows]}
+
+    async def fetch(self, ids: list[int], *, session_id: str = "", query_id: str = "") -> dict[str, Any]:
+        """Memories by id, in the order asked, each id once, forgotten and superseded ones too:
+        ``{"success", "results", "not_found"}`` (results in the ``MemoryOut`` shape); ``success`` is False when
+        no id resolves. Those found are marked used as in ``expand``."""
+        def run() -> dict[str, Any]:
+            wanted = list(dict.fromkeys(ids))
+            rows, now = self._store.fetch(wanted), time.time()
+            results = [_memory_item(rows[i], now) for i in wanted if i in rows]
+            out = {"success": bool(results), "results": results, "not_found": [i for i in wanted if i not in rows]}
+            self._usage.mark_used([m["memory_id"] for m in results], query_id=query_id, session_id=session_id)
+            return out
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def list_recent(self, *, project: str | None, limit: int, kind: str | None = None,
+                          include_forgotten: bool = False, include_bookkeeping: bool = False) -> dict[str, Any]:
+        """The newest memories of ``project`` plus global ones (every project when None), at most ``limit``:
+        ``{"results": [...]}`` in the ``MemoryOut`` shape."""
+        def run() -> dict[str, Any]:
+            rows = self._store.list_memories(project=project, limit=limit, include_bookkeeping=include_bookkeeping,
+                                            kind=kind, include_forgotten=include_forgotten)
+            now = time.time()
+            return {"results": [_memory_item(row, now) for row in rows]}
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def usage_stats(self, days: float) -> dict[str, Any]:
+        """Recall usage over the last ``days`` days: used and unused memories per channel, kind and way served
+        (``UsageRecorder.stats``)."""
+        return await anyio.to_thread.run_sync(self._usage.stats, days, limiter=self._limiter)
+
+    # -- recall --------------------------------------------------------------------------------
+    def recall(self, request: RecallRequest) -> dict[str, Any]:
+        """Run the recall pipeline and shape the results by ``request.depth`` and ``request.max_tokens``
+        (blocking; call from a worker thread). Raises ``ValueError`` for a bad request."""
+        answer = recall(self._store, self._embedder, request, self._recall_services)
+        return apply_layers(answer, depth=request.depth, max_tokens=request.max_tokens, count=self._tokens.count,
+                            store=self._store)
+
+    async def ask(self, request: RecallRequest, budget_s: float | None) -> dict[str, Any]:
+        """A question (``POST /recall``): through the question slots without a budget, else the keyword race
+        within ``budget_s`` (s). The recall is queued for the usage log, and the optional answer check runs
+        within what is left of the budget (it adds fields, never hides a result). Raises ``Busy`` and
+        ``ValueError``."""
+        started = time.perf_counter()
+        answer = await self._answer(request, budget_s, started)
+        self._usage.record(served_recall(str(answer.get("query_id") or ""), request.session_id, "question",
+                                        answer.get("results") or []))
+        left = (budget_s - (time.perf_counter() - started)) if budget_s is not None else CHECK_WITHOUT_BUDGET_S
+        return {**answer, **await self._answer_checker.judge(answer, left, warming=bool(answer.get("warming_up")))}
+
+    async def _answer(self, request: RecallRequest, budget_s: float | None, started: float) -> dict[str, Any]:
+        if budget_s is None:
+            return await self._questions.ask(request)
+        answer, by = await self.race_recall(request, budget_s)
+        if answer is None:
+            return {"query": request.query, "results": [], "tier": "none", "retrieval_mode": "none",
+                    "note": "The search did not finish within the budget.", "abstained": True,
+                    "abstention_reason": "no_candidates", "incomplete_channels": list(request.channels),
+                    "channel_status": {name: "timeout" for name in ALL_CHANNELS},
+                    "retrieval_time_ms": round((time.perf_counter() - started) * 1000, 2)}
+        answer["retrieval_mode"] = by
+        if by == "keyword":
+            answer["incomplete_channels"] = [name for name in request.channels if name not in KEYWORD_CHANNELS]
+            for name in answer["incomplete_channels"]:
+                answer["channel_status"][name] = "timeout"
+        return answer
+
+    async def race_recall(self, request: RecallRequest, budget_s: float) -> tuple[dict[str, Any] | None, str]:
+        """The keyword race for ``request`` within ``budget_s`` (s): ``(answer or None, answered_by)``
+        (``scheduler.race_recall``)."""
+        return await race_recall(self.recall, request, budget_s, self._limiter)
+
+    def question_running(self) -> contextlib.AbstractContextManager[None]:
+        """Mark a question as running: background work (embedding backfill, baselines) waits meanwhile."""
+        return self._gate.running()
+
+    # -- hooks ---------------------------------------------------------------------------------
+    async def hook(self, harness: str, event: str, payload: dict[str, Any], *, budget_s: float, max_tokens: int,
+                   max_chars: int) -> HookResult:
+        """Serve one hook call (``HookService.handle``)."""
+        return await self._hooks.handle(harness, event, payload, budget_s=budget_s, max_tokens=max_tokens,
+                                       max_chars=max_chars)
+
+    async def session_context(self, harness: str, session_id: str, project: str, *, budget_s: float,
+                              max_tokens: int, max_chars: int) -> HookResult:
+        """The session-start block for ``session_id`` (``HookService.session_block``)."""
+        return await self._hooks.session_block(harness, session_id, project, budget_s=budget_s,
+                                              max_tokens=max_tokens, max_chars=max_chars)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` (``TokenCounter``)."""
+        return self._tokens.count(text)
+
+    def doc_count(self, project: str) -> int:
+        """Memories the session-start pointer counts for ``project`` (``Store.doc_count``; blocking)."""
+        return self._store.doc_count(project)
+
+    def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
+        """Store rows newest first (``Store.list_memories``; blocking)."""
+        return self._store.list_memories(**filters)
+
+    def record_served(self, query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
+                      block: str = "") -> None:
+        """Queue a recall served for the usage log (``usage.served_recall``)."""
+        self._usage.record(served_recall(query_id, session_id, served_by, results, block))
+
+
+def _memory_item(row: dict[str, Any], now: float) -> dict[str, Any]:
+    """One memory (a ``Store.fetch`` row) in the ``MemoryOut`` shape; ``now`` (Unix s) for its age label."""
+    return {
+        "memory_id": row["id"],
+        "content": row["content"],
+        "memory_kind": row["kind"],
+        "project": row["project"],
+        "session_id": row["session_id"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "age_label": age_label(row["created_at"], now),
+        "pinned": row["pinned"],
+        "bookkeeping": row["bookkeeping"],
+        "forgotten": row.get("forgotten_at") is not None,
+        "forgotten_at": row.get("forgotten_at"),
+        "superseded_by": row["superseded_by"],
+        "seen_count": row.get("seen_count") or 1,
+    }
