@@ -13,7 +13,7 @@ import uuid
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from memcue import __version__
+from memcue import __version__, harnesses
 from memcue.sidecar.api_models import (
     ExpandIn,
     FetchIn,
@@ -38,9 +38,6 @@ from memcue.sidecar.recall import FULL_CHANNELS, KEYWORD_CHANNELS, Filters, Reca
 from memcue.sidecar.scheduler import Busy
 from memcue.sidecar.service import MemoryNotFound, MemoryService
 from memcue.sidecar.store import NewMemory, WriteResult
-
-HARNESSES = ("claude-code", "codex", "hermes")
-HOOK_EVENTS = ("user-prompt-submit", "session-start", "stop", "session-end")
 
 
 def create_app(service: MemoryService) -> FastAPI:
@@ -160,11 +157,11 @@ def _recall(app: FastAPI, service: MemoryService) -> None:
 
 
 def _hooks(app: FastAPI, service: MemoryService) -> None:
-    """``/hooks/{harness}/{event}``: known harnesses and events only (``HARNESSES``, ``HOOK_EVENTS``)."""
+    """``/hooks/{harness}/{event}``: known harnesses and events only (the harness registry, ``memcue.harnesses``)."""
 
     @app.post("/hooks/{harness}/{event}", response_model=HookOut)
     async def hook(harness: str, event: str, body: HookIn) -> HookOut:
-        if harness not in HARNESSES or event not in HOOK_EVENTS:
+        if harness not in harnesses.HARNESSES or event not in harnesses.EVENTS:
             raise HTTPException(404, f"unknown hook {harness}/{event}")
         out = await service.hook(harness, event, body.event, budget_s=body.budget_s, max_tokens=body.max_tokens,
                                  max_chars=body.max_chars)

@@ -20,7 +20,7 @@ facts one or two words apart, in ``/remember``-style sentences): paraphrases sco
 loses a fact). Known miss: a swap of two plain words ("prefer httpx over requests" / "requests over httpx",
 0.982) would merge.
 
-Only the single-memory path uses this (``Engine.remember_one``: the API's ``/remember``, so the CLI and the
+Only the single-memory path uses this (``MemoryService.remember``: the API's ``/remember``, so the CLI and the
 MCP server); imports and the spool keep exact-duplicate dedup only. Without a ready model or a bound vector
 table the check is skipped. The text compared is the text that would be stored: the memory goes through the
 store's one write-preparation path (``store.prepare_write``), and the prepared record comes back in the

@@ -46,7 +46,7 @@ from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
 from memcue.sidecar.settings import Settings
-from memcue.sidecar.store import ForgetResult, NewMemory, Store, WriteResult, redact
+from memcue.sidecar.store import ForgetResult, NewMemory, PreparedWrite, Store, WriteResult, prepare_write
 from memcue.sidecar.usage import UsageRecorder, served_recall
 from memcue.sidecar.worker import Worker
 
@@ -189,10 +189,13 @@ class MemoryService:
         except Exception:  # noqa: BLE001 - the write must not fail for the check; exact dedup still applies
             log.exception("near-duplicate check failed; storing the memory as new")
             check = NearCheck()
+        # The check prepared the memory for the store (sanitised, stripped, redacted): write that, so a remember
+        # runs the write preparation once.
+        prepared = check.prepared or prepare_write(memory)
         if check.memory_id is not None:
             self._store.reinforce(check.memory_id)
-            return WriteResult(check.memory_id, False, duplicate=True, redacted=redact(memory.content).count)
-        return self._write_with_vector(memory, check.vector)[0]
+            return WriteResult(check.memory_id, False, duplicate=True, redacted=prepared.redacted)
+        return self._write_with_vector(prepared, check.vector)[0]
 
     def remember_prompt(self, memory: NewMemory) -> WriteResult:
         """Store a captured prompt (blocking). When its recall just embedded the same text (the query-embedding
@@ -204,7 +207,8 @@ class MemoryService:
         self.prompt_vectors_reused += stored
         return result
 
-    def _write_with_vector(self, memory: NewMemory, vector: np.ndarray | None) -> tuple[WriteResult, bool]:
+    def _write_with_vector(self, memory: NewMemory | PreparedWrite,
+                           vector: np.ndarray | None) -> tuple[WriteResult, bool]:
         """Store ``memory``; when ``vector`` (its embedding, computed already) fits a new, embeddable row, store
         it with the row at once instead of leaving it to the worker. Returns ``(result, vector stored)``."""
         result = self._store.remember_many([memory])[0]
