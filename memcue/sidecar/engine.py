@@ -38,8 +38,8 @@ from memcue.sidecar.recall import (
     is_warming,
     probe_vectors,
     recall,
-    temporal,
 )
+from memcue.sidecar.recall import time as temporal
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.heap import trim_heap
 from memcue.sidecar.runtime.tokenizer import TokenCounter

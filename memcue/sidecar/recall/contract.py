@@ -1,4 +1,5 @@
-"""The recall contract's shape (DESIGN.md section 4): one result per memory and the whole response."""
+"""The recall contract (DESIGN.md section 4): one result per memory, the whole response and the notes an
+answer carries."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from memcue.sidecar.recall.classify import QueryClass
 from memcue.sidecar.recall.query import keyword_query
 
 if TYPE_CHECKING:
-    from memcue.sidecar.recall.pipeline import RecallRequest
+    from memcue.sidecar.recall.request import RecallRequest
+
+NOTE_RELATED = "I don't have this exactly — here are the closest memories."
+NOTE_NONE = "That isn't in memcue."
+NOTE_NO_CANDIDATES = "Nothing in memory matched this question."
+NOTE_EMPTY_QUERY = "The question is empty: there is nothing to recall."
+NOTE_NOTHING_THEN = "Nothing in memcue was written {expression}."
+NOTE_WARMING = "memcue is still warming up — results may be incomplete."
 
 
 def age_label(created_at: float, now: float) -> str:
@@ -89,3 +97,4 @@ def contract_response(req: RecallRequest, results: list[dict[str, Any]], tier: s
     }
     out.update(extra or {})
     return out
+
