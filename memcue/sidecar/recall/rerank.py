@@ -14,7 +14,7 @@ it is ready ``scores`` returns None at once and the fused order stands (the pipe
 
 Scores are the model's raw relevance logits (ms-marco MiniLM: roughly -11 … +11, > 0 leaning relevant);
 they rank, they are not probabilities. Besides reordering, the score is a support signal for the tier
-stage (``recall.tiers``: a memory the cross-encoder scores above its threshold is supported on that
+stage (``recall.support``: a memory the cross-encoder scores above its threshold is supported on that
 ground alone), so the pipeline passes each memory's score on to it.
 """
 
@@ -46,7 +46,9 @@ RERANK_DEPTH = 30
 class CrossEncoder(Protocol):
     """What the reranker needs of a model: fastembed's ``TextCrossEncoder.rerank`` shape."""
 
-    def rerank(self, query: str, documents: Iterable[str], batch_size: int = ...) -> Iterable[float]: ...
+    def rerank(self, query: str, documents: Iterable[str], batch_size: int = ...) -> Iterable[float]:
+        """One relevance logit per document, in input order."""
+        ...
 
 
 #: Builds the model: ``factory(model_name, **kwargs)``; default fastembed's ``TextCrossEncoder``.

@@ -6,24 +6,28 @@ from __future__ import annotations
 
 import re
 
+#: Full month names (a regex alternation, lower case).
 MONTHS_FULL = "january|february|march|april|may|june|july|august|september|october|november|december"
 _MONTHS_ABBR = r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec"
 _MONTH = rf"(?:{MONTHS_FULL}|(?:{_MONTHS_ABBR})\.?)"
 #: Month names that are also everyday words; they count only with date context (a preposition, a day, a
 #: year), never alone: "May I ask", "march on".
 _SAFE_MONTHS = "january|february|april|june|july|august|september|october|november|december"
+#: A weekday name.
 WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _NUM_WORD = (r"(?:\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
              r"(?:a\s+)?few|(?:a\s+)?couple(?:\s+of)?|several)")
 _UNIT = r"(?:minute|hour|day|week|month|year)s?"
 _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
+#: A four-digit year 1900-2099.
 YEAR = r"(?:19|20)\d{2}"
 #: Words that put a month or year in time ("in March", "since 2023", "end of May").
 PREP = (r"(?:in|during|since|before|after|until|till|through|throughout|by|of|from|between|early|late|"
-         r"end\s+of|beginning\s+of|start\s+of|middle\s+of)\s+(?:the\s+)?|mid-?\s*")
+        r"end\s+of|beginning\s+of|start\s+of|middle\s+of)\s+(?:the\s+)?|mid-?\s*")
 
-#: Span patterns in priority order, each with the name of its resolver in ``resolvers.RESOLVERS``. Case-insensitive
-#: except the bare "March" (a capital letter makes the verb unlikely); spans never overlap (earlier wins).
+#: Span patterns in priority order, each with the name of its resolver in ``resolvers.RESOLVERS``.
+#: Case-insensitive except the bare "March" (a capital letter makes the verb unlikely); spans never
+#: overlap (earlier wins).
 SPAN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("iso_day", re.compile(r"\b\d{4}-(?:0?[1-9]|1[0-2])-(?:0?[1-9]|[12]\d|3[01])\b")),
     ("iso_month", re.compile(r"\b\d{4}-(?:0[1-9]|1[0-2])\b(?!-)")),
@@ -54,6 +58,7 @@ SPAN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 #: Month names that are everyday words; written in lower case next to a bare number they are not dates
 #: ("retry 3 may fail", "it may 2x the load") unless an ordinal, "of" or a year makes them one.
 AMBIGUOUS_MONTH = re.compile(r"\b(?:may|march|mar)\b")
+#: What makes an ambiguous month a date: an ordinal, "of" or a year.
 DATE_MARKERS = re.compile(rf"\d(?:st|nd|rd|th)\b|\bof\b|{YEAR}", re.I)
 #: A span that starts with its own bound word ("since March", "before 2024").
 SPAN_BOUND = re.compile(r"^(since|after|before|until|till|through|by|from|between)\b", re.I)
@@ -61,6 +66,7 @@ SPAN_BOUND = re.compile(r"^(since|after|before|until|till|through|by|from|betwee
 #: A bound word right before a span: ("since", "March") -> start of March.
 BOUND_BEFORE_SPAN = re.compile(
     r"\b(since|after|from|before|until|till|through|by|between|and|to|prior\s+to|following)\s+(?:the\s+)?$", re.I)
+#: Words asking for the oldest first ("earliest", "originally") and the newest first ("latest").
 ORDER_OLDEST = re.compile(
     r"\b(?:earliest|oldest|first\s+time|at\s+first|(?:we|i|you|they|it)\s+first|originally|"
     r"initially|in\s+the\s+beginning|to\s+begin\s+with)\b", re.I)
@@ -68,7 +74,7 @@ ORDER_NEWEST = re.compile(
     r"\b(?:latest|newest|most\s+recent(?:ly)?|recently|lately|last\s+time|just\s+now)\b", re.I)
 #: "before the migration", "after we deployed the cache": the event phrase that follows.
 ANCHOR = re.compile(r"\b(before|after|since|until|till|prior\s+to|following|ahead\s+of)\s+([^.;:!?|()\[\]\n]{1,80})",
-                     re.I)
+                    re.I)
 #: Words that end an anchor phrase (a new clause starts).
 ANCHOR_STOP = frozenset("and but or so when where what which who why how then while because if".split())
 #: An auxiliary soon after "since"/"after" marks a clause of reason or state, not an event ("since it is slow").
