@@ -127,7 +127,7 @@ class Boosted:
         return None if self.window is None else self.window[0] <= created_at < self.window[1]
 
 
-def query_names(store: Store, query: str, project: str | None) -> tuple[list[str], list[str]]:
+def names_in_query(store: Store, query: str, project: str | None) -> tuple[list[str], list[str]]:
     """Names the query mentions (people, products, files, identifiers): those no memory in scope carries,
     and the capitalised names that memory does know (the people the question is about)."""
     names = [(name, kind) for name, kind in extract_entities(query)]
@@ -159,7 +159,7 @@ def boost(store: Store, req: RecallRequest, services: RecallServices, found: Can
              if found.channels[GRAPH].status == "ok" else {})
     shared = shared_entities(store, seeds, list(evidence)) if seeds else {}
     bias = {} if is_synthetic(req.session_id) else services.working_sets.bias(req.session_id)
-    unknown, people = query_names(store, req.query, req.project) if evidence else ([], [])
+    unknown, people = names_in_query(store, req.query, req.project) if evidence else ([], [])
     owners = {mid: owner_of(rows[mid]["content"], rows[mid]["metadata"]) for mid in evidence}
     fused = [(m, s) for m, s in found.fused if m in evidence]
     window = time_window(found.channels[TEMPORAL])

@@ -104,7 +104,9 @@ def budget_timeout_answer(request: RecallRequest, elapsed_ms: float) -> dict[str
     """What /recall returns when its budget ran out before any recall answered: every contract field, tier
     ``none``, no results, every channel ``timeout`` and every requested channel incomplete, abstained with
     reason ``no_candidates``, ``retrieval_mode`` "none", ``retrieval_time_ms`` = ``elapsed_ms`` (ms, rounded
-    to 0.01). Raises ``ValueError`` for a negative request weight (as the recall itself would)."""
+    to 0.01). ``query_type`` and ``channel_weights`` are the query's class with the request's own weights
+    (the config's per-type overrides are not known here). Raises ``ValueError`` for a negative request
+    weight (as the recall itself would)."""
     qc = classify(request.query, None, request.weights)
     channels = {name: ChannelResult(name, "timeout") for name in ALL_CHANNELS}
     out = contract_response(request, [], "none", NOTE_BUDGET, "no_candidates", qc, channels, list(request.channels),
