@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memcue.sidecar.recall import graph_counts as graph
+from memcue.sidecar.recall.channels import graph_counts as graph
 from memcue.sidecar.store import NewMemory, Store
 
 
