@@ -102,16 +102,16 @@ def ask_all(client: Client, questions: list[Question], ids: dict[int, str], run:
 
 
 @contextlib.contextmanager
-def gates_off(pipeline: Any) -> Iterator[None]:
-    """Switch off the pipeline's evidence floor and support-tier gate (this process only)."""
-    tiers = pipeline.tiers
-    saved = (pipeline.passes_floor, tiers.judge)
-    pipeline.passes_floor = lambda ev, *a, **k: True
-    tiers.judge = lambda ev: (tiers.SUPPORTED, "gate_off")
+def gates_off(floor: Any, support: Any) -> Iterator[None]:
+    """Switch off the evidence floor and the support-tier gate (the recall stage modules ``floor`` and
+    ``support``; this process only)."""
+    saved = (floor.passes_floor, support.judge)
+    floor.passes_floor = lambda ev, *a, **k: True
+    support.judge = lambda ev: (support.SUPPORTED, "gate_off")
     try:
         yield
     finally:
-        pipeline.passes_floor, tiers.judge = saved
+        floor.passes_floor, support.judge = saved
 
 
 def ungated(
@@ -120,13 +120,13 @@ def ungated(
     """Rank every question in-process with the floor and tier gate off, per run. The sidecar must be
     stopped (this opens the store). Returns the rankings, or a note saying why it could not run."""
     try:
-        from memcue.sidecar.recall import BM25, SEMANTIC, pipeline
+        from memcue.sidecar.recall import BM25, SEMANTIC, floor, pipeline, support
         from memcue.sidecar.runtime.embedding import Embedder
         from memcue.sidecar.store import Store
     except ImportError as exc:
         return f"memcue internals not importable: {exc}"
-    if not hasattr(pipeline, "passes_floor") or not hasattr(pipeline.tiers, "judge"):
-        return "the pipeline no longer has passes_floor / tiers.judge to switch off"
+    if not hasattr(floor, "passes_floor") or not hasattr(support, "judge"):
+        return "recall no longer has floor.passes_floor / support.judge to switch off"
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     store = Store(loc.database)
     embedder = Embedder(loc.models_dir)
@@ -140,7 +140,7 @@ def ungated(
     }
     out: dict[str, list[list[str]]] = {}
     try:
-        with gates_off(pipeline):
+        with gates_off(floor, support):
             for run, fields in requests.items():
                 ranked = []
                 for q in questions:
@@ -158,11 +158,12 @@ def pipeline_constants() -> dict[str, Any]:
     """The recall settings the numbers depend on (read from memcue; empty where a name has moved)."""
     names = {
         "memcue.sidecar.recall.floor": ("COSINE_FLOOR", "SUPPORT_COSINE"),
-        "memcue.sidecar.recall.tiers": ("MIN_KEY_COVERAGE", "WORDED_COSINE_SLACK", "SUPPORT_MARGIN"),
+        "memcue.sidecar.recall.support": ("MIN_KEY_COVERAGE", "WORDED_COSINE_SLACK", "SUPPORT_MARGIN"),
         "memcue.sidecar.recall.fusion": ("RRF_K",),
         "memcue.sidecar.recall.classify": ("CHANNEL_WEIGHTS",),
         "memcue.sidecar.recall.boosts": ("ENTITY_BOOST", "ENTITY_BOOST_MAX", "AGREEMENT_BOOST"),
-        "memcue.sidecar.recall.pipeline": ("CHANNEL_DEPTH", "RELATED_LIMIT"),
+        "memcue.sidecar.recall.candidates": ("CHANNEL_DEPTH",),
+        "memcue.sidecar.recall.outcome": ("RELATED_LIMIT",),
     }
     out: dict[str, Any] = {}
     for module_name, attrs in names.items():

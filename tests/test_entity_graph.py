@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 
 from memcue.sidecar.recall import GRAPH
-from memcue.sidecar.recall.channels import ChannelContext, ChannelResult
-from memcue.sidecar.recall.graph import (
+from memcue.sidecar.recall.channels import CHANNELS, ChannelContext, ChannelResult, run_channel
+from memcue.sidecar.recall.channels.graph import (
     DECAY,
     MIN_EVIDENCE_IDF,
-    graph_channel,
     query_entity_ids,
     query_names,
     rsj_idf,
@@ -25,6 +24,11 @@ from memcue.sidecar.store import MAYBE_NAME, NewMemory, Store, extract_entities
 from memcue.sidecar.store.sqlite.graph import link_entities, unlink_entities
 from memcue.sidecar.store.sqlite.migrations import m004_entity_graph
 from memcue.sidecar.store.write.entities import MAX_ENTITIES_PER_MEMORY
+
+
+def graph_channel(ctx: ChannelContext) -> ChannelResult:
+    """The graph channel run as the pipeline runs it (timed, failures as ``error``)."""
+    return run_channel(CHANNELS[GRAPH], ctx)
 
 FILLER = [
     "we keep the retry loop short because the queue backs up quickly",

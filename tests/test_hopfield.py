@@ -5,6 +5,7 @@ The math is checked on hand-built matrices; ranking, scope, cache reloads and st
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -15,11 +16,16 @@ import pytest
 from conftest import embed_pending
 
 from memcue.sidecar.recall import HOPFIELD, VectorIndex
-from memcue.sidecar.recall.channels import ChannelContext, ChannelResult
-from memcue.sidecar.recall.hopfield import BETA, STEPS, hopfield_channel, retrieve, top_k
+from memcue.sidecar.recall.channels import ChannelContext, ChannelResult, run_channel
+from memcue.sidecar.recall.channels.hopfield import BETA, STEPS, HopfieldChannel, retrieve, top_k
 from memcue.sidecar.recall.query import keyword_query
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store import NewMemory, Store
+
+
+def hopfield_channel(ctx: ChannelContext, index: VectorIndex) -> ChannelResult:
+    """The Hopfield channel over ``index``, run as the pipeline runs it (timed, failures as ``error``)."""
+    return run_channel(HopfieldChannel(), dataclasses.replace(ctx, vectors=index))
 
 API = [
     "Pinned httpx to 0.27 because 0.28 removed the proxies argument our client passes",

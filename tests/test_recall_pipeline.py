@@ -30,7 +30,8 @@ from memcue.sidecar.recall import (
     classify,
     recall,
 )
-from memcue.sidecar.recall.tiers import NOTE_RELATED, Support, owner_of, support_label
+from memcue.sidecar.recall.contract import NOTE_RELATED
+from memcue.sidecar.recall.support import Support, judge, owner_of
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.settings import load_settings
 from memcue.sidecar.store import NewMemory, Store
@@ -53,6 +54,11 @@ MEMORIES = [
     ("please make the invoice totals round half up", "request", 5, False),
     ("session ended", "note", 0.5, False),
 ]
+
+
+def support_label(s: Support) -> str:
+    """The support tier alone of ``judge``'s ``(label, reason)``."""
+    return judge(s)[0]
 
 
 @pytest.fixture
@@ -300,10 +306,10 @@ def test_C16_no_channel_crosses_projects(tmp_path: Path, embedder: Embedder) -> 
 def test_a_slow_channel_times_out_and_the_recall_goes_on(store: Store, embedder: Embedder,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Fault injection: the temporal channel hangs (as a stuck dateparser would); the others answer."""
-    from memcue.sidecar.recall import channel_runner
+    from memcue.sidecar.recall.channels import CHANNELS
 
-    real = channel_runner.temporal_channel
-    monkeypatch.setattr(channel_runner, "temporal_channel", lambda ctx: (time.sleep(1.0), real(ctx))[1])
+    real = CHANNELS[TEMPORAL].run
+    monkeypatch.setattr(CHANNELS[TEMPORAL], "run", lambda ctx: (time.sleep(1.0), real(ctx))[1])
     started = time.perf_counter()
     answer = ask(store, embedder, "what did we decide last month about httpx?", channel_timeout_s=0.3)
     assert time.perf_counter() - started < 0.9
@@ -313,12 +319,12 @@ def test_a_slow_channel_times_out_and_the_recall_goes_on(store: Store, embedder:
 
 def test_a_failing_channel_reports_error_and_the_recall_goes_on(store: Store, embedder: Embedder,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from memcue.sidecar.recall import channel_runner
+    from memcue.sidecar.recall.channels import CHANNELS
 
     def broken(ctx: object) -> None:
         raise RuntimeError("graph store corrupted")
 
-    monkeypatch.setattr(channel_runner, "graph_channel", broken)
+    monkeypatch.setattr(CHANNELS[GRAPH], "run", broken)
     answer = ask(store, embedder, "why did we pin httpx?")
     assert answer["channel_status"][GRAPH] == "error" and "corrupted" in answer["channel_notes"][GRAPH]
     assert answer["tier"] == "supported"

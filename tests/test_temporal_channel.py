@@ -10,11 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memcue.sidecar.recall import TEMPORAL, temporal
-from memcue.sidecar.recall.channels import ChannelContext, ChannelResult
+from memcue.sidecar.recall import TEMPORAL
+from memcue.sidecar.recall.channels import CHANNELS, ChannelContext, ChannelResult, run_channel, temporal
 from memcue.sidecar.recall.query import keyword_query
-from memcue.sidecar.recall.temporal import mentions_time, parse_time, temporal_channel, warm_up
+from memcue.sidecar.recall.time import mentions_time, parse_time, warm_up
 from memcue.sidecar.store import NewMemory, Store
+
+
+def temporal_channel(ctx: ChannelContext) -> ChannelResult:
+    """The temporal channel run as the pipeline runs it (timed, failures as ``error``)."""
+    return run_channel(CHANNELS[TEMPORAL], ctx)
 
 
 def ts(text: str) -> float:

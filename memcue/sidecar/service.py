@@ -30,17 +30,17 @@ from memcue.sidecar.capture import SpoolReader
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
-    ALL_CHANNELS,
     KEYWORD_CHANNELS,
     RecallRequest,
     RecallServices,
     Reranker,
     age_label,
     apply_layers,
+    budget_timeout_answer,
     context_for,
     is_warming,
     recall,
-    temporal,
+    warm_up,
 )
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
@@ -114,7 +114,7 @@ class MemoryService:
         if self._recall_services.reranker is not None:
             self._recall_services.reranker.start()
         self._worker.start()
-        threading.Thread(target=temporal.warm_up, name="memcue-dateparser-warm", daemon=True).start()
+        threading.Thread(target=warm_up, name="memcue-dateparser-warm", daemon=True).start()
 
     def stop(self) -> None:
         """Stop the worker, write the pending usage log and checkpoint the database."""
@@ -326,11 +326,7 @@ class MemoryService:
             return await self._questions.ask(request)
         answer, by = await self.race_recall(request, budget_s)
         if answer is None:
-            return {"query": request.query, "results": [], "tier": "none", "retrieval_mode": "none",
-                    "note": "The search did not finish within the budget.", "abstained": True,
-                    "abstention_reason": "no_candidates", "incomplete_channels": list(request.channels),
-                    "channel_status": {name: "timeout" for name in ALL_CHANNELS},
-                    "retrieval_time_ms": round((time.perf_counter() - started) * 1000, 2)}
+            return budget_timeout_answer(request, (time.perf_counter() - started) * 1000)
         answer["retrieval_mode"] = by
         if by == "keyword":
             answer["incomplete_channels"] = [name for name in request.channels if name not in KEYWORD_CHANNELS]

@@ -3,7 +3,7 @@
 Some memories (full of ids, hashes, code or boilerplate) are close to every query for a small embedding
 model; judging them by raw cosine gives them a free pass. A memory's baseline is its mean cosine
 similarity to ``PROBE_QUESTIONS``, generic questions that share no topic with it; support then asks how
-far the query's cosine rises above that baseline (``recall.tiers``). Baselines are computed by the
+far the query's cosine rises above that baseline (``recall.support``). Baselines are computed by the
 sidecar's background worker right after a memory is embedded and stored in ``memories.baseline``.
 """
 

@@ -22,7 +22,20 @@ nowhere:
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memcue.core.session_ids import is_synthetic
+from memcue.sidecar.recall.channels import GRAPH, TEMPORAL, ChannelResult, query_entity_ids, shared_entities
+from memcue.sidecar.recall.query import words
+from memcue.sidecar.recall.support import owner_of
+from memcue.sidecar.store import Store, extract_entities
+
+if TYPE_CHECKING:
+    from memcue.sidecar.recall.candidates import Candidates
+    from memcue.sidecar.recall.request import RecallRequest, RecallServices
 
 #: Added per query entity the memory carries directly.
 ENTITY_BOOST = 0.006
@@ -89,3 +102,73 @@ def apply_boosts(
         boosted.append((mid, score + extra))
     boosted.sort(key=lambda item: (-item[1], item[0]))
     return boosted, added
+
+
+@dataclass
+class Boosted:
+    """The boost stage's result: ``fused`` ``(memory_id, score)`` best first (kept candidates only, boosts
+    added) and ``added`` id -> total boost; what the support stage reuses: ``shared`` id -> the query's
+    entity names it carries, ``owners`` id -> speaker (lowercase, "" for none), ``people`` the persons the
+    query asks about known in scope, ``unknown`` the names it mentions that no memory in scope carries,
+    ``window`` the question's time window ``(start, end)`` in Unix s (None when it names none) and
+    ``session_boost`` id -> session-context boost."""
+
+    fused: list[tuple[int, float]]
+    added: dict[int, float]
+    shared: dict[int, list[str]]
+    owners: dict[int, str]
+    people: list[str]
+    unknown: list[str]
+    window: tuple[float, float] | None
+    session_boost: dict[int, float]
+
+    def in_window(self, created_at: float) -> bool | None:
+        """Whether ``created_at`` (Unix s) is inside the question's window; None when it names none."""
+        return None if self.window is None else self.window[0] <= created_at < self.window[1]
+
+
+def names_in_query(store: Store, query: str, project: str | None) -> tuple[list[str], list[str]]:
+    """Names the query mentions (people, products, files, identifiers): those no memory in scope carries,
+    and the capitalised names that memory does know (the people the question is about)."""
+    names = [(name, kind) for name, kind in extract_entities(query)]
+    if not names:
+        return [], []
+    plain = {name: " ".join(words(name)) for name, _ in names}
+    df = store.doc_frequencies([p for p in plain.values() if p], cap=1, project=project)
+    unknown = [name for name, _ in names if plain[name] and df.get(plain[name], 0) == 0]
+    people = [plain[name] for name, kind in names if kind == "name" and name not in unknown and plain[name]]
+    return unknown, people
+
+
+def time_window(temporal: ChannelResult) -> tuple[float, float] | None:
+    """The time window the temporal channel read in the question, as ``(start, end)`` Unix seconds (open
+    sides infinite), or None when it read none."""
+    bounds = temporal.detail.get("window") if temporal.status in ("ok", "no_candidates") else None
+    if not bounds or all(b is None for b in bounds):
+        return None
+    start, end = (dt.datetime.fromisoformat(b).timestamp() if b else None for b in bounds)
+    return (float("-inf") if start is None else start, float("inf") if end is None else end)
+
+
+def boost(store: Store, req: RecallRequest, services: RecallServices, found: Candidates) -> Boosted:
+    """Keep the candidates with evidence rows and add their boosts (entity, agreement, owner, time window,
+    session context, working set); see the module docstring."""
+    evidence, rows = found.evidence, found.rows
+    sup = req.filters.include_superseded
+    seeds = (query_entity_ids(store, req.query, project=req.project, include_superseded=sup)
+             if found.channels[GRAPH].status == "ok" else {})
+    shared = shared_entities(store, seeds, list(evidence)) if seeds else {}
+    bias = {} if is_synthetic(req.session_id) else services.working_sets.bias(req.session_id)
+    unknown, people = names_in_query(store, req.query, req.project) if evidence else ([], [])
+    owners = {mid: owner_of(rows[mid]["content"], rows[mid]["metadata"]) for mid in evidence}
+    fused = [(m, s) for m, s in found.fused if m in evidence]
+    window = time_window(found.channels[TEMPORAL])
+    in_window = set() if window is None else {m for m in evidence if window[0] <= rows[m]["created_at"] < window[1]}
+    session_boost = session_context(fused, store.session_neighbours([m for m, _ in fused[:SESSION_CONTEXT_TOP]]))
+    fused, added = apply_boosts(fused,
+                                shared_entities={m: len(v) for m, v in shared.items()},
+                                evidence_channels={m: ev.channels for m, ev in evidence.items()},
+                                working_set_bias=bias,
+                                owner_match={m for m, o in owners.items() if o and o in people},
+                                session_boost=session_boost, in_window=in_window)
+    return Boosted(fused, added, shared, owners, people, unknown, window, session_boost)

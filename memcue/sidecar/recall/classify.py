@@ -76,6 +76,11 @@ class QueryClass:
     query_type: str
     weights: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def asks_requests(self) -> bool:
+        """True when the question asks what the user requested (captured prompts answer it first)."""
+        return self.query_type == REQUEST_RECALL
+
 
 def query_type(text: str) -> str:
     """The type of ``text`` (see the module docstring), checked in that order."""

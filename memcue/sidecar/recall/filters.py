@@ -35,6 +35,7 @@ class Filters:
 
     @property
     def active(self) -> bool:
+        """True when any filter is set."""
         return any(v is not None for v in (self.window_start, self.window_end, self.as_of, self.valid_at))
 
     def keeps(self, row: dict[str, Any]) -> bool:

@@ -43,3 +43,9 @@ class Evidence:
 def passes_floor(ev: Evidence, cosine_floor: float = COSINE_FLOOR) -> bool:
     """True when the candidate has evidence (see module docstring)."""
     return ev.pinned or ev.bm25 > 0 or ev.entity or ev.temporal or (ev.cosine is not None and ev.cosine >= cosine_floor)
+
+
+def apply_floor(fused: list[tuple[int, float]], evidence: dict[int, Evidence]) -> list[tuple[int, float]]:
+    """The ``(memory_id, score)`` pairs of ``fused`` whose ``evidence`` passes the floor, order kept; every id
+    of ``fused`` must be in ``evidence``. Applied before any limit."""
+    return [(mid, score) for mid, score in fused if passes_floor(evidence[mid])]

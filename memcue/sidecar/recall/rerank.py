@@ -14,7 +14,7 @@ it is ready ``scores`` returns None at once and the fused order stands (the pipe
 
 Scores are the model's raw relevance logits (ms-marco MiniLM: roughly -11 … +11, > 0 leaning relevant);
 they rank, they are not probabilities. Besides reordering, the score is a support signal for the tier
-stage (``recall.tiers``: a memory the cross-encoder scores above its threshold is supported on that
+stage (``recall.support``: a memory the cross-encoder scores above its threshold is supported on that
 ground alone), so the pipeline passes each memory's score on to it.
 """
 
@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,12 +39,16 @@ OFF, WARMING, READY, ERROR = "off", "warming", "ready", "error"
 SCORE_WAIT_S = 1.0
 #: Pairs per ONNX batch.
 BATCH_SIZE = 32
+#: How many fused candidates the cross-encoder rescores (when one is loaded).
+RERANK_DEPTH = 30
 
 
 class CrossEncoder(Protocol):
     """What the reranker needs of a model: fastembed's ``TextCrossEncoder.rerank`` shape."""
 
-    def rerank(self, query: str, documents: Iterable[str], batch_size: int = ...) -> Iterable[float]: ...
+    def rerank(self, query: str, documents: Iterable[str], batch_size: int = ...) -> Iterable[float]:
+        """One relevance logit per document, in input order."""
+        ...
 
 
 #: Builds the model: ``factory(model_name, **kwargs)``; default fastembed's ``TextCrossEncoder``.
@@ -169,3 +174,31 @@ class Reranker:
         if got is None:
             return None
         return sorted(((int(mid), s) for (mid, _), s in zip(items, got, strict=True)), key=lambda x: (-x[1], x[0]))
+
+
+@dataclass
+class Reranked:
+    """The rerank stage's result: ``survivors`` ``(memory_id, fused score)`` in their new order, ``scores``
+    id -> cross-encoder logit for the rescored head (empty when nothing was rescored) and the reranker's
+    ``status`` (``off`` without one)."""
+
+    survivors: list[tuple[int, float]]
+    scores: dict[int, float] = field(default_factory=dict)
+    status: str = OFF
+
+
+def rerank_head(reranker: Reranker | None, query: str, survivors: list[tuple[int, float]],
+                contents: Mapping[int, Mapping[str, Any]]) -> Reranked:
+    """Reorder the first ``RERANK_DEPTH`` of ``survivors`` by cross-encoder score (``contents``: id -> row
+    with ``content``); the rest keep their place. Never waits for a model: without a ready one the order
+    stands."""
+    if reranker is None:
+        return Reranked(survivors)
+    if not survivors:
+        return Reranked(survivors, status=reranker.status)
+    head = survivors[:RERANK_DEPTH]
+    got = reranker.rerank(query, [(mid, contents[mid]["content"]) for mid, _ in head])
+    if got is None:
+        return Reranked(survivors, status=reranker.status)
+    fused = dict(head)
+    return Reranked([(mid, fused[mid]) for mid, _ in got] + survivors[RERANK_DEPTH:], dict(got), reranker.status)

@@ -18,16 +18,26 @@ Each memory is judged on its own, from its ``Support`` features:
   person it does not mention; it is at most weak.
 
 Queries with no question word ("pinned httpx") are held to carrying their words. A memory is
-``supported``, ``weak`` (shown, labelled) or ``related``.
+``supported``, ``weak`` (shown, labelled) or ``related``. ``judge_all`` is the stage: it judges the
+candidates in rank order into result items.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from memcue.sidecar.recall.baseline import DEFAULT_BASELINE
+from memcue.sidecar.recall.channels import SEMANTIC
+from memcue.sidecar.recall.contract import result_item
 from memcue.sidecar.recall.floor import COSINE_FLOOR, SUPPORT_COSINE
+from memcue.sidecar.recall.query import cue_terms, key_terms
+
+if TYPE_CHECKING:
+    from memcue.sidecar.recall.boosts import Boosted
+    from memcue.sidecar.recall.candidates import Candidates
+    from memcue.sidecar.recall.rerank import Reranked
 
 SUPPORTED, WEAK, RELATED = "supported", "weak", "related"
 #: Share of the query's key terms that counts as carrying its words.
@@ -54,12 +64,6 @@ ALL_KEYS_MIN = 3
 #: Cross-encoder score (logit) above which the reranker alone supports a memory (ms-marco models: > 0
 #: means more likely relevant than not).
 RERANK_SUPPORT = 0.0
-NOTE_RELATED = "I don't have this exactly — here are the closest memories."
-NOTE_NONE = "That isn't in memcue."
-NOTE_NO_CANDIDATES = "Nothing in memory matched this question."
-NOTE_EMPTY_QUERY = "The question is empty: there is nothing to recall."
-NOTE_NOTHING_THEN = "Nothing in memcue was written {expression}."
-NOTE_WARMING = "memcue is still warming up — results may be incomplete."
 
 _QUESTION = re.compile(
     r"\?|^\s*(?:what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could|should|would"
@@ -170,6 +174,55 @@ def judge(s: Support) -> tuple[str, str]:
     return RELATED, ""
 
 
-def support_label(s: Support) -> str:
-    """``supported``, ``weak`` or ``related`` for one memory (see ``judge``)."""
-    return judge(s)[0]
+@dataclass
+class Judged:
+    """The support stage's result: ``items`` (result items of the contract, in rank order, each with its
+    ``tier`` label and ``support`` reason) and the query's ``keys`` (key terms)."""
+
+    items: list[dict[str, Any]]
+    keys: list[str]
+
+
+def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Boosted, reranked: Reranked,
+              now: float, *, asks_requests: bool, lazy: bool) -> Judged:
+    """Judge ``reranked.survivors`` in rank order (``gate`` False labels all supported, reason "gate_off").
+    With ``lazy``, stop once ``limit`` answers (supported or weak, of the asked kind: captured prompts when
+    ``asks_requests``, else saved memories) are found: what comes after could not be shown. ``now``: asking
+    time (Unix s) for the results' age labels."""
+    keys, gibberish = key_terms(found.doc_freq, found.terms) if reranked.survivors else ([], False)
+    question = is_question(query)
+    answers = 0
+    items: list[dict[str, Any]] = []
+    for mid, score in reranked.survivors:
+        if lazy and answers >= limit:
+            break
+        row, ev = found.rows[mid], found.evidence[mid]
+        cues = cue_terms(found.terms, row["content"])
+        support = Support(cosine=ev.cosine, baseline=row.get("baseline"), cue_terms=cues, key_terms=keys,
+                          rerank=reranked.scores.get(mid), shared_entity=bool(boosted.shared.get(mid)),
+                          gibberish=gibberish, unknown_names=boosted.unknown, question=question,
+                          query_people=boosted.people, content=row["content"], owner=boosted.owners.get(mid, ""),
+                          session_context=mid in boosted.session_boost, temporal=ev.temporal,
+                          in_window=boosted.in_window(row["created_at"]))
+        label, reason = judge(support) if gate else (SUPPORTED, "gate_off")
+        item = result_item(row, score, label, now, _channel_scores(found, reranked, mid, ev.cosine), cues)
+        item["support"] = reason
+        if mid in boosted.added:
+            item["boost"] = round(boosted.added[mid], 5)
+        if boosted.unknown:
+            item["unknown_names"] = boosted.unknown
+        items.append(item)
+        if label in (SUPPORTED, WEAK) and (row["kind"] == "request") == asks_requests:
+            answers += 1
+    return Judged(items, keys)
+
+
+def _channel_scores(found: Candidates, reranked: Reranked, mid: int, cosine: float | None) -> dict[str, float]:
+    """A result's ``channel_scores``: each channel's score for it, its cosine as ``semantic`` when that
+    channel did not find it, and the cross-encoder's as ``rerank``."""
+    out = {name: round(s[mid], 4) for name, s in found.scores.items() if mid in s}
+    if cosine is not None:
+        out.setdefault(SEMANTIC, round(cosine, 4))
+    if mid in reranked.scores:
+        out["rerank"] = round(reranked.scores[mid], 4)
+    return out

@@ -1,4 +1,5 @@
-"""The recall contract's shape (DESIGN.md section 4): one result per memory and the whole response."""
+"""The recall contract (DESIGN.md section 4): one result per memory, the whole response, the notes an
+answer carries, and the answer when the budget ran out before any recall finished."""
 
 from __future__ import annotations
 
@@ -7,11 +8,19 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from memcue.sidecar.recall.channels import ALL_CHANNELS, SEMANTIC, ChannelResult
-from memcue.sidecar.recall.classify import QueryClass
+from memcue.sidecar.recall.classify import QueryClass, classify
 from memcue.sidecar.recall.query import keyword_query
 
 if TYPE_CHECKING:
-    from memcue.sidecar.recall.pipeline import RecallRequest
+    from memcue.sidecar.recall.request import RecallRequest
+
+NOTE_RELATED = "I don't have this exactly — here are the closest memories."
+NOTE_NONE = "That isn't in memcue."
+NOTE_NO_CANDIDATES = "Nothing in memory matched this question."
+NOTE_EMPTY_QUERY = "The question is empty: there is nothing to recall."
+NOTE_NOTHING_THEN = "Nothing in memcue was written {expression}."
+NOTE_WARMING = "memcue is still warming up — results may be incomplete."
+NOTE_BUDGET = "The search did not finish within the budget."
 
 
 def age_label(created_at: float, now: float) -> str:
@@ -88,4 +97,19 @@ def contract_response(req: RecallRequest, results: list[dict[str, Any]], tier: s
         "layers": {},
     }
     out.update(extra or {})
+    return out
+
+
+def budget_timeout_answer(request: RecallRequest, elapsed_ms: float) -> dict[str, Any]:
+    """What /recall returns when its budget ran out before any recall answered: every contract field, tier
+    ``none``, no results, every channel ``timeout`` and every requested channel incomplete, abstained with
+    reason ``no_candidates``, ``retrieval_mode`` "none", ``retrieval_time_ms`` = ``elapsed_ms`` (ms, rounded
+    to 0.01). ``query_type`` and ``channel_weights`` are the query's class with the request's own weights
+    (the config's per-type overrides are not known here). Raises ``ValueError`` for a negative request
+    weight (as the recall itself would)."""
+    qc = classify(request.query, None, request.weights)
+    channels = {name: ChannelResult(name, "timeout") for name in ALL_CHANNELS}
+    out = contract_response(request, [], "none", NOTE_BUDGET, "no_candidates", qc, channels, list(request.channels),
+                            time.perf_counter(), False, keys=[], reranker_status="off")
+    out.update(retrieval_mode="none", retrieval_time_ms=round(float(elapsed_ms), 2))
     return out

@@ -1,50 +1,49 @@
-"""Time expressions' building blocks for ``recall.timeparse``: the regular expressions and word lists that
-find and classify time phrases, and the calendar helpers that turn dates into windows (UTC, Unix seconds).
-Private to ``timeparse``; split out so each module keeps one job.
-"""
+"""The regular expressions and word lists that find and classify time phrases in a query (all
+case-insensitive unless noted). ``spans`` finds spans with ``SPAN_PATTERNS``; ``intent`` reads bounds, order
+words and anchors with the rest."""
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
 
-_DAY = 86400.0
-
-# -- patterns ---------------------------------------------------------------------------------------
-_MONTHS_FULL = "january|february|march|april|may|june|july|august|september|october|november|december"
+#: Full month names (a regex alternation, lower case).
+MONTHS_FULL = "january|february|march|april|may|june|july|august|september|october|november|december"
 _MONTHS_ABBR = r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec"
-_MONTH = rf"(?:{_MONTHS_FULL}|(?:{_MONTHS_ABBR})\.?)"
+_MONTH = rf"(?:{MONTHS_FULL}|(?:{_MONTHS_ABBR})\.?)"
 #: Month names that are also everyday words; they count only with date context (a preposition, a day, a
 #: year), never alone: "May I ask", "march on".
 _SAFE_MONTHS = "january|february|april|june|july|august|september|october|november|december"
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+#: A weekday name.
+WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _NUM_WORD = (r"(?:\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
              r"(?:a\s+)?few|(?:a\s+)?couple(?:\s+of)?|several)")
 _UNIT = r"(?:minute|hour|day|week|month|year)s?"
 _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
-_YEAR = r"(?:19|20)\d{2}"
+#: A four-digit year 1900-2099.
+YEAR = r"(?:19|20)\d{2}"
 #: Words that put a month or year in time ("in March", "since 2023", "end of May").
-_PREP = (r"(?:in|during|since|before|after|until|till|through|throughout|by|of|from|between|early|late|"
-         r"end\s+of|beginning\s+of|start\s+of|middle\s+of)\s+(?:the\s+)?|mid-?\s*")
+PREP = (r"(?:in|during|since|before|after|until|till|through|throughout|by|of|from|between|early|late|"
+        r"end\s+of|beginning\s+of|start\s+of|middle\s+of)\s+(?:the\s+)?|mid-?\s*")
 
-#: Span patterns in priority order, each with the name of its rule in ``_resolve_span``. Case-insensitive
-#: except the bare "March" (a capital letter makes the verb unlikely); spans never overlap (earlier wins).
-_SPAN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+#: Span patterns in priority order, each with the name of its resolver in ``resolvers.RESOLVERS``.
+#: Case-insensitive except the bare "March" (a capital letter makes the verb unlikely); spans never
+#: overlap (earlier wins).
+SPAN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("iso_day", re.compile(r"\b\d{4}-(?:0?[1-9]|1[0-2])-(?:0?[1-9]|[12]\d|3[01])\b")),
     ("iso_month", re.compile(r"\b\d{4}-(?:0[1-9]|1[0-2])\b(?!-)")),
     ("numeric_day", re.compile(r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b")),
     ("month_day", re.compile(
         rf"\b(?:(?:the\s+)?{_ORD}\s+(?:of\s+)?{_MONTH}|{_MONTH}\s+(?:the\s+)?{_ORD}(?![\d:.]))"
-        rf"(?:,?\s+{_YEAR})?\b", re.I)),
-    ("month_year", re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.I)),
-    ("quarter", re.compile(rf"\bq[1-4](?:\s+{_YEAR})?\b", re.I)),
-    ("month", re.compile(rf"\b(?:{_PREP}){_MONTH}\b", re.I)),
+        rf"(?:,?\s+{YEAR})?\b", re.I)),
+    ("month_year", re.compile(rf"\b{_MONTH},?\s+{YEAR}\b", re.I)),
+    ("quarter", re.compile(rf"\bq[1-4](?:\s+{YEAR})?\b", re.I)),
+    ("month", re.compile(rf"\b(?:{PREP}){_MONTH}\b", re.I)),
     ("month", re.compile(rf"\b(?:{_SAFE_MONTHS})\b", re.I)),
     ("month", re.compile(r"\bMarch\b|(?<=\bto\s)May\b|(?<=\band\s)May\b")),
-    ("year", re.compile(rf"\b(?:{_PREP})({_YEAR})\b(?![.\d])", re.I)),
+    ("year", re.compile(rf"\b(?:{PREP})({YEAR})\b(?![.\d])", re.I)),
     ("weekend", re.compile(r"\b(?:(?:last|this|past|previous)\s+weekend|(?:over|on|during)\s+the\s+weekend)\b",
                            re.I)),
-    ("weekday", re.compile(rf"\b(?:(?:last|this|past|previous|next|on)\s+)?{_WEEKDAY}"
+    ("weekday", re.compile(rf"\b(?:(?:last|this|past|previous|next|on)\s+)?{WEEKDAY}"
                            r"(?:\s+(?:morning|afternoon|evening|night))?\b", re.I)),
     ("relative_day", re.compile(
         r"\b(?:(?:the\s+)?day\s+before\s+yesterday|yesterday|today|tonight|tomorrow|earlier\s+today|"
@@ -58,42 +57,44 @@ _SPAN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 #: Month names that are everyday words; written in lower case next to a bare number they are not dates
 #: ("retry 3 may fail", "it may 2x the load") unless an ordinal, "of" or a year makes them one.
-_AMBIGUOUS_MONTH = re.compile(r"\b(?:may|march|mar)\b")
-_DATE_MARKERS = re.compile(rf"\d(?:st|nd|rd|th)\b|\bof\b|{_YEAR}", re.I)
+AMBIGUOUS_MONTH = re.compile(r"\b(?:may|march|mar)\b")
+#: What makes an ambiguous month a date: an ordinal, "of" or a year.
+DATE_MARKERS = re.compile(rf"\d(?:st|nd|rd|th)\b|\bof\b|{YEAR}", re.I)
 #: A span that starts with its own bound word ("since March", "before 2024").
-_SPAN_BOUND = re.compile(r"^(since|after|before|until|till|through|by|from|between)\b", re.I)
+SPAN_BOUND = re.compile(r"^(since|after|before|until|till|through|by|from|between)\b", re.I)
 
 #: A bound word right before a span: ("since", "March") -> start of March.
-_BOUND_BEFORE_SPAN = re.compile(
+BOUND_BEFORE_SPAN = re.compile(
     r"\b(since|after|from|before|until|till|through|by|between|and|to|prior\s+to|following)\s+(?:the\s+)?$", re.I)
-_ORDER_OLDEST = re.compile(
+#: Words asking for the oldest first ("earliest", "originally") and the newest first ("latest").
+ORDER_OLDEST = re.compile(
     r"\b(?:earliest|oldest|first\s+time|at\s+first|(?:we|i|you|they|it)\s+first|originally|"
     r"initially|in\s+the\s+beginning|to\s+begin\s+with)\b", re.I)
-_ORDER_NEWEST = re.compile(
+ORDER_NEWEST = re.compile(
     r"\b(?:latest|newest|most\s+recent(?:ly)?|recently|lately|last\s+time|just\s+now)\b", re.I)
 #: "before the migration", "after we deployed the cache": the event phrase that follows.
-_ANCHOR = re.compile(r"\b(before|after|since|until|till|prior\s+to|following|ahead\s+of)\s+([^.;:!?|()\[\]\n]{1,80})",
-                     re.I)
+ANCHOR = re.compile(r"\b(before|after|since|until|till|prior\s+to|following|ahead\s+of)\s+([^.;:!?|()\[\]\n]{1,80})",
+                    re.I)
 #: Words that end an anchor phrase (a new clause starts).
-_ANCHOR_STOP = frozenset("and but or so when where what which who why how then while because if".split())
+ANCHOR_STOP = frozenset("and but or so when where what which who why how then while because if".split())
 #: An auxiliary soon after "since"/"after" marks a clause of reason or state, not an event ("since it is slow").
-_AUXILIARY = frozenset(
+AUXILIARY = frozenset(
     "is are was were isn't aren't wasn't weren't has have hasn't haven't can can't does doesn't do don't will "
     "won't would should must".split())
 #: Verbs with which "after" is not about time ("look after the cache", "named after the ticket").
-_NOT_TEMPORAL_BEFORE_AFTER = frozenset(
+NOT_TEMPORAL_BEFORE_AFTER = frozenset(
     "look looks looked looking name named take takes took taking ask asks asked asking seek seeks chase "
     "chased".split())
 #: Leading words skipped in an anchor phrase.
-_DETERMINERS = frozenset("the a an our my your their his her its this that these those we i you they he she it"
-                         .split())
+DETERMINERS = frozenset("the a an our my your their his her its this that these those we i you they he she it"
+                        .split())
 
 #: Fast prefilter: anything that may be a time expression. A superset of the span, order and anchor
 #: patterns, plus question forms ("when did", "how long ago").
-_MENTIONS = re.compile(
-    rf"\b(?:{_SAFE_MONTHS}|{_WEEKDAY})\b"
-    rf"|\b(?:{_PREP})(?:{_MONTH}|{_YEAR})\b"
-    rf"|\b{_MONTH}\s+(?:the\s+)?{_ORD}\b|\b{_ORD}\s+(?:of\s+)?{_MONTH}\b|\b{_MONTH},?\s+{_YEAR}\b"
+MENTIONS = re.compile(
+    rf"\b(?:{_SAFE_MONTHS}|{WEEKDAY})\b"
+    rf"|\b(?:{PREP})(?:{_MONTH}|{YEAR})\b"
+    rf"|\b{_MONTH}\s+(?:the\s+)?{_ORD}\b|\b{_ORD}\s+(?:of\s+)?{_MONTH}\b|\b{_MONTH},?\s+{YEAR}\b"
     r"|\bMarch\b"
     r"|\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|earliest|latest|oldest|newest|originally|"
     r"initially|weekend|earlier|since)\b"
@@ -106,60 +107,12 @@ _MENTIONS = re.compile(
     re.I,
 )
 
-_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-                 "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "few": 3, "couple": 2,
-                 "several": 3}
 #: Words a time question uses without naming a topic ("what did we do / what happened / what changed").
 #: Without a topic word left, every memory in the window is evidence.
-_GENERIC = frozenset(
+GENERIC = frozenset(
     """do did done doing happen happened happening happens change changed changes changing work worked
     working works go went going decide decided decision decisions discuss discussed talk talked say said
     mention mentioned note notes time times day days week weeks month months year years stuff anything
     everything something remember recall ask asked event events going on around ago earlier latest
     earliest recent recently lately first last newest oldest originally initially since until till prior
     following ahead morning afternoon evening night tonight weekend""".split())
-
-
-# -- calendar helpers --------------------------------------------------------------------------------
-def _ts(dt: datetime) -> float:
-    return dt.replace(tzinfo=UTC).timestamp()
-
-
-def _day_start(dt: datetime) -> datetime:
-    return dt.replace(hour=0, minute=0, second=0, microsecond=0)
-
-
-def _month_start(year: int, month: int) -> datetime:
-    year += (month - 1) // 12
-    month = (month - 1) % 12 + 1
-    return datetime(year, month, 1)
-
-
-def _period_window(dt: datetime, period: str) -> tuple[float, float]:
-    """The calendar ``period`` (day, week from Monday, month, year; anything else = day) holding ``dt``."""
-    if period == "week":
-        start = _day_start(dt) - timedelta(days=dt.weekday())
-        return _ts(start), _ts(start + timedelta(days=7))
-    if period == "month":
-        return _ts(_month_start(dt.year, dt.month)), _ts(_month_start(dt.year, dt.month + 1))
-    if period == "year":
-        return _ts(datetime(dt.year, 1, 1)), _ts(datetime(dt.year + 1, 1, 1))
-    start = _day_start(dt)
-    return _ts(start), _ts(start + timedelta(days=1))
-
-
-def _amount(text: str) -> tuple[int, str]:
-    """``(count, unit)`` of "two weeks", "a few days", "3 months" (unit singular)."""
-    tokens = text.lower().split()
-    unit = tokens[-1].rstrip("s") if tokens else "day"
-    count = 1
-    for tok in tokens[:-1]:
-        if tok.isdigit():
-            count = max(1, min(int(tok), 5000))
-            break
-        if tok in _NUMBER_WORDS and tok not in ("a", "an", "of"):
-            count = _NUMBER_WORDS[tok]
-            break
-        if tok in ("a", "an"):
-            count = 1
-    return count, unit

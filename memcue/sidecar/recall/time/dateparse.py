@@ -1,6 +1,6 @@
 """dateparser, imported on first use: a span of text read as a date relative to a base time (UTC).
 
-Used by ``recall.timeparse``; ``warm_up`` runs on a sidecar thread at start so no query pays the import.
+Used by ``recall.time.resolvers``; ``warm_up`` runs on a sidecar thread at start so no query pays the import.
 """
 
 from __future__ import annotations

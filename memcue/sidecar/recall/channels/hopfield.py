@@ -43,14 +43,12 @@ about 4 ms on this 2-core machine (OPENBLAS_NUM_THREADS=1).
 
 from __future__ import annotations
 
-import logging
+from dataclasses import dataclass
 
 import numpy as np
 
-from memcue.sidecar.recall.channels import HOPFIELD, ChannelContext, ChannelResult
-from memcue.sidecar.recall.vector_index import VectorIndex, best
-
-log = logging.getLogger("memcue.recall")
+from memcue.sidecar.recall.channels.base import HOPFIELD, ChannelContext, ChannelResult
+from memcue.sidecar.recall.channels.vector_index import VectorIndex, best
 
 #: Inverse temperature β of the softmax (dimensionless; cosines are in [-1, 1]). Measured, see module doc.
 BETA = 30.0
@@ -93,35 +91,44 @@ def top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]
     return best(ids, scores, k)
 
 
-def hopfield_channel(ctx: ChannelContext, index: VectorIndex, *, beta: float = BETA, steps: int = STEPS
-                     ) -> ChannelResult:
-    """Associative candidates for ``ctx.vector`` from the scope's embedding matrix (never raises).
+@dataclass(frozen=True)
+class HopfieldChannel:
+    """Associative candidates for ``ctx.vector`` from the scope's embedding matrix, held by the sidecar's
+    ``ctx.vectors`` (a fresh index read from the store when None); ``beta`` and ``steps`` as in ``retrieve``.
 
     Statuses: ``empty`` (blank query), ``warming`` (model loading or vectors not bound yet; no query
     vector), ``no_embedding`` (model failed or no vector for this query), ``disabled`` (sqlite-vec
     unavailable or the store's model does not match), ``no_candidates`` (no embedded memory in scope),
-    ``error`` (anything else, with the exception in ``note``), ``ok``. Items: ``(memory_id, cosine with the
-    retrieved state)`` best first, at most ``ctx.k``. ``evidence`` is always ``set()``: Hopfield never counts
-    as evidence alone. ``detail``: ``{"beta", "steps", "matrix_rows"}``.
+    ``ok``. Items: ``(memory_id, cosine with the retrieved state)`` best first, at most ``ctx.k``.
+    ``evidence`` is always ``set()``: Hopfield never counts as evidence alone. ``detail``:
+    ``{"beta", "steps", "matrix_rows"}``. Raises ``ValueError`` when the query's dimension differs from
+    the matrix's.
     """
-    store, embedder = ctx.store, ctx.embedder
-    if not ctx.query.strip():
-        return ChannelResult(HOPFIELD, "empty", note="the query is empty", evidence=set())
-    if not store.vec.available or store.vector_note:
-        note = store.vector_note or "sqlite-vec unavailable"
-        return ChannelResult(HOPFIELD, "disabled", note=note, evidence=set())
-    if ctx.vector is None:
-        if embedder is not None and embedder.state == "error":
-            return ChannelResult(HOPFIELD, "no_embedding", note=embedder.error or "the model failed", evidence=set())
-        if (embedder is not None and embedder.state == "warming") or store.vector_dim is None:
-            return ChannelResult(HOPFIELD, "warming", note="the embedding model is loading", evidence=set())
-        return ChannelResult(HOPFIELD, "no_embedding", note="no embedding for this query", evidence=set())
-    try:
+
+    beta: float = BETA
+    steps: int = STEPS
+    name: str = HOPFIELD
+
+    def run(self, ctx: ChannelContext) -> ChannelResult:
+        """Run the update from the query's embedding and score the scope (see the class docstring)."""
+        store, embedder = ctx.store, ctx.embedder
+        if not ctx.query.strip():
+            return ChannelResult(HOPFIELD, "empty", note="the query is empty", evidence=set())
+        if not store.vec.available or store.vector_note:
+            note = store.vector_note or "sqlite-vec unavailable"
+            return ChannelResult(HOPFIELD, "disabled", note=note, evidence=set())
+        if ctx.vector is None:
+            if embedder is not None and embedder.state == "error":
+                return ChannelResult(HOPFIELD, "no_embedding", note=embedder.error or "the model failed",
+                                     evidence=set())
+            if (embedder is not None and embedder.state == "warming") or store.vector_dim is None:
+                return ChannelResult(HOPFIELD, "warming", note="the embedding model is loading", evidence=set())
+            return ChannelResult(HOPFIELD, "no_embedding", note="no embedding for this query", evidence=set())
+        index = ctx.vectors if ctx.vectors is not None else VectorIndex()
         scope = index.scope(store, project=ctx.project, exclude_kinds=ctx.exclude_kinds,
                             include_superseded=ctx.include_superseded)
-        rows = scope.rows
-        detail = {"beta": beta, "steps": steps, "matrix_rows": rows}
-        if rows == 0:
+        detail = {"beta": self.beta, "steps": self.steps, "matrix_rows": scope.rows}
+        if scope.rows == 0:
             return ChannelResult(HOPFIELD, "no_candidates", note="no embedded memories in scope",
                                  evidence=set(), detail=detail)
         first = index.products(scope, ctx.vector)  # the raw vector: the semantic channel's product is shared
@@ -129,9 +136,5 @@ def hopfield_channel(ctx: ChannelContext, index: VectorIndex, *, beta: float = B
         norm = float(np.linalg.norm(query))
         if norm > 0:
             query = query / norm
-        scores = retrieve(scope.matrix, query, beta=beta, steps=steps, mask=scope.mask, first=first)
-        items = top_k(scope.ids, scores, ctx.k)
-    except Exception as exc:  # noqa: BLE001 - a channel never raises
-        log.exception("hopfield channel failed")
-        return ChannelResult(HOPFIELD, "error", note=f"{type(exc).__name__}: {exc}", evidence=set())
-    return ChannelResult(HOPFIELD, "ok", items, evidence=set(), detail=detail)
+        scores = retrieve(scope.matrix, query, beta=self.beta, steps=self.steps, mask=scope.mask, first=first)
+        return ChannelResult(HOPFIELD, "ok", top_k(scope.ids, scores, ctx.k), evidence=set(), detail=detail)

@@ -38,11 +38,10 @@ from __future__ import annotations
 import logging
 import math
 import re
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from memcue.sidecar.recall.channels import GRAPH, ChannelContext, ChannelResult
+from memcue.sidecar.recall.channels.base import GRAPH, ChannelContext, ChannelResult
 from memcue.sidecar.recall.query import STOP_WORDS, words
 from memcue.sidecar.store import MAYBE_NAME, Store, extract_entities
 
@@ -204,7 +203,7 @@ def shared_entities(
     return {mid: [name for _, name in sorted(pairs, key=lambda p: (-p[0], p[1]))] for mid, pairs in out.items()}
 
 
-def graph_channel(ctx: ChannelContext) -> ChannelResult:
+class GraphChannel:
     """Spreading activation from the query's entities (module docstring). Items: ``(memory_id, score)``,
     best first, at most ``ctx.k``; score = summed activation (> 0, unitless, comparable within one query
     only). ``evidence``: memories carrying a seed of weight >= ``MIN_EVIDENCE_IDF`` (all found, not only
@@ -213,58 +212,57 @@ def graph_channel(ctx: ChannelContext) -> ChannelResult:
     "hops": hops spread (0-2), "reached": reached entities scored}``.
 
     Status: ``empty`` when the query names no entity known in scope, ``no_candidates`` when its entities
-    carry no weight or no memory in scope carries them, ``ok`` otherwise, ``error`` (with the exception
-    text) on failure. Never raises."""
-    started = time.perf_counter()
-    try:
-        result = _run(ctx)
-    except Exception as exc:  # noqa: BLE001 - a channel reports failures as a status
-        log.exception("graph channel failed")
-        result = ChannelResult(GRAPH, "error", note=f"{type(exc).__name__}: {exc}")
-    result.elapsed_ms = (time.perf_counter() - started) * 1000
-    return result
+    carry no weight or no memory in scope carries them, ``ok`` otherwise. Store errors propagate."""
+
+    name = GRAPH
+
+    def run(self, ctx: ChannelContext) -> ChannelResult:
+        """Seed, spread and score memories (see the class docstring)."""
+        store, sup = ctx.store, ctx.include_superseded
+        seeds, n_scope = query_seeds(store, ctx.query, project=ctx.project, include_superseded=sup)
+        if not seeds:
+            return ChannelResult(GRAPH, "empty", note="the query names no entity known to memory in this scope")
+        names = [s.name for s in seeds]
+        detail: dict[str, object] = {
+            "entities": names,
+            "entity_ids": [s.id for s in seeds if s.weight >= MIN_EVIDENCE_IDF],
+            "weights": {s.name: round(s.weight, 3) for s in seeds},
+            "hops": 0,
+            "reached": 0,
+        }
+        active = {s.id: s.weight for s in seeds if s.weight > 0}
+        if not active:
+            return ChannelResult(GRAPH, "no_candidates", detail=detail,
+                                 note="the query's entities are in most memories: " + ", ".join(names))
+        reached, reached_df, detail["hops"] = _spread(ctx, active, n_scope)
+        scores, evidence, detail["reached"] = _score_memories(ctx, seeds, active, reached, reached_df)
+        if not scores:
+            return ChannelResult(GRAPH, "no_candidates", detail=detail,
+                                 note="no memory in scope carries: " + ", ".join(names))
+        items = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[: max(0, ctx.k)]
+        return ChannelResult(GRAPH, "ok", [(mid, round(score, 6)) for mid, score in items],
+                             evidence=evidence, detail=detail)
 
 
-def _run(ctx: ChannelContext) -> ChannelResult:
+def _spread(ctx: ChannelContext, active: dict[int, float], n_scope: int
+            ) -> tuple[dict[int, float], dict[int, int], int]:
+    """Spread activation hop by hop from the seeds ``active`` (id -> weight). Returns the reached entities'
+    activation and df in scope, and the hops spread.
+
+    Candidates are ranked by activation times their store-wide specificity (free with the edge), then their
+    df in scope is counted (stopping at ``cap``): a reached entity's activation is damped by its specificity
+    in scope (weight / max_weight) before it scores memories or spreads further; one in more than ``cap``
+    memories is too common to score."""
     store, project, sup = ctx.store, ctx.project, ctx.include_superseded
-    seeds, n_scope = query_seeds(store, ctx.query, project=project, include_superseded=sup)
-    if not seeds:
-        return ChannelResult(GRAPH, "empty", note="the query names no entity known to memory in this scope")
-    names = [s.name for s in seeds]
-    detail: dict[str, object] = {
-        "entities": names,
-        "entity_ids": [s.id for s in seeds if s.weight >= MIN_EVIDENCE_IDF],
-        "weights": {s.name: round(s.weight, 3) for s in seeds},
-        "hops": 0,
-        "reached": 0,
-    }
-    active = {s.id: s.weight for s in seeds if s.weight > 0}
-    if not active:
-        return ChannelResult(GRAPH, "no_candidates", detail=detail,
-                             note="the query's entities are in most memories: " + ", ".join(names))
     max_weight = rsj_idf(n_scope, 1) or 1.0
     n_store = store.scope_size(None, sup)
     cap = min(max(n_scope, MIN_N) // 2, REACHED_LINKS) + 1
-
-    # Spread hop by hop from the current sources. Candidates are ranked by activation times their
-    # store-wide specificity (free with the edge), then their df in scope is counted (stopping at ``cap``):
-    # a reached entity's activation is damped by its specificity in scope (weight / max_weight) before it
-    # scores memories or spreads further; one in more than ``cap`` memories is too common to score.
     reached: dict[int, float] = {}
     reached_df: dict[int, int] = {}
     sources = dict(active)
     hops = 0
     for _ in range(MAX_HOPS):
-        edges = store.heaviest_edges(list(sources), MAX_FANOUT)
-        incoming: dict[int, float] = {}
-        global_df: dict[int, int] = {}
-        for src, (total, out) in edges.items():
-            if total <= 0:
-                continue
-            for dst, weight, df in out:
-                if dst not in active:
-                    incoming[dst] = incoming.get(dst, 0.0) + sources[src] * DECAY * weight / total
-                    global_df[dst] = df
+        incoming, global_df = _incoming(store, sources, active)
         if not incoming:
             break
         hops += 1
@@ -281,10 +279,31 @@ def _run(ctx: ChannelContext) -> ChannelResult:
         sources = dict(sorted(damped.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_FRONTIER])
         if not sources:
             break
-    detail["hops"] = hops
+    return reached, reached_df, hops
 
-    # Memories: seeds first (heaviest first, within SEED_LINKS links), then reached entities (most
-    # activated first, within REACHED_LINKS links).
+
+def _incoming(store: Store, sources: dict[int, float], active: dict[int, float]
+              ) -> tuple[dict[int, float], dict[int, int]]:
+    """One hop: activation arriving at each non-seed entity along the ``MAX_FANOUT`` heaviest edges of each
+    source (``a · DECAY · w / out``), and each such entity's store-wide df."""
+    incoming: dict[int, float] = {}
+    global_df: dict[int, int] = {}
+    for src, (total, out) in store.heaviest_edges(list(sources), MAX_FANOUT).items():
+        if total <= 0:
+            continue
+        for dst, weight, df in out:
+            if dst not in active:
+                incoming[dst] = incoming.get(dst, 0.0) + sources[src] * DECAY * weight / total
+                global_df[dst] = df
+    return incoming, global_df
+
+
+def _score_memories(ctx: ChannelContext, seeds: list[Seed], active: dict[int, float], reached: dict[int, float],
+                    reached_df: dict[int, int]) -> tuple[dict[int, float], set[int], int]:
+    """Memory scores: seeds first (heaviest first, within ``SEED_LINKS`` links), then reached entities (most
+    activated first, within ``REACHED_LINKS`` links). Returns the scores, the evidence ids (carrying a
+    seed of weight >= ``MIN_EVIDENCE_IDF``) and how many reached entities scored."""
+    store, project, sup = ctx.store, ctx.project, ctx.include_superseded
     scores: dict[int, float] = {}
     evidence: set[int] = set()
     strong = {eid for eid, w in active.items() if w >= MIN_EVIDENCE_IDF}
@@ -298,15 +317,9 @@ def _run(ctx: ChannelContext) -> ChannelResult:
             evidence.add(mid)
     order = sorted(reached, key=lambda e: (-reached[e], e))
     chosen = _within_budget(((eid, reached_df[eid]) for eid in order), REACHED_LINKS)
-    detail["reached"] = len(chosen)
     if chosen:
         links = store.memories_with_entities(chosen, project=project, limit=REACHED_LINKS,
                                              exclude_kinds=ctx.exclude_kinds, include_superseded=sup)
         for mid, eid in links:
             scores[mid] = scores.get(mid, 0.0) + reached[eid]
-    if not scores:
-        return ChannelResult(GRAPH, "no_candidates", detail=detail,
-                             note="no memory in scope carries: " + ", ".join(names))
-    items = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[: max(0, ctx.k)]
-    return ChannelResult(GRAPH, "ok", [(mid, round(score, 6)) for mid, score in items],
-                         evidence=evidence, detail=detail)
+    return scores, evidence, len(chosen)

@@ -1,0 +1,22 @@
+"""Query text analysis shared by recall's stages, channels and time understanding: words, stop words,
+light stems, the safe FTS5 keyword query, key terms and cue terms. Imports nothing else of recall."""
+
+from memcue.sidecar.recall.query.terms import (
+    KEY_TERMS,
+    MAX_TERMS,
+    STOP_WORDS,
+    TIME_WORDS,
+    KeywordQuery,
+    compounds,
+    content_terms,
+    cue_terms,
+    key_terms,
+    keyword_query,
+    stem,
+    words,
+)
+
+__all__ = [
+    "KEY_TERMS", "MAX_TERMS", "STOP_WORDS", "TIME_WORDS", "KeywordQuery", "compounds", "content_terms", "cue_terms",
+    "key_terms", "keyword_query", "stem", "words",
+]
