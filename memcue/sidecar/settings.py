@@ -82,9 +82,10 @@ class Settings:
     Questions: ``recall_slots`` (>= 1), ``recall_wait_s`` (s), ``answer_cache_ttl_s`` (s), ``recall_delay_s``
     (s, tests only). Runtime: ``embedding_cache_size`` (queries, >= 0), ``model_load_delay_s`` (s, tests
     only), ``no_model`` (keyword-only service), ``disable_vec`` (sqlite-vec off). ``error``: why the file or
-    some of its entries were ignored ("" when fine). ``ranking`` and ``disable_vec`` are read here so that
-    every ``MEMCUE_*`` value is in one place; ``recall/ranking.py`` and ``store/db.py`` still read their
-    variables themselves until ``RecallOptions`` and ``Store`` take them (same names, same values)."""
+    some of its entries were ignored ("" when fine). ``ranking`` reaches recall through
+    ``recall_options``; ``disable_vec`` is read here so that every ``MEMCUE_*`` value is in one place, while
+    ``store/sqlite/db.py`` still reads the variable itself (same name, same value) for every connection it opens,
+    the service's and a benchmark's alike."""
 
     support_gate: bool = True
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -106,8 +107,8 @@ class Settings:
     error: str = ""
 
     def recall_options(self) -> RecallOptions:
-        """What recall takes from these settings (support gate, weights)."""
-        return RecallOptions(support_gate=self.support_gate, weights=self.weights)
+        """What recall takes from these settings (support gate, weights, ranking mode)."""
+        return RecallOptions(support_gate=self.support_gate, weights=self.weights, ranking=self.ranking)
 
 
 def _truthy(value: str | None) -> bool:

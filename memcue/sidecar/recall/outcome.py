@@ -21,7 +21,7 @@ from memcue.sidecar.recall.contract import (
     contract_response,
     result_item,
 )
-from memcue.sidecar.recall.ranking import ranking_enabled, rerank_by_ranking
+from memcue.sidecar.recall.ranking import ranking_on, rerank_by_ranking
 from memcue.sidecar.recall.request import RecallRequest, RecallServices
 from memcue.sidecar.recall.rerank import Reranked
 from memcue.sidecar.recall.shortcuts import warming_answer
@@ -37,11 +37,11 @@ WORKING_SET_OFFER = 5
 Choice = tuple[str, list[dict[str, Any]], str, str | None]
 
 
-def _supported(judged: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+def _supported(judged: list[dict[str, Any]], now: float, ranking: bool) -> list[dict[str, Any]]:
     """The supported and weak results, re-ordered by the ranking mode (similarity, age, reinforcement)
-    when it is on (``ranking.ranking_enabled``)."""
+    when ``ranking`` is on."""
     supported = [r for r in judged if r["tier"] in (SUPPORTED, WEAK)]
-    if supported and ranking_enabled():
+    if supported and ranking:
         for r in supported:
             r["similarity"] = r["channel_scores"].get(SEMANTIC, r["score"])
         supported = rerank_by_ranking([{**r, "score": r["similarity"], "fused_score": r["score"]}
@@ -92,7 +92,7 @@ def finish(store: Store, req: RecallRequest, services: RecallServices, qc: Query
     synthetic sessions). ``now``: asking time (Unix s); ``started``: ``time.perf_counter()`` at the start."""
     items = judged.items
     items.sort(key=lambda r: (r["memory_kind"] == "request") != qc.asks_requests)
-    supported = _supported(items, now)
+    supported = _supported(items, now, ranking_on(services.config.ranking))
     if warming and (supported or items):
         return warming_answer(req, qc, supported or items, found.channels, found.incomplete, started,
                               keys=judged.keys, reranker_status=reranked.status)

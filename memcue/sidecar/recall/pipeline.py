@@ -16,7 +16,7 @@ from memcue.sidecar.recall.channels import SEMANTIC
 from memcue.sidecar.recall.classify import classify
 from memcue.sidecar.recall.floor import apply_floor
 from memcue.sidecar.recall.outcome import finish
-from memcue.sidecar.recall.ranking import ranking_enabled
+from memcue.sidecar.recall.ranking import ranking_on
 from memcue.sidecar.recall.request import RecallRequest, RecallServices
 from memcue.sidecar.recall.rerank import rerank_head
 from memcue.sidecar.recall.shortcuts import early_answer, is_warming
@@ -45,5 +45,5 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     # Judge lazily (stop at ``limit`` answers) unless the ranking mode re-orders answers by similarity or
     # warming shows results unjudged.
     judged = judge_all(req.query, req.result_limit, services.config.support_gate, found, boosted, reranked, now,
-                       asks_requests=qc.asks_requests, lazy=not ranking_enabled() and not warming)
+                       asks_requests=qc.asks_requests, lazy=not ranking_on(services.config.ranking) and not warming)
     return finish(store, req, services, qc, found, boosted, reranked, judged, now, started, warming)

@@ -40,6 +40,12 @@ KIND_CLASS = {
 SECONDS_PER_DAY = 86400.0
 
 
+def ranking_on(setting: bool | None) -> bool:
+    """The ranking mode for one recall: ``setting`` (the sidecar's, read once at start) when given, else
+    ``ranking_enabled()``."""
+    return ranking_enabled() if setting is None else setting
+
+
 def ranking_enabled(env: Mapping[str, str] = os.environ) -> bool:
     """True when ``env["MEMCUE_RANKING"]`` is one of "1", "true", "yes", "on" (any case, stripped).
     Unset, empty or any other value (e.g. "0", "false", "off") is off."""

@@ -20,11 +20,14 @@ MAX_LIMIT = 100
 
 @dataclass(frozen=True)
 class RecallOptions:
-    """What the sidecar's settings decide for every recall: ``support_gate`` on/off, and per query type channel
-    ``weights`` overrides (query type -> channel -> weight; ``classify.CHANNEL_WEIGHTS`` otherwise)."""
+    """What the sidecar's settings decide for every recall: ``support_gate`` on/off, per query type channel
+    ``weights`` overrides (query type -> channel -> weight; ``classify.CHANNEL_WEIGHTS`` otherwise), and the
+    ``ranking`` mode (``recall.ranking``; None: ``MEMCUE_RANKING`` decides, read at each recall, for callers
+    without settings)."""
 
     support_gate: bool = True
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
+    ranking: bool | None = None
 
 
 @dataclass
