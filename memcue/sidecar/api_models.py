@@ -136,12 +136,6 @@ class HookOut(BaseModel):
     tokens: int = 0
 
 
-class ErrorOut(BaseModel):
-    code: str
-    message: str
-    retryable: bool = False
-
-
 #: Most ids one ``/fetch`` or ``/forget`` takes.
 MAX_IDS = 1000
 
