@@ -80,7 +80,7 @@ from coding_report import (
 import memcue
 from memcue.client import Client, ClientError
 from memcue.core.paths import Locations
-from memcue.sidecar.inject.policy import INJECT_COSINE_GAP, injectable
+from memcue.sidecar.inject import INJECT_COSINE_GAP, injectable
 
 # -- run -------------------------------------------------------------------------------------------
 

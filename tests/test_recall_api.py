@@ -10,7 +10,7 @@ import pytest
 from conftest import Sidecar, start_sidecar
 
 from memcue.client import ClientError
-from memcue.sidecar.inject.policy import INJECT_COSINE_GAP, injectable
+from memcue.sidecar.inject import INJECT_COSINE_GAP, injectable
 from memcue.sidecar.recall.boosts import SESSION_CONTEXT_GAMMA, session_context
 from memcue.sidecar.store import NewMemory, Store
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memcue.sidecar.inject.render import render_block
+from memcue.sidecar.inject import render_block
 from memcue.sidecar.runtime.tokenizer import TokenCounter, estimate_tokens
 
 PIECES = ["部署の前にキャッシュを必ず削除すること。", "🚀🔥✅", "rotate the build cache key", "数据库迁移需要先备份。",

@@ -8,8 +8,8 @@ from pathlib import Path
 import apsw
 
 from memcue.core.paths import Locations
+from memcue.sidecar.inject import render_block
 from memcue.sidecar.inject import service as hook_service
-from memcue.sidecar.inject.render import render_block
 from memcue.sidecar.store import NewMemory, Store
 from memcue.sidecar.store.write import strip
 from memcue.sidecar.store.write.strip import strip_injected
@@ -99,7 +99,7 @@ def test_real_hook_stores_the_prompt_without_the_block(home: Path, tmp_path: Pat
 
 
 def test_compact_block_is_stripped_from_a_stored_prompt(tmp_path: Path) -> None:
-    from memcue.sidecar.inject.render import render_compact
+    from memcue.sidecar.inject import render_compact
 
     results = [{"memory_id": 41 + i, "project": "/home/ana/src/billing-api", "score": 0.05,
                 "channel_scores": {"semantic": 0.8}, "cue_terms": ["jwt", "clock-skew"]} for i in range(30)]
