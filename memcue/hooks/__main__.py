@@ -10,9 +10,9 @@ def _entry() -> None:
     import sys
 
     try:
-        from memcue.hooks.run import main
+        from memcue.hooks.run import main, process_started
 
-        main(sys.argv[1:], _STARTED)
+        main(sys.argv[1:], process_started(_STARTED))
     except BaseException:  # fail open even if the hook package itself is broken
         pass
     # Skip interpreter teardown: nothing is buffered (stdout is written with os.write) and exiting

@@ -25,14 +25,18 @@ class SidecarError(Exception):
     """A sidecar call failed.
 
     ``reached`` is True when the whole request was written to a connected socket, so the sidecar
-    may have it even though no answer came back in time; ``status`` is the HTTP status when an answer
-    did come (a non-2xx status, or a 2xx whose body could not be decoded), else None.
+    may have it even though no answer came back in time; ``answered`` is True when at least one byte of
+    a response came back (a sidecar that answered slowly or badly, as opposed to one that said nothing);
+    ``status`` is the HTTP status when a whole answer did come (a non-2xx status, or a 2xx whose body could
+    not be decoded), else None.
     """
 
-    def __init__(self, message: str, *, reached: bool = False, status: int | None = None) -> None:
+    def __init__(self, message: str, *, reached: bool = False, status: int | None = None,
+                 answered: bool | None = None) -> None:
         super().__init__(message)
         self.reached = reached
         self.status = status
+        self.answered = status is not None if answered is None else answered
 
 
 class SidecarUnreachable(SidecarError):
@@ -127,7 +131,8 @@ def request(
     """Send one HTTP request to the sidecar and return ``(status, body)``.
 
     ``deadline`` is a ``time.monotonic()`` value (s). Raises ``SidecarUnreachable`` when nothing
-    listens at the socket and ``SidecarError`` for any other failure, including the deadline.
+    listens at the socket and ``SidecarError`` for any other failure, including the deadline. An answer
+    already waiting in the socket when the deadline passes (the hook was starved of CPU) is still read.
     """
     target = socket_path or locations().socket
     payload = body or b""
@@ -140,34 +145,53 @@ def request(
     message = head.encode("ascii") + b"\r\n" + payload
     sock = _connect(target, deadline)
     reached = False
+    received = bytearray()
     try:
         try:
             sock.settimeout(_remaining(deadline))
             sock.sendall(message)
             reached = True
-            received = bytearray()
-            while not _body_complete(received):
-                sock.settimeout(_remaining(deadline))
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                received += chunk
-                if len(received) > MAX_RESPONSE_BYTES:
-                    raise SidecarError("response too large", reached=True)
+            _receive(sock, received, deadline)
         except SidecarError as exc:
-            exc.reached = reached
+            exc.reached, exc.answered = reached, bool(received)
             raise
         except TimeoutError:
             what = "timed out waiting for the answer" if reached else "timed out sending the request"
-            raise SidecarError(what, reached=reached) from None
+            raise SidecarError(what, reached=reached, answered=bool(received)) from None
         except OSError as exc:
-            raise SidecarError(f"{method} {path}: {exc}", reached=reached) from None
+            raise SidecarError(f"{method} {path}: {exc}", reached=reached, answered=bool(received)) from None
     finally:
         sock.close()
     try:
         return _parse_response(bytes(received))
+    except SidecarError as exc:
+        exc.answered = bool(received)
+        raise
     except ValueError as exc:
-        raise SidecarError(f"bad HTTP response: {exc}", reached=True) from None
+        raise SidecarError(f"bad HTTP response: {exc}", reached=True, answered=True) from None
+
+
+def _receive(sock: socket.socket, received: bytearray, deadline: float) -> None:
+    """Read the answer into ``received`` until it is complete, EOF, or ``deadline`` (raises TimeoutError).
+
+    At the deadline, bytes already in the socket are still taken (non-blocking) before giving up.
+    """
+    while not _body_complete(received):
+        left = deadline - time.monotonic()
+        if left > 0:
+            sock.settimeout(left)
+            chunk = sock.recv(65536)
+        else:
+            sock.setblocking(False)
+            try:
+                chunk = sock.recv(65536)
+            except BlockingIOError:
+                raise TimeoutError from None
+        if not chunk:
+            break
+        received += chunk
+        if len(received) > MAX_RESPONSE_BYTES:
+            raise SidecarError("response too large", reached=True, answered=True)
 
 
 def post_json(path: str, data: dict[str, object], deadline: float, *, socket_path: Path | None = None) -> object:

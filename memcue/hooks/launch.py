@@ -21,9 +21,9 @@ def _entry() -> None:
         here = os.path.dirname(os.path.abspath(__file__))
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # absent under -I / -P
         sys.path.insert(0, os.path.dirname(os.path.dirname(here)))
-        from memcue.hooks.run import main
+        from memcue.hooks.run import main, process_started
 
-        main(sys.argv[1:], _STARTED)
+        main(sys.argv[1:], process_started(_STARTED))
     except BaseException:  # fail open even if the hook package itself is broken
         pass
     os._exit(0)  # nothing is buffered (stdout is written with os.write): skip interpreter teardown

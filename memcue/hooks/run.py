@@ -5,7 +5,12 @@ exit status 0 whatever happens, stdout either empty or the adapter's one JSON ob
 diagnostics go to ``locations().hook_log``. Environment:
 
 - ``MEMCUE_HOOK_DEADLINE_S``: the whole run's deadline in seconds from process start (default 2.5 for
-  prompt hooks, 4.5 at session start).
+  prompt hooks, 4.5 at session start). On Linux the start is the kernel's (``process_started``), so time
+  spent starting the interpreter under CPU contention counts, as it does for the harness's timeout.
+
+A prompt with text always ends stored (the sidecar answered 2xx) or spooled: when the sidecar cannot be
+asked in time (the payload came late), is unreachable, fails, or is only probed and says nothing, and
+when the watchdog fires first.
 - ``MEMCUE_HOOK_SPAWN``: ``0``/``false``/``no``/``off`` stops the hook from starting the sidecar when
   nothing listens on the socket (for setups that manage the sidecar themselves).
 - ``MEMCUE_HOOK_DEBUG``: when set, every run logs one summary line with its timings (ms).
@@ -37,9 +42,16 @@ DEADLINE_ENV = "MEMCUE_HOOK_DEADLINE_S"
 SPAWN_ENV = "MEMCUE_HOOK_SPAWN"
 DEBUG_ENV = "MEMCUE_HOOK_DEBUG"
 
-#: Reading stdin may use at most this long (s), and at most half the deadline; a harness closes stdin
-#: right after writing, so this only bounds a stdin held open with nothing (or too little) on it.
-STDIN_MAX_S = 1.0
+#: Waiting for stdin ends this long (s) before the deadline, or at half the deadline if that is later.
+#: Bytes already in the pipe are read whenever the hook gets to them (``read_stdin``); this bounds only the
+#: wait for a payload not written yet: a harness writing late (or as starved as the hook) gets until 2.0 s
+#: of a prompt hook's 2.5 s, 2.5 s under its 3 s timeout. What is left after a late payload goes to the
+#: sidecar, or, under ``MIN_ASK_S``, straight to the spool. A stdin held open with nothing on it costs
+#: the same wait.
+STDIN_RESERVE_S = 0.5
+#: With less than this left (s) once the payload is read, the sidecar is not asked (its smallest budget,
+#: ``MIN_BUDGET_S``, plus the trip would overrun the deadline): the prompt is spooled at once.
+MIN_ASK_S = 0.2
 #: The sidecar is asked to answer this long (s) before the hook's deadline, to leave time for the reply
 #: to travel and be printed; never less than ``MIN_BUDGET_S``.
 BUDGET_MARGIN_S = 0.25
@@ -50,14 +62,21 @@ MAX_BUDGET_S = 60.0
 FINISH_MARGIN_S = 0.05
 #: While a freshly started sidecar comes up, the socket is retried every this many seconds.
 POLL_INTERVAL_S = 0.05
-#: If anything at all still runs this long (s) after the deadline, the watchdog exits 0 silently.
+#: If anything at all still runs this long (s) after the deadline, the watchdog exits 0 silently, after
+#: spooling a prompt that is neither stored nor spooled yet; a hook that starts past its deadline still
+#: gets ``WATCHDOG_GRACE_S`` to read, spool and exit.
 WATCHDOG_GRACE_S = 0.25
+#: The watchdog's own spooling gets this long (s) before the process exits regardless.
+WATCHDOG_SPOOL_S = 0.2
 #: How long (s) to drain stdin when the harness or event is unknown (so the harness never sees EPIPE).
 DRAIN_S = 0.2
 #: A working sidecar answers by its budget (with nothing, if need be). When one took a hook's request and
-#: gave no answer by the deadline (stopped, wedged), hooks in the next ``STALL_WINDOW_S`` seconds give it
-#: only ``STALL_PROBE_S`` seconds: a hung sidecar then costs each prompt 0.3 s instead of 2.5 s. Any answer
-#: ends it. The mark is the modification time of ``STALL_MARK`` in the data dir.
+#: sent not one byte of an answer although the hook waited past the budget it gave (stopped, wedged),
+#: hooks in the next ``STALL_WINDOW_S`` seconds give it only ``STALL_PROBE_S`` seconds: a hung sidecar then
+#: costs each prompt 0.3 s instead of 2.5 s. A sidecar that answered slowly (some bytes came), answered with
+#: an error (busy), or was given less than its budget (a late payload) does not arm it, and a probe that
+#: times out does not re-arm it (a busy sidecar must not keep itself on probation); a probe that gets any
+#: answer ends it. The mark is the modification time of ``STALL_MARK`` in the data dir.
 STALL_WINDOW_S = 60.0
 STALL_PROBE_S = 0.3
 STALL_MARK = "hook-stalled"
@@ -96,12 +115,41 @@ def spawn_enabled() -> bool:
     return os.environ.get(SPAWN_ENV, "").strip().lower() not in ("0", "false", "no", "off")
 
 
+def process_started(fallback: float) -> float:
+    """When this process started, as a ``time.monotonic()`` value (s), never later than ``fallback``.
+
+    On Linux, the kernel's start time (``/proc/self/stat`` field 22, clock ticks on the boot clock), which
+    counts the interpreter's own start-up; elsewhere, or if that cannot be read, ``fallback`` (the time
+    the entry module was imported).
+    """
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            ticks = int(stat.read().rpartition(b")")[2].split()[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return fallback
+    if not 0 <= age < 3600:
+        return fallback
+    return min(fallback, time.monotonic() - age)
+
+
+#: The prompt of this run while it is neither stored by the sidecar nor spooled (the watchdog spools it).
+_unsaved: list[HookEvent] = []
+
+
 def _arm_watchdog(at: float) -> None:
-    """Exit 0 silently if the process is still running at monotonic time ``at`` (s)."""
+    """Exit 0 silently if the process is still running at monotonic time ``at`` (s), spooling the prompt
+    first if it is neither stored nor spooled yet (``_unsaved``)."""
     import signal
 
     def fire(signum: int, frame: object) -> None:
-        log("watchdog: still running after the deadline; exiting silently")
+        if _unsaved:
+            event = _unsaved.pop()
+            signal.setitimer(signal.ITIMER_REAL, WATCHDOG_SPOOL_S)  # fires again (and exits) if this hangs
+            log("watchdog: still running after the deadline; spooling the prompt and exiting silently")
+            _spool_prompt(event)
+        else:
+            log("watchdog: still running after the deadline; exiting silently")
         os._exit(0)
 
     signal.signal(signal.SIGALRM, fire)
@@ -198,17 +246,23 @@ def _set_stalled(mark: str, stalled: bool) -> None:
 
 
 def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
+    """Ask the sidecar (or only probe it, ``STALL_PROBE_S``) and say what to inject and whether to spool."""
     mark = os.path.join(locations().root, STALL_MARK)
     probing = _stalled_recently(mark)
     if probing:
         log(f"the sidecar gave no answer recently; giving it {STALL_PROBE_S} s")
         deadline = min(deadline, time.monotonic() + STALL_PROBE_S)
+    asked = time.monotonic()
+    given_s = deadline - asked - BUDGET_MARGIN_S  # the budget the sidecar is told (before the clamp)
     try:
         answer = ask_sidecar(event, budget, deadline, may_spawn=spawn_enabled(),
                              wait_for_start=event.event != USER_PROMPT_SUBMIT)
     except SidecarError as exc:
-        if exc.reached and exc.status is None:  # it took the request and said nothing by the deadline
-            _set_stalled(mark, True)
+        if probing and exc.answered:
+            _set_stalled(mark, False)
+        elif (not probing and exc.reached and not exc.answered
+              and time.monotonic() - asked >= max(MIN_BUDGET_S, given_s)):
+            _set_stalled(mark, True)  # it took the request and sent not a byte within its own budget
         # Only a 2xx answer proves the sidecar stored the prompt; after a timeout it may or may not
         # have. Spooling then risks a duplicate rather than a loss: the spool record's spool_id is the
         # request_id sent in event.extra, so the sidecar can drop a copy of a request it already has.
@@ -224,6 +278,7 @@ def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
 
 
 def _spool_prompt(event: HookEvent) -> None:
+    """Append the prompt to this session's spool file, then forget it as unsaved; failures are logged."""
     from memcue.core import spool_format
     from memcue.hooks import spool
 
@@ -239,6 +294,19 @@ def _spool_prompt(event: HookEvent) -> None:
         log(f"spooled prompt ({len(event.prompt)} characters) to {path}")
     except Exception as exc:  # a full disk must not break the prompt
         log(f"could not spool the prompt: {exc!r}")
+    _unsaved.clear()
+
+
+def _prompt_outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
+    """The sidecar's outcome for a prompt, or a spool when it cannot be asked in time or the call breaks."""
+    left = deadline - time.monotonic()
+    if left < MIN_ASK_S:
+        return Outcome(spool=True, error=f"payload read {left * 1000:.0f} ms before the deadline; "
+                                         "not asking the sidecar")
+    try:
+        return _outcome(event, budget, deadline)
+    except Exception as exc:  # a bug on this path must not lose the prompt
+        return Outcome(spool=True, error=f"sidecar call broke: {type(exc).__name__}: {exc}")
 
 
 #: Characters of an agent's answer a Stop capture keeps (the harness's transcript keeps the whole of it).
@@ -313,9 +381,9 @@ def run(argv: list[str], started: float) -> None:
     logging_.context = f"{adapter.NAME} {event_name}"
     total_s = deadline_seconds(event_name)
     deadline = started + total_s
-    _arm_watchdog(deadline + WATCHDOG_GRACE_S)
+    _arm_watchdog(max(deadline, time.monotonic()) + WATCHDOG_GRACE_S)
 
-    raw = read_stdin(min(deadline, started + min(STDIN_MAX_S, total_s / 2)))
+    raw = read_stdin(started + max(total_s / 2, total_s - STDIN_RESERVE_S))
     payload, problem = decode_payload(raw)
     if problem:
         log(problem)
@@ -328,11 +396,16 @@ def run(argv: list[str], started: float) -> None:
         _capture(event)  # hand off to the spool and return at once: nothing is injected
         return
     event.extra["request_id"] = _new_request_id()
-    outcome = _outcome(event, adapter.budget(event_name), deadline)
+    if event_name == USER_PROMPT_SUBMIT:
+        _unsaved[:] = [event]
+        outcome = _prompt_outcome(event, adapter.budget(event_name), deadline)
+    else:
+        outcome = _outcome(event, adapter.budget(event_name), deadline)
     if outcome.error:
         log(outcome.error)
     if outcome.spool and event_name == USER_PROMPT_SUBMIT:
         _spool_prompt(event)
+    _unsaved.clear()
     output = adapter.render(event, outcome.context)
     _disarm_watchdog()
     if output:

@@ -30,18 +30,18 @@ def _complete_object(data: bytes) -> bool:
 
 
 def read_stdin(deadline: float, fd: int = 0) -> bytes:
-    """All bytes available on ``fd`` until EOF, a complete JSON object, or ``deadline``.
+    """All bytes on ``fd`` until EOF, a complete JSON object, or ``deadline`` with nothing more waiting.
 
-    ``deadline`` is a ``time.monotonic()`` value (s). A closed or unreadable descriptor gives ``b""``.
-    Never blocks past the deadline: every read waits in ``select`` first.
+    ``deadline`` is a ``time.monotonic()`` value (s) that limits only the wait for bytes that have not
+    come yet: bytes already in the pipe are always read, even when the deadline passed before the first
+    read (a hook that started late, or was starved of CPU, still gets the payload the harness wrote).
+    After the deadline each read is preceded by a zero-timeout ``select``, so a reader never blocks past
+    it. A closed or unreadable descriptor gives ``b""``.
     """
     chunks = bytearray()
     try:
         while len(chunks) < MAX_STDIN_BYTES:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            ready, _, _ = select.select([fd], [], [], left)
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 break
             chunk = os.read(fd, 1 << 16)
