@@ -213,6 +213,17 @@ def test_C21_hook_starved_at_start_spools_before_the_harness_timeout(home: Path)
     assert [r["content"] for r in spool_records(home)] == [PROMPT["prompt"]]
 
 
+def test_C21_hook_starved_past_its_whole_deadline_spools_without_asking(home: Path) -> None:
+    """Started so late that its deadline has passed: it still reads the payload, and spools it at once."""
+    with FakeSidecar(socket_path(home), CONTEXT) as fake:
+        status, out, err, _ = _stopped_at_start(home, 1.3, MEMCUE_HOOK_DEADLINE_S="1.0").finish()
+    _assert_clean(status, err, home)
+    assert out == b""
+    assert fake.requests == [], "no time was left to ask the sidecar"
+    assert "not asking the sidecar" in hook_log(home)
+    assert [r["content"] for r in spool_records(home)] == [PROMPT["prompt"]]
+
+
 def test_C21_hook_starved_past_its_deadline_mid_call_spools(home: Path) -> None:
     """Stopped while it waits for the sidecar until past the watchdog's time: the watchdog spools the prompt."""
     with RawSidecar(socket_path(home)) as silent:

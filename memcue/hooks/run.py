@@ -66,6 +66,10 @@ POLL_INTERVAL_S = 0.05
 #: spooling a prompt that is neither stored nor spooled yet; a hook that starts past its deadline still
 #: gets ``WATCHDOG_GRACE_S`` to read, spool and exit.
 WATCHDOG_GRACE_S = 0.25
+#: A kernel start time saying the process is older than this (s) is not trusted (``process_started``): no
+#: harness waits that long for a hook, so the clocks must disagree, and trusting them would send every
+#: prompt to the spool unasked.
+MAX_START_AGE_S = 60.0
 #: The watchdog's own spooling gets this long (s) before the process exits regardless.
 WATCHDOG_SPOOL_S = 0.2
 #: How long (s) to drain stdin when the harness or event is unknown (so the harness never sees EPIPE).
@@ -119,8 +123,9 @@ def process_started(fallback: float) -> float:
     """When this process started, as a ``time.monotonic()`` value (s), never later than ``fallback``.
 
     On Linux, the kernel's start time (``/proc/self/stat`` field 22, clock ticks on the boot clock), which
-    counts the interpreter's own start-up; elsewhere, or if that cannot be read, ``fallback`` (the time
-    the entry module was imported).
+    counts the interpreter's own start-up; elsewhere, if that cannot be read, or if it says the process
+    is older than ``MAX_START_AGE_S`` (clocks that disagree), ``fallback`` (the time the entry module was
+    imported).
     """
     try:
         with open("/proc/self/stat", "rb") as stat:
@@ -128,7 +133,7 @@ def process_started(fallback: float) -> float:
         age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
         return fallback
-    if not 0 <= age < 3600:
+    if not 0 <= age < MAX_START_AGE_S:
         return fallback
     return min(fallback, time.monotonic() - age)
 

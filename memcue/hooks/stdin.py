@@ -3,6 +3,8 @@
 Standard library only. The harness normally writes one JSON object and closes stdin; this module also
 copes with stdin held open (reading stops at the deadline, or as soon as a complete JSON object has
 arrived), empty or truncated input, bytes that are not UTF-8, lone surrogates and raw control characters.
+The deadline bounds only the wait for bytes not yet written: bytes already in the pipe are always read,
+however late the hook gets to them (how long the runner waits: ``memcue.hooks.run.STDIN_RESERVE_S``).
 """
 
 from __future__ import annotations
