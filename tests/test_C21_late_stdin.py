@@ -289,3 +289,32 @@ def test_C21_probe_that_times_out_does_not_rearm_the_mark(home: Path) -> None:
     assert elapsed < 1.5, "the probe gave the sidecar its whole deadline"
     assert abs(mark.stat().st_mtime - then) < 1.0, "the timed-out probe re-armed the stall mark"
     assert [r["content"] for r in spool_records(home)] == [PROMPT["prompt"]]
+
+
+def test_C21_late_payload_reaches_the_real_sidecar(tmp_path: Path) -> None:
+    """Against the real sidecar (keyword-only): a payload written 1.5 s late is stored as the prompt it is."""
+    import apsw
+    from conftest import start_sidecar
+
+    home = make_home(tmp_path)
+    sidecar = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        harness = Harness(home)
+        time.sleep(1.5)
+        harness.write(PROMPT)
+        status, out, err, _ = harness.finish()
+        _assert_clean(status, err, home)
+        if out:
+            assert set(json.loads(out)) == {"hookSpecificOutput"}
+        assert "sidecar call failed" not in hook_log(home), hook_log(home)
+        conn = apsw.Connection(str(home / "memcue.db"), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.setbusytimeout(5000)
+            rows = conn.execute("SELECT content, kind FROM memories").fetchall()
+        finally:
+            conn.close()
+    finally:
+        sidecar.stop()
+        cleanup_home(home)
+    assert (PROMPT["prompt"], "request") in rows
+    assert spool_records(home) == [], "answered by the sidecar, so nothing to spool"
