@@ -7,13 +7,13 @@ diagnostics go to ``locations().hook_log``. Environment:
 - ``MEMCUE_HOOK_DEADLINE_S``: the whole run's deadline in seconds from process start (default 2.5 for
   prompt hooks, 4.5 at session start). On Linux the start is the kernel's (``process_started``), so time
   spent starting the interpreter under CPU contention counts, as it does for the harness's timeout.
+- ``MEMCUE_HOOK_SPAWN``: ``0``/``false``/``no``/``off`` stops the hook from starting the sidecar when
+  nothing listens on the socket (for setups that manage the sidecar themselves).
+- ``MEMCUE_HOOK_DEBUG``: when set, every run logs one summary line with its timings (ms).
 
 A prompt with text always ends stored (the sidecar answered 2xx) or spooled: when the sidecar cannot be
 asked in time (the payload came late), is unreachable, fails, or is only probed and says nothing, and
 when the watchdog fires first.
-- ``MEMCUE_HOOK_SPAWN``: ``0``/``false``/``no``/``off`` stops the hook from starting the sidecar when
-  nothing listens on the socket (for setups that manage the sidecar themselves).
-- ``MEMCUE_HOOK_DEBUG``: when set, every run logs one summary line with its timings (ms).
 """
 
 from __future__ import annotations
