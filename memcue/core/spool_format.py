@@ -8,7 +8,8 @@ A spool file holds one JSON object per line::
 
 ``spool_id`` becomes the stored memory's ``source_id``, so a record read twice is stored once. ``op`` is
 ``remember`` (the only operation; a record without one counts as ``remember``). ``kind`` is ``request`` for a
-captured prompt, ``event`` for a session end, ``response`` for an agent's answer.
+captured prompt, ``event`` for a session end, ``response`` for an agent's answer. ``content`` holds at most
+``memcue.core.limits.CAPTURE_MAX_CHARS`` characters (``remember_prompt`` cuts a longer text, with a marker).
 
 Standard library only (the hook imports it when the sidecar cannot be reached).
 """
@@ -18,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 import time
+
+from memcue.core.limits import cap_text
 
 #: The one operation a record can ask for.
 OP_REMEMBER = "remember"
@@ -43,13 +46,15 @@ def remember_prompt(
     with ``kind`` (a session end is an ``event``); ``ts`` is now (Unix s).
 
     ``spool_id`` defaults to a new id; the hook passes the id it also sent to the sidecar as
-    ``event.extra["request_id"]`` so the two can be matched if both arrive.
+    ``event.extra["request_id"]`` so the two can be matched if both arrive. ``content`` longer than
+    ``CAPTURE_MAX_CHARS`` is cut at a line or word with a marker (``limits.cap_text``), as the sidecar would
+    cut it when storing.
     """
     return {
         "spool_id": spool_id or new_id(),
         "op": OP_REMEMBER,
         "ts": time.time(),
-        "content": content,
+        "content": cap_text(content),
         "kind": kind,
         "project": project,
         "session_id": session_id,

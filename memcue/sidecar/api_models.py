@@ -9,11 +9,18 @@ from pydantic import BaseModel, Field, field_validator
 
 from memcue.core.address import parse_id_list
 
+#: Longest text ``/remember`` and ``/update`` take (characters): a memory written on purpose is refused above
+#: it (422), never cut. Captured kinds (``store.write.CAPTURED_KINDS``: prompts, agent answers, session events,
+#: from the hook or its spool) are instead cut to ``memcue.core.limits.CAPTURE_MAX_CHARS`` when stored,
+#: whichever route brings them, so a captured text under this limit may still be stored cut.
+MAX_CONTENT_CHARS = 200_000
+
 
 class RememberIn(BaseModel):
-    """``POST /remember``: one memory. ``created_at`` in Unix seconds (default now)."""
+    """``POST /remember``: one memory. ``created_at`` in Unix seconds (default now). ``content``: at most
+    ``MAX_CONTENT_CHARS`` characters (422 above); a captured kind is cut to ``CAPTURE_MAX_CHARS`` when stored."""
 
-    content: str = Field(min_length=1, max_length=200_000)
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     kind: str = "note"
     project: str = ""
     session_id: str = ""
@@ -106,7 +113,7 @@ class UpdateIn(BaseModel):
     """``POST /update``: a new version of memory ``memory_id`` (the old one is superseded, kept for as_of)."""
 
     memory_id: int
-    content: str = Field(min_length=1, max_length=200_000)
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     kind: str | None = None
     pinned: bool | None = None
     valid_from: dt.datetime | None = None

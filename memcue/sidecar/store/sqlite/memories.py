@@ -1,8 +1,9 @@
 """Memory rows: writing them (new, again, as a new version) and reading them back (by id, newest first, counts).
 
 Every write goes through the one preparation path (``store.write.prepare_write``) unless the caller prepared it
-already (the near-duplicate check of ``/remember`` does), links the new row's entities
-(``graph.link_entities``) in the same transaction, and bumps ``Database.generation``.
+already (the near-duplicate check of ``/remember`` does), before the writer lock is taken: under the lock run
+only the statements, the row and its entities (``graph.link_entities``) in one transaction, and the bump of
+``Database.generation``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from memcue.sidecar.store.sqlite.db import Database
 from memcue.sidecar.store.sqlite.graph import link_entities
 from memcue.sidecar.store.sqlite.rows import COLUMNS, row_dict, scope_conditions
-from memcue.sidecar.store.write import NewMemory, PreparedWrite, WriteResult, extract_entities, prepare_write
+from memcue.sidecar.store.write import NewMemory, PreparedWrite, WriteResult, prepare_write
 
 #: ``embedded`` values: 0 waiting for a vector, 1 has one, 2 never embedded (bookkeeping rows).
 PENDING, EMBEDDED, SKIPPED = 0, 1, 2
@@ -32,25 +33,25 @@ class MemoryRows:
         """Store several memories in one transaction; bookkeeping flags are set in the same transaction.
 
         The same text (and kind) written again in the same project is not stored twice: the existing row's
-        ``seen_count`` goes up and the result says ``duplicate``. Each memory is prepared first
-        (``store.write.prepare``: cleaned, a captured prompt's memcue block stripped, secrets redacted, also in
-        ``metadata["embed_text"]``) unless it comes prepared. Raises ``ValueError`` for empty text (nothing of
-        the batch is written then).
+        ``seen_count`` goes up and the result says ``duplicate``. Each memory is prepared first, before the writer
+        lock (``store.write.prepare``: cleaned, a captured prompt's memcue block stripped, secrets redacted, also
+        in ``metadata["embed_text"]``, a captured text cut to its cap, entities found) unless it comes prepared.
+        Raises ``ValueError`` for empty text (nothing of the batch is written then).
         """
         results: list[WriteResult] = []
+        # The text work (cleaning, redaction, the cut, entity extraction) before the lock: only SQL under it.
+        prepared = [m if isinstance(m, PreparedWrite) else prepare_write(m) for m in memories]
         now = time.time()
         db = self._db
         with db.write_lock, db.writer:
-            for m in memories:
-                memory = m.memory if isinstance(m, PreparedWrite) else m
-                if memory.source_id:
+            for p in prepared:
+                if p.memory.source_id:
                     found = db.writer.execute(
-                        "SELECT id, bookkeeping FROM memories WHERE source_id = ?", (memory.source_id,)
+                        "SELECT id, bookkeeping FROM memories WHERE source_id = ?", (p.memory.source_id,)
                     ).fetchall()
                     if found:
                         results.append(WriteResult(int(found[0][0]), bool(found[0][1]), duplicate=True))
                         continue
-                p = m if isinstance(m, PreparedWrite) else prepare_write(m)
                 if not p.content.strip():
                     raise ValueError("a memory needs some text: the content is empty after cleaning")
                 same = db.writer.execute(
@@ -82,7 +83,7 @@ class MemoryRows:
         )
         new_id = writer.last_insert_rowid()
         if not p.bookkeeping:
-            link_entities(writer, new_id, extract_entities(p.content))
+            link_entities(writer, new_id, list(p.entities))
         return WriteResult(new_id, p.bookkeeping, redacted=p.redacted)
 
     def reinforce(self, memory_id: int) -> None:

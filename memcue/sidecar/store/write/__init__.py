@@ -7,10 +7,17 @@ from memcue.core.text import sanitize_text
 from memcue.sidecar.store.write.entities import MAYBE_NAME, extract_entities
 from memcue.sidecar.store.write.journal import VectorJournal
 from memcue.sidecar.store.write.prepare import PreparedWrite, prepare_write
-from memcue.sidecar.store.write.records import RECORD_KINDS, ForgetResult, NewMemory, ServedRecall, WriteResult
+from memcue.sidecar.store.write.records import (
+    CAPTURED_KINDS,
+    RECORD_KINDS,
+    ForgetResult,
+    NewMemory,
+    ServedRecall,
+    WriteResult,
+)
 from memcue.sidecar.store.write.redaction import Redacted, redact
 
 __all__ = [
-    "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted", "ServedRecall",
-    "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
+    "CAPTURED_KINDS", "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
+    "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
 ]

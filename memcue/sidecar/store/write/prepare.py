@@ -4,9 +4,15 @@ is cleaned and redacted once.
 
 The steps, in order: sanitise (``sanitize``: invalid Unicode, control bytes, line ends); strip memcue's own
 injected blocks out of a captured prompt (kind ``request``, ``strip``); redact secrets (``redaction``: the
-content and ``metadata["embed_text"]``, the text embedded instead when given); flag bookkeeping rows (a prompt
-that was only a pasted block, a record kind, or a line a tool writes about itself: ``bookkeeping``); and the
-digest that finds the same text written again in the same project.
+content and ``metadata["embed_text"]``, the text embedded instead when given); cut a captured text (``records.
+CAPTURED_KINDS``) to ``memcue.core.limits.CAPTURE_MAX_CHARS`` at a line or word, with a marker saying how much was
+left out (after redaction, so a secret is never cut into a piece the redactor no longer knows); flag bookkeeping
+rows (a prompt that was only a pasted block, a record kind, or a line a tool writes about itself:
+``bookkeeping``); the digest that finds the same text written again in the same project; and the entities the
+text names (``entities.extract_entities``, for the entity graph).
+
+All of it is text work done before the store takes its writer lock, so a long text never holds up other
+writers, and only the SQL runs under the lock.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from memcue.core.limits import cap_text
 from memcue.core.text import sanitize_text
 from memcue.sidecar.store.write.bookkeeping import is_bookkeeping
-from memcue.sidecar.store.write.records import RECORD_KINDS, NewMemory
+from memcue.sidecar.store.write.entities import extract_entities
+from memcue.sidecar.store.write.records import CAPTURED_KINDS, RECORD_KINDS, NewMemory
 from memcue.sidecar.store.write.redaction import redact
 from memcue.sidecar.store.write.strip import strip_injected
 
@@ -25,8 +33,9 @@ from memcue.sidecar.store.write.strip import strip_injected
 @dataclass(frozen=True)
 class PreparedWrite:
     """A memory ready to store: ``memory`` as given (its ``source_id``, ``pinned``, times), the cleaned fields,
-    ``bookkeeping`` (never recalled, never embedded), ``digest`` (sha1 hex of kind and content) and
-    ``redacted`` (secrets replaced in the content). ``content`` may be empty (the store refuses it then)."""
+    ``bookkeeping`` (never recalled, never embedded), ``digest`` (sha1 hex of kind and content),
+    ``redacted`` (secrets replaced in the content) and ``entities`` (``(name, kind)`` pairs of
+    ``extract_entities``; none for a bookkeeping row). ``content`` may be empty (the store refuses it then)."""
 
     memory: NewMemory
     content: str
@@ -38,6 +47,7 @@ class PreparedWrite:
     bookkeeping: bool
     digest: str
     redacted: int
+    entities: tuple[tuple[str, str], ...] = ()
 
 
 def prepare_write(memory: NewMemory) -> PreparedWrite:
@@ -48,7 +58,8 @@ def prepare_write(memory: NewMemory) -> PreparedWrite:
     stripped = strip_injected(content) if memory.kind == "request" else content
     only_block = bool(content.strip()) and not stripped.strip()
     secrets = redact(content if only_block else stripped)
-    content = secrets.text
+    content = cap_text(secrets.text) if memory.kind in CAPTURED_KINDS else secrets.text
+    bookkeeping = only_block or memory.kind in RECORD_KINDS or is_bookkeeping(content)
     return PreparedWrite(
         memory=memory,
         content=content,
@@ -57,9 +68,10 @@ def prepare_write(memory: NewMemory) -> PreparedWrite:
         session_id=sanitize_text(memory.session_id or ""),
         source=sanitize_text(memory.source or ""),
         metadata=_redact_metadata(memory.metadata),
-        bookkeeping=only_block or memory.kind in RECORD_KINDS or is_bookkeeping(content),
+        bookkeeping=bookkeeping,
         digest=hashlib.sha1(f"{memory.kind}\x00{content}".encode()).hexdigest(),
         redacted=secrets.count,
+        entities=() if bookkeeping else tuple(extract_entities(content)),
     )
 
 

@@ -11,6 +11,10 @@ from typing import Any
 #: Kinds that are a record of the session rather than knowledge: stored as bookkeeping rows (never an answer,
 #: never embedded). ``response``: an agent's answer captured at Stop (hooks/run.py).
 RECORD_KINDS = ("response",)
+#: Kinds captured from a session rather than written on purpose: a prompt (``request``), an agent's answer
+#: (``response``), a session event (``event``). Their text is cut to ``memcue.core.limits.CAPTURE_MAX_CHARS``
+#: when prepared (``store.write.prepare``), whichever route or spool record brings them.
+CAPTURED_KINDS = ("request", "response", "event")
 
 
 @dataclass

@@ -1,0 +1,40 @@
+"""How much of a captured text memcue keeps: the one cap for prompts, agent answers, session-end text and
+spool records, and the one way to cut a text to it.
+
+Standard library only (the hook's spool writer applies it, and so does the sidecar's write path,
+``memcue.sidecar.store.write.prepare``, for the captured kinds whatever route brings them).
+
+Captured text is whatever the user or agent happened to type or paste; a memory someone writes on purpose
+(``POST /remember``, MCP ``remember``, ``memcue remember``) is refused above its own, larger limit instead
+(``memcue.sidecar.api_models.MAX_CONTENT_CHARS``) and never cut.
+"""
+
+from __future__ import annotations
+
+#: Characters kept of one captured text, the marker included. An injected block shows at most 9,500
+#: characters in all and the embedding model reads the first 256 tokens, so a captured text is recalled by
+#: its opening; past this size a paste is data (a build log, a dump) whose tail is never shown and only
+#: costs indexing time, spool space and a longer write. Long enough for a prompt with a sizeable code
+#: excerpt or a full agent answer.
+CAPTURE_MAX_CHARS = 16_000
+#: The line that ends a cut text; ``{left_out}`` is the number of characters left out, with thousands
+#: separators.
+CUT_MARKER = "[memcue: cut here, {left_out} more characters left out]"
+
+
+def cap_text(text: str, limit: int = CAPTURE_MAX_CHARS) -> str:
+    """``text`` unchanged when it has at most ``limit`` characters; otherwise its start cut at the last line
+    break (else the last space or tab) in the second half of the room left, followed by a new line and
+    ``CUT_MARKER``, at most ``limit`` characters in all. A cut text is never cut again (idempotent).
+    ``limit`` too small for the marker gives a hard cut at ``limit``. Never raises."""
+    if len(text) <= limit:
+        return text
+    room = limit - len(CUT_MARKER.format(left_out=f"{len(text):,}")) - 1
+    if room <= 0:
+        return text[:limit]
+    head = text[:room]
+    cut = head.rfind("\n")
+    if cut < room // 2:
+        cut = max(head.rfind(" "), head.rfind("\t"))
+    head = head[:cut].rstrip() if cut >= room // 2 else head
+    return f"{head}\n{CUT_MARKER.format(left_out=f'{len(text) - len(head):,}')}"
