@@ -11,7 +11,7 @@ from hookutil import spool_records
 
 from memcue.adapters import claude_code
 from memcue.adapters.base import SESSION_END, STOP
-from memcue.hooks.run import RESPONSE_MAX_CHARS
+from memcue.core.limits import CAPTURE_MAX_CHARS
 
 
 def test_parse_and_render_of_capture_events() -> None:
@@ -29,7 +29,7 @@ def test_session_end_is_spooled_at_once_and_stored_as_bookkeeping(home: Path, tm
     started = time.monotonic()
     end = run_hook({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": str(project),
                     "hook_event_name": "SessionEnd", "reason": "clear"}, "session-end", env=env)
-    answer = "We switched the billing queue to SQS because Kafka was overkill. " * 200  # 13,000 characters
+    answer = "We switched the billing queue to SQS because Kafka was overkill.\n" * 600  # 39,000 characters
     stop = run_hook({"session_id": "s1", "cwd": str(project), "hook_event_name": "Stop",
                      "stop_hook_active": False, "last_assistant_message": answer}, "stop", env=env)
     silent = run_hook({"session_id": "s1", "cwd": str(project), "hook_event_name": "Stop",
@@ -39,8 +39,8 @@ def test_session_end_is_spooled_at_once_and_stored_as_bookkeeping(home: Path, tm
         assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
     ended, replied = spool_records(home)
     assert (ended["content"], ended["kind"], ended["session_id"]) == ("Session ended (reason: clear)", "event", "s1")
-    assert replied["kind"] == "response" and replied["content"].endswith(" [memcue: cut]")
-    assert len(replied["content"]) == RESPONSE_MAX_CHARS + len(" [memcue: cut]")
+    assert replied["kind"] == "response" and replied["content"].endswith("more characters left out]")
+    assert CAPTURE_MAX_CHARS - 100 < len(replied["content"]) <= CAPTURE_MAX_CHARS
     assert not (home / "sidecar.pid").exists(), "a capture never starts the sidecar"
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     try:

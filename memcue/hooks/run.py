@@ -314,22 +314,17 @@ def _prompt_outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcom
         return Outcome(spool=True, error=f"sidecar call broke: {type(exc).__name__}: {exc}")
 
 
-#: Characters of an agent's answer a Stop capture keeps (the harness's transcript keeps the whole of it).
-RESPONSE_MAX_CHARS = 8_000
-
-
 def _capture(event: HookEvent) -> None:
     """Spool what a capture-only event records. SessionEnd becomes a "Session ended" row, Stop the turn's
-    answer (``last_assistant_message``, first ``RESPONSE_MAX_CHARS`` characters) as a ``response``; both are
-    bookkeeping rows (flagged at write, never an answer to a question): the record of the session, kept."""
+    answer (``last_assistant_message``) a ``response``, cut like every captured text at
+    ``core.limits.CAPTURE_MAX_CHARS`` by the spool record builder; both are bookkeeping rows (flagged at write,
+    never an answer to a question): the record of the session, kept."""
     if not event.project:
         return
     if event.event == SESSION_END:
         text, kind = f"Session ended (reason: {event.extra.get('reason') or 'other'})", "event"
     elif event.event == STOP and str(event.extra.get("last_assistant_message") or "").strip():
         text, kind = str(event.extra["last_assistant_message"]), "response"
-        if len(text) > RESPONSE_MAX_CHARS:
-            text = text[:RESPONSE_MAX_CHARS] + " [memcue: cut]"
     else:
         return
     from memcue.core import spool_format
