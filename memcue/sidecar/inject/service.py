@@ -166,22 +166,28 @@ class HookService:
         key = self.ledger.key(harness, session_id)
         if source in ("clear", "compact"):
             self.ledger.forget_injected(key)  # the conversation no longer holds what was injected
-        if project and (source == "resume" or self.ledger.had_block(key)):
-            # The conversation already holds memcue's block (resumed, or compacted/cleared in the same session):
-            # a one-line pointer, never a second full block (case C15).
-            return await self._pointer(project, max_tokens, max_chars, started, query_id)
         if not project:
             return _nothing(started, query_id)
-        with anyio.move_on_after(budget_s):
-            rows = await anyio.to_thread.run_sync(self._session_rows, project, abandon_on_cancel=True,
-                                                  limiter=self.backend.limiter)
-            block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens,
-                                 max_tokens=max_tokens, max_chars=max_chars)
-            if block.text:  # only a block that was given counts as the session's one full block (C15)
-                self.ledger.mark_block(key)
-                self.ledger.add_injected(key, (r["memory_id"] for r in rows[:block.included]))
-            return _injected(block, "session", "supported" if rows else "none", started, query_id)
-        return _nothing(started, query_id)
+        if source == "resume" or not self.ledger.claim_block(key):
+            # The conversation already holds memcue's block (resumed, compacted/cleared in the same session), or
+            # another call for this session is building it right now (case C23): a one-line pointer, never a
+            # second full block (case C15).
+            return await self._pointer(project, max_tokens, max_chars, started, query_id)
+        given = False
+        try:
+            with anyio.move_on_after(budget_s):
+                rows = await anyio.to_thread.run_sync(self._session_rows, project, abandon_on_cancel=True,
+                                                      limiter=self.backend.limiter)
+                block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens,
+                                     max_tokens=max_tokens, max_chars=max_chars)
+                # Only a block that was given counts as the session's one full block (C15).
+                given = bool(block.text)
+                if given:
+                    self.ledger.add_injected(key, (r["memory_id"] for r in rows[:block.included]))
+                return _injected(block, "session", "supported" if rows else "none", started, query_id)
+            return _nothing(started, query_id)
+        finally:
+            self.ledger.end_claim(key, given)
 
     async def _pointer(self, project: str, max_tokens: int, max_chars: int, started: float,
                        query_id: str) -> HookResult:
