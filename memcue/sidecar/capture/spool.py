@@ -2,7 +2,9 @@
 
 Each spool file is append-only and read from a remembered byte offset (kept in the store's ``meta``
 table), and each record carries a ``spool_id`` that becomes the memory's ``source_id``, so a record is
-stored exactly once even if a file is read twice. Broken lines are logged and skipped, never fatal.
+stored exactly once even if a file is read twice or the same request also reached the sidecar live (the hook's
+``request_id`` is the ``spool_id``); a record whose text was already stored counts as one sighting of that row,
+once (the store keeps the id in ``delivered_ids``). Broken lines are logged and skipped, never fatal.
 
 Every writer has its own file (``memcue.hooks.spool.spool_path``). A file read to its end and untouched
 for ``IDLE_REMOVE_S`` is deleted under an exclusive ``flock`` (writers append under a shared one and
