@@ -239,3 +239,49 @@ def test_C23_twin_deliveries_match_one_firing_only() -> None:
     assert twins.first_id(**fields, source_id="f", at=111.0) is None
     assert twins.first_id(**{**fields, "session_id": ""}, source_id="g", at=111.0) is None
     assert twins.first_id(**{**fields, "session_id": ""}, source_id="h", at=111.0) is None  # no session: no twin
+
+
+def _doctor(tmp_path: Path, home: Path, cwd: Path) -> tuple[int, dict]:
+    env = {**os.environ, "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "CODEX_HOME": str(tmp_path / "codex"), "MEMCUE_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-m", "memcue", "doctor", "--json"], env=env, capture_output=True,
+                         text=True, timeout=60, cwd=cwd)
+    return run.returncode, {f["area"]: f for f in json.loads(run.stdout)["data"]["findings"]}
+
+
+def _memcue(tmp_path: Path, home: Path, cwd: Path, *argv: str) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "MEMCUE_HOME": str(home)}
+    run = subprocess.run([sys.executable, "-m", "memcue", *argv], env=env, capture_output=True, timeout=60, cwd=cwd)
+    assert run.returncode == 0, run.stderr
+
+
+def test_C23_doctor_flags_a_hook_registered_twice(tmp_path: Path, home: Path) -> None:
+    project = tmp_path / "billing-api"
+    (project / ".git").mkdir(parents=True)
+    _memcue(tmp_path, home, project, "install", "claude-code")
+    code, found = _doctor(tmp_path, home, project)
+    assert code == 0 and found["claude-code"]["status"] == "ok"
+    # A second registration through another interpreter in the same file; install brings both up to date.
+    path = tmp_path / "claude" / "settings.json"
+    settings = json.loads(path.read_text())
+    hook = dict(settings["hooks"]["UserPromptSubmit"][-1]["hooks"][0])
+    settings["hooks"]["UserPromptSubmit"].append({"hooks": [{**hook, "command": hook["command"].replace(
+        sys.executable, "/usr/local/bin/python3.11")}]})
+    path.write_text(json.dumps(settings, indent=2))
+    _memcue(tmp_path, home, project, "install", "claude-code")
+    code, found = _doctor(tmp_path, home, project)
+    message = found["claude-code"]["message"]
+    assert code == 1 and found["claude-code"]["status"] == "problem", message
+    assert "UserPromptSubmit 2 times" in message and "Fix: `memcue uninstall claude-code` then" in message
+    _memcue(tmp_path, home, project, "uninstall", "claude-code")
+    _memcue(tmp_path, home, project, "install", "claude-code")
+    assert _doctor(tmp_path, home, project)[1]["claude-code"]["status"] == "ok"  # the fix line works
+    # User settings and the project's own settings both register it: Claude Code merges them, both run.
+    _memcue(tmp_path, home, project, "install", "claude-code", "--project")
+    code, found = _doctor(tmp_path, home, project)
+    message = found["claude-code"]["message"]
+    assert code == 1 and found["claude-code"]["status"] == "problem", message
+    assert str(project / ".claude" / "settings.local.json") in message and str(path) in message
+    assert "SessionStart 2 times" in message and "memcue uninstall claude-code --project" in message
+    assert _doctor(tmp_path, home, tmp_path)[1]["claude-code"]["status"] == "ok"  # elsewhere: once
