@@ -24,8 +24,8 @@ NAME = "claude-code"
 EVENTS = hook_events(NAME)
 
 __all__ = ["EVENTS", "NAME", "check", "dump", "files", "install", "install_note", "install_state", "keep_out_of_git",
-           "mcp_add", "mcp_registered", "mcp_remove", "parse", "project_settings_path", "settings_path",
-           "uninstall"]
+           "mcp_add", "mcp_registered", "mcp_remove", "merged_project_files", "parse", "project_settings_path",
+           "settings_path", "uninstall"]
 
 
 def settings_path() -> Path:
@@ -76,8 +76,18 @@ def uninstall(settings: dict[str, Any], path: Path, state: dict[str, Any] | None
 
 
 def check() -> dict[str, Any]:
-    """Doctor's finding: memcue's hooks present and current in ``settings_path()`` (``doctor.check_hooks_file``)."""
-    return doctor.check_hooks_file(NAME)
+    """Doctor's finding: memcue's hooks present and current in ``settings_path()``, and registered once with the
+    project settings Claude Code merges for the current directory (``doctor.check_hooks_file``)."""
+    return doctor.check_hooks_file(NAME, also=merged_project_files(Path.cwd()))
+
+
+def merged_project_files(cwd: Path) -> list[Path]:
+    """The project settings files Claude Code merges with the user's when started in ``cwd``: ``.claude/
+    settings.json`` and ``.claude/settings.local.json`` of ``cwd`` and of its project (``resolve_project``)."""
+    from memcue.core.project import resolve_project
+
+    roots = list(dict.fromkeys([cwd, Path(resolve_project(str(cwd)))]))
+    return [root / ".claude" / name for root in roots for name in ("settings.json", "settings.local.json")]
 
 
 def mcp_registered() -> dict[str, Any] | None:

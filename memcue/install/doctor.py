@@ -52,10 +52,62 @@ def version(program: str) -> str:
     return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else ""
 
 
-def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, Any]] | None = None) -> dict[str, Any]:
+def _ours(settings: Any, event: str) -> list[dict[str, Any]]:
+    """memcue's hook entries for the harness ``event`` in a parsed hooks file (``hooks_json`` shape)."""
+    hooks = settings.get("hooks") if isinstance(settings, dict) and isinstance(settings.get("hooks"), dict) else {}
+    groups = hooks.get(event) if isinstance(hooks.get(event), list) else []
+    return [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"] if hooks_json.is_ours(h)]
+
+
+def duplicate_hooks(name: str, files: list[tuple[Path, Any]]) -> dict[str, Any] | None:
+    """The ``PROBLEM`` finding when memcue's hook is registered more than once for one event of ``name`` across
+    ``files`` (``(path, parsed settings)``, the files the harness merges), else None. Every registration runs
+    (two interpreter paths, user and project settings), so every event would be handled twice (case C23)."""
+    twice = {}
+    for event in installer(name).EVENTS:
+        where = [str(path) for path, settings in files for _ in _ours(settings, event)]
+        if len(where) > 1:
+            twice[event] = where
+    if not twice:
+        return None
+    paths = list(dict.fromkeys(p for where in twice.values() for p in where))
+    if len(paths) == 1:
+        fix = (f"`memcue uninstall {name}` then `memcue install {name}` leaves one" if paths[0] == str(files[0][0])
+               else f"delete all but one of memcue's entries per event in {paths[0]}")
+    else:
+        others = ", ".join(p for p in paths if p != str(files[0][0]))
+        fix = (f"keep one file's: remove memcue's hooks from {others} (`memcue uninstall {name} --project DIR` "
+               f"for a project's settings.local.json), or from {files[0][0]} with `memcue uninstall {name}`")
+    events = "; ".join(f"{event} {len(where)} times" for event, where in twice.items())
+    return finding(name, PROBLEM, f"memcue's hook is registered more than once ({events}, in {', '.join(paths)}): "
+                                  f"each runs, so every event is handled twice. Fix: {fix}", path=str(files[0][0]),
+                   duplicates=twice, installed=True)
+
+
+def _merged_files(mod: Any, path: Path, settings: Any, also: list[Path]) -> list[tuple[Path, Any]]:
+    """``(path, settings)`` then each readable, parsable file of ``also`` (the same file once)."""
+    out, seen = [(path, settings)], {path.resolve()}
+    for extra in also:
+        if extra.resolve() in seen:
+            continue
+        seen.add(extra.resolve())
+        try:
+            data = read_bytes(extra)
+            if data is not None:
+                out.append((extra, mod.parse(data, extra)[0]))
+        except InstallError:
+            continue  # a file the harness cannot read either registers nothing
+    return out
+
+
+def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, Any]] | None = None,
+                     also: list[Path] | None = None) -> dict[str, Any]:
     """A hooks-file harness's finding (``name``: Claude Code, Codex): its file, memcue's hooks present and
-    current (this interpreter, these timeouts), and ``<program> --version``; once they are current,
-    ``trusted(name, path, version)`` gives the finding when the harness must also trust them (Codex)."""
+    current (this interpreter, these timeouts), registered once per event in it and the files in ``also``
+    (the project settings the harness merges with it: ``duplicate_hooks``), and ``<program> --version``; once
+    they are current, ``trusted(name, path, version)`` gives the finding when the harness must also trust
+    them (Codex)."""
     mod = installer(name)
     path = mod.settings_path()
     program_version = version(HARNESSES[name].program)
@@ -63,11 +115,12 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
         settings, _ = mod.parse(read_bytes(path), path)
     except InstallError as exc:
         return finding(name, PROBLEM, str(exc), path=str(path), version=program_version)
-    hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
+    twice = duplicate_hooks(name, _merged_files(mod, path, settings, also or []))
+    if twice is not None:
+        return {**twice, "version": program_version}
     missing, stale = [], []
     for event, (ours, timeout) in mod.EVENTS.items():
-        mine = [h for g in hooks.get(event) or [] if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                for h in g["hooks"] if hooks_json.is_ours(h)]
+        mine = _ours(settings, event)
         want = hooks_json.hook_command(name, ours)
         if not mine:
             missing.append(event)

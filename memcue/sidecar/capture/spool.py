@@ -2,7 +2,9 @@
 
 Each spool file is append-only and read from a remembered byte offset (kept in the store's ``meta``
 table), and each record carries a ``spool_id`` that becomes the memory's ``source_id``, so a record is
-stored exactly once even if a file is read twice. Broken lines are logged and skipped, never fatal.
+stored exactly once even if a file is read twice or the same request also reached the sidecar live (the hook's
+``request_id`` is the ``spool_id``); a record whose text was already stored counts as one sighting of that row,
+once (the store keeps the id in ``delivered_ids``). Broken lines are logged and skipped, never fatal.
 
 Every writer has its own file (``memcue.hooks.spool.spool_path``). A file read to its end and untouched
 for ``IDLE_REMOVE_S`` is deleted under an exclusive ``flock`` (writers append under a shared one and
@@ -18,6 +20,7 @@ import time
 from pathlib import Path
 
 from memcue.core.spool_format import parse_record
+from memcue.sidecar.capture.twins import TwinDeliveries
 from memcue.sidecar.store import NewMemory, Store
 
 log = logging.getLogger("memcue.spool")
@@ -28,11 +31,13 @@ SWEEP_EVERY_S = 300.0
 
 
 class SpoolReader:
-    """Reads ``*.jsonl`` files in ``spool_dir`` into ``store``."""
+    """Reads ``*.jsonl`` files in ``spool_dir`` into ``store``. ``twins``: the hook captures delivered lately
+    (shared with the hook service), so a record another hook process also delivered counts once (case C23)."""
 
-    def __init__(self, spool_dir: Path, store: Store) -> None:
+    def __init__(self, spool_dir: Path, store: Store, twins: TwinDeliveries | None = None) -> None:
         self.spool_dir = spool_dir
         self.store = store
+        self.twins = twins if twins is not None else TwinDeliveries()
         self._last_sweep = float("-inf")
 
     def ingest(self) -> int:
@@ -55,6 +60,10 @@ class SpoolReader:
             if end == 0:
                 continue
             memories = [m for m in (_parse(line, path) for line in data[:end].splitlines()) if m is not None]
+            for m in memories:  # the twin of a capture delivered lately takes its id: stored once
+                m.source_id = self.twins.first_id(source=m.source, session_id=m.session_id, kind=m.kind,
+                                                  content=m.content, source_id=m.source_id,
+                                                  at=m.created_at or time.time()) or m.source_id
             if memories:
                 results = self.store.remember_many(memories)
                 written += sum(1 for r in results if not r.duplicate)

@@ -8,6 +8,11 @@ service skip those memories and give a session one full session-start block (cas
 ``compact`` SessionStart empties the conversation, so it forgets what was injected (the block flag stays:
 the session gets a one-line pointer, never a second full block).
 
+The full block is claimed before it is built and recorded once given (``claim_block`` / ``end_claim``), in one
+step under the ledger's lock: of two SessionStarts for one session at the same moment (a hook registered twice,
+a harness firing twice: case C23), one builds the block and the other sees the claim and gets the pointer. A
+claim whose block came out empty (or was cut off by the budget) is released, so a later start may try again.
+
 Keys are ``"<harness>:<session id>"``; a session without an id is never recorded (nothing tells its prompts
 apart). At most ``SESSIONS_KEPT`` sessions are kept, the least recently used out first. Thread-safe.
 """
@@ -24,10 +29,11 @@ SESSIONS_KEPT = 4096
 
 
 class _Session:
-    __slots__ = ("block", "injected")
+    __slots__ = ("block", "claimed", "injected")
 
     def __init__(self) -> None:
         self.block = False
+        self.claimed = False
         self.injected: set[int] = set()
 
 
@@ -65,6 +71,29 @@ class SessionLedger:
         if key:
             with self._lock:
                 self._get(key).block = True
+
+    def claim_block(self, key: str) -> bool:
+        """Claim the session's one full session-start block: True for the first caller (the session had no
+        block and no other call is building it), False otherwise. Check and mark are one step (case C23); a
+        session without an id (``key`` "") always gets True (nothing tells its calls apart). Every True must
+        be followed by ``end_claim``."""
+        if not key:
+            return True
+        with self._lock:
+            session = self._get(key)
+            if session.block or session.claimed:
+                return False
+            session.claimed = True
+            return True
+
+    def end_claim(self, key: str, given: bool) -> None:
+        """End a ``claim_block``: ``given`` True records the block as the session's one full block, False
+        releases the claim (the block was empty or not built in time) so a later start may try again."""
+        if key:
+            with self._lock:
+                session = self._get(key)
+                session.claimed = False
+                session.block = session.block or given
 
     def injected(self, key: str) -> frozenset[int]:
         """Memory ids already injected into the session's conversation (empty for an unknown session)."""

@@ -33,10 +33,12 @@ class MemoryRows:
         """Store several memories in one transaction; bookkeeping flags are set in the same transaction.
 
         The same text (and kind) written again in the same project is not stored twice: the existing row's
-        ``seen_count`` goes up and the result says ``duplicate``. Each memory is prepared first, before the writer
-        lock (``store.write.prepare``: cleaned, a captured prompt's memcue block stripped, secrets redacted, also
-        in ``metadata["embed_text"]``, a captured text cut to its cap, entities found) unless it comes prepared.
-        Raises ``ValueError`` for empty text (nothing of the batch is written then).
+        ``seen_count`` goes up and the result says ``duplicate``. A ``source_id`` seen before (as a row's own, or
+        recorded in ``delivered_ids`` when its write was such a duplicate) is the same delivery again: the result
+        says ``duplicate`` and nothing changes, so one event delivered twice counts once. Each memory is prepared
+        first, before the writer lock (``store.write.prepare``: cleaned, a captured prompt's memcue block stripped,
+        secrets redacted, also in ``metadata["embed_text"]``, a captured text cut to its cap, entities found)
+        unless it comes prepared. Raises ``ValueError`` for empty text (nothing of the batch is written then).
         """
         results: list[WriteResult] = []
         # The text work (cleaning, redaction, the cut, entity extraction) before the lock: only SQL under it.
@@ -45,10 +47,11 @@ class MemoryRows:
         db = self._db
         with db.write_lock, db.writer:
             for p in prepared:
-                if p.memory.source_id:
+                if p.memory.source_id:  # delivered before: as a row of its own, or as a sighting of one
                     found = db.writer.execute(
-                        "SELECT id, bookkeeping FROM memories WHERE source_id = ?", (p.memory.source_id,)
-                    ).fetchall()
+                        "SELECT id, bookkeeping FROM memories WHERE source_id = ? UNION ALL"
+                        " SELECT m.id, m.bookkeeping FROM delivered_ids d JOIN memories m ON m.id = d.memory_id"
+                        " WHERE d.source_id = ?", (p.memory.source_id, p.memory.source_id)).fetchall()
                     if found:
                         results.append(WriteResult(int(found[0][0]), bool(found[0][1]), duplicate=True))
                         continue
@@ -61,6 +64,9 @@ class MemoryRows:
                     db.writer.execute(
                         "UPDATE memories SET seen_count = seen_count + 1, updated_at = ? WHERE id = ?",
                         (now, same[0][0]))
+                    if p.memory.source_id:  # the same delivery again is then no second sighting (issue 13)
+                        db.writer.execute("INSERT OR IGNORE INTO delivered_ids(source_id, memory_id, created_at)"
+                                          " VALUES (?, ?, ?)", (p.memory.source_id, same[0][0], now))
                     results.append(WriteResult(int(same[0][0]), bool(same[0][1]), duplicate=True,
                                                redacted=p.redacted))
                     continue

@@ -191,6 +191,21 @@ def m010_recall_usage(conn: apsw.Connection) -> None:
     )
 
 
+
+@migration
+def m011_delivered_ids(conn: apsw.Connection) -> None:
+    # Source ids (a hook's request id, a spool record's spool_id) of writes that landed on an existing row as an
+    # exact duplicate: the same id delivered again is then a no-op, not another sighting (memories.py).
+    conn.execute(
+        """
+        CREATE TABLE delivered_ids (
+            source_id TEXT PRIMARY KEY,
+            memory_id INTEGER NOT NULL,
+            created_at REAL NOT NULL
+        ) WITHOUT ROWID;
+        """
+    )
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
