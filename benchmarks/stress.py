@@ -96,6 +96,26 @@ class Sent:
     call: HookCall
 
 
+@dataclass(frozen=True)
+class Load:
+    """Scenario 1's load: ``sessions`` at once, ``rounds`` each, ``restarts`` of the sidecar; the first
+    ``stall_sessions`` sessions run starved: each of their hooks, with probability ``stall_share``, is
+    suspended for ``stall_s`` seconds at a random moment of its first ``STALL_WINDOW_S`` (the payload
+    already in its pipe), as on a machine that gives it no CPU."""
+
+    sessions: int = 8
+    rounds: int = 50
+    restarts: int = 5
+    stall_sessions: int = 2
+    stall_share: float = 0.33
+    stall_s: float = 1.2
+
+
+#: A starved hook is suspended at a random moment of this many seconds after its start: the hook's start-up
+#: and stdin read happen then (about 20-60 ms here).
+STALL_WINDOW_S = 0.08
+
+
 @dataclass
 class Rounds:
     """Everything the rounds produced: the hook runs (in completion order, under ``lock``), rounds done,
@@ -162,21 +182,27 @@ def finish(setup: Setup) -> None:
 # -- scenario 1: sessions under restarts ----------------------------------------------------------------
 
 
-def one_session(slot: int, rounds: int, tag: str, setup: Setup, seed_: int, out: Rounds) -> None:
-    """Session slot ``slot``: ``rounds`` rounds of prompt, Stop and SessionEnd, a new session id each."""
+def one_session(slot: int, load: Load, tag: str, setup: Setup, seed_: int, out: Rounds) -> None:
+    """Session slot ``slot``: ``load.rounds`` rounds of prompt, Stop and SessionEnd, a new session id each;
+    starved when ``slot < load.stall_sessions``."""
     rng = random.Random(seed_ * 1000 + slot)
     texts = prompts(40, rng)
-    for r in range(rounds):
+
+    def hook(event: str, payload: dict[str, Any]) -> HookCall:
+        starved = slot < load.stall_sessions and rng.random() < load.stall_share
+        stall = (rng.uniform(0, STALL_WINDOW_S), load.stall_s) if starved else None
+        return run_hook(event, payload, setup.env, stall=stall)
+
+    for r in range(load.rounds):
         sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         token = f"stress-{tag}-s{slot}-r{r}"
         prompt = f"{rng.choice(texts)} (ref {token})"
         answer = (f"I checked {rng.choice(texts).rstrip('?')}: the change is in place and the tests pass. "
                   f"Summary for {token}.")
-        calls = [Sent("prompt", token, sid, run_hook("user-prompt-submit", prompt_payload(prompt, setup.cwd, sid),
-                                                     setup.env)),
-                 Sent("answer", token, sid, run_hook("stop", stop_payload(answer, setup.cwd, sid), setup.env)),
-                 Sent("session_end", sid, sid, run_hook("session-end", session_end_payload(
-                     setup.cwd, sid, END_REASONS[r % len(END_REASONS)]), setup.env))]
+        calls = [Sent("prompt", token, sid, hook("user-prompt-submit", prompt_payload(prompt, setup.cwd, sid))),
+                 Sent("answer", token, sid, hook("stop", stop_payload(answer, setup.cwd, sid))),
+                 Sent("session_end", sid, sid, hook("session-end", session_end_payload(
+                     setup.cwd, sid, END_REASONS[r % len(END_REASONS)])))]
         with out.lock:
             out.sent.extend(calls)
             out.done += 1
@@ -197,14 +223,15 @@ def restarter(setup: Setup, total: int, restarts: int, rng: random.Random, out: 
         say(f"  restarted the sidecar after {out.done}/{total} rounds (new one up after {record['up_after_s']} s)")
 
 
-def run_rounds(setup: Setup, sessions: int, rounds: int, restarts: int, seed_: int, tag: str) -> Rounds:
+def run_rounds(setup: Setup, load: Load, seed_: int, tag: str) -> Rounds:
     """Run the sessions at once with the restarter beside them; returns what was sent."""
     out = Rounds()
     stop = threading.Event()
-    workers = [threading.Thread(target=one_session, args=(slot, rounds, tag, setup, seed_, out), daemon=True)
-               for slot in range(sessions)]
-    boss = threading.Thread(target=restarter, args=(setup, sessions * rounds, restarts, random.Random(seed_), out,
-                                                    stop), daemon=True)
+    total = load.sessions * load.rounds
+    workers = [threading.Thread(target=one_session, args=(slot, load, tag, setup, seed_, out), daemon=True)
+               for slot in range(load.sessions)]
+    boss = threading.Thread(target=restarter, args=(setup, total, load.restarts, random.Random(seed_), out, stop),
+                            daemon=True)
     boss.start()
     for w in workers:
         w.start()
@@ -213,7 +240,7 @@ def run_rounds(setup: Setup, sessions: int, rounds: int, restarts: int, seed_: i
         time.sleep(0.2)
         if time.monotonic() - last > 15:
             last = time.monotonic()
-            say(f"  {out.done}/{sessions * rounds} rounds")
+            say(f"  {out.done}/{total} rounds")
     stop.set()
     boss.join(timeout=START_JOIN_S)
     return out
@@ -223,15 +250,15 @@ def run_rounds(setup: Setup, sessions: int, rounds: int, restarts: int, seed_: i
 START_JOIN_S = 120.0
 
 
-def read_rows(database: Path, project: str) -> list[tuple[str, str, str, int]]:
-    """``(content, kind, session_id, seen_count)`` of every memory of ``project`` (read-only)."""
+def read_rows(database: Path, project: str) -> list[tuple[str, str, str, int, str]]:
+    """``(content, kind, session_id, seen_count, source)`` of every memory of ``project`` (read-only)."""
     if not database.exists():
         return []
     conn = apsw.Connection(str(database), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         conn.setbusytimeout(5000)
-        return [(str(c), str(k), str(s), int(n)) for c, k, s, n in conn.execute(
-            "SELECT content, kind, session_id, seen_count FROM memories WHERE project = ?", (project,))]
+        return [(str(c), str(k), str(s), int(n), str(src)) for c, k, s, n, src in conn.execute(
+            "SELECT content, kind, session_id, seen_count, source FROM memories WHERE project = ?", (project,))]
     finally:
         conn.close()
 
@@ -256,8 +283,8 @@ def tally(setup: Setup, sent: list[Sent], tag: str) -> dict[str, dict[str, Any]]
     token_re = re.compile(rf"stress-{re.escape(tag)}-s\d+-r\d+")
     seen: dict[tuple[str, str], list[int]] = {}
     end_seen, end_rows, end_sessions = 0, 0, set()
-    for content, kind, session_id, count in rows:
-        if kind == "event" and content.startswith("Session ended"):
+    for content, kind, session_id, count, source in rows:
+        if kind == "event" and content.startswith("Session ended") and source.startswith("hook:"):
             end_seen, end_rows = end_seen + count, end_rows + 1
             end_sessions.add(session_id)
             continue
@@ -325,28 +352,29 @@ def hook_stats(sent: list[Sent]) -> dict[str, Any]:
     out = {}
     for kind in KINDS:
         calls = [s.call for s in sent if s.kind == kind]
-        out[kind] = {"exit_codes": dict(Counter(c.exit_code for c in calls)),
+        out[kind] = {"exit_codes": dict(Counter(c.exit_code for c in calls)), "stalled": sum(c.stalled for c in calls),
                      "wall_ms": percentiles([c.wall_ms for c in calls])}
     return out
 
 
-def stress_scenario(setup: Setup, *, sessions: int, rounds: int, restarts: int, memories: int,
-                    seed_: int) -> dict[str, Any]:
+def stress_scenario(setup: Setup, load: Load, *, memories: int, seed_: int) -> dict[str, Any]:
     """Scenario 1 on ``setup`` (seeded with ``memories`` first when > 0); returns its report section."""
     rng = random.Random(seed_)
     setup.control.spawn()
     if setup.control.wait_up(setup.client) is None:
         raise RuntimeError(f"the sidecar did not start; see {setup.loc.sidecar_log}")
     seed_s = seed(setup, memories, rng) if memories else 0.0
-    say(f"  {sessions} sessions x {rounds} rounds, {restarts} restarts, {memories} memories in the store")
+    say(f"  {load.sessions} sessions x {load.rounds} rounds, {load.restarts} restarts, {load.stall_sessions} "
+        f"starved, {memories} memories in the store")
     tag = uuid.uuid4().hex[:8]
     t0 = time.monotonic()
-    out = run_rounds(setup, sessions, rounds, restarts, seed_, tag)
+    out = run_rounds(setup, load, seed_, tag)
     rounds_s = time.monotonic() - t0
     counts, waited = wait_ingested(setup, out.sent, tag)
     finish(setup)
     findings = log_findings(setup.loc)
-    report = {"sessions": sessions, "rounds": rounds, "memories_before": memories, "seed_s": round(seed_s, 1),
+    report = {"load": vars(load), "sessions": load.sessions, "rounds": load.rounds,
+              "memories_before": memories, "seed_s": round(seed_s, 1),
               "rounds_s": round(rounds_s, 1), "ingest_wait_s": waited, "restarts": out.restarts,
               "counts": counts, "hooks": hook_stats(out.sent), "logs": findings}
     report["target_met"] = (all(c["lost"] == 0 and c["duplicated"] == 0 for c in counts.values())
@@ -393,7 +421,7 @@ def pastes_stored(setup: Setup, tag: str, sent: int) -> tuple[int, float]:
     t0 = time.monotonic()
     while True:
         rows = read_rows(setup.loc.database, setup.project)
-        stored = len({m.group(0) for c, k, _, _ in rows if k == "request"
+        stored = len({m.group(0) for c, k, *_ in rows if k == "request"
                       for m in [re.search(rf"paste {re.escape(tag)}-\d+", c[:200])] if m})
         if stored >= sent or time.monotonic() - t0 > INGEST_WAIT_S:
             return stored, round(time.monotonic() - t0, 1)
@@ -441,10 +469,12 @@ def paste_scenario(setup: Setup, *, memories: int, normal: int, paste_kb: int, s
 
 def _stress_md(name: str, s: dict[str, Any]) -> list[str]:
     verdict = "met" if s["target_met"] else "NOT met"
+    load, stalled = s["load"], sum(h["stalled"] for h in s["hooks"].values())
     lines = [f"## Sessions under restarts: {name} store ({s['memories_before']} memories before)", "",
              f"{s['sessions']} sessions x {s['rounds']} rounds in {s['rounds_s']} s, {len(s['restarts'])} sidecar "
-             f"restarts; spool ingested after {s['ingest_wait_s']} s. Target 0 lost, 0 duplicated, 0 lock "
-             f"errors: **{verdict}**.", "",
+             f"restarts; {load['stall_sessions']} sessions starved ({stalled} hooks suspended {load['stall_s']} s "
+             f"early in their run); spool ingested after {s['ingest_wait_s']} s. Target 0 lost, 0 duplicated, "
+             f"0 lock errors: **{verdict}**.", "",
              "| kind | sent | stored once | lost | duplicated | hook exit codes | hook p50 ms | hook p90 ms |",
              "|---|---|---|---|---|---|---|---|"]
     for kind in KINDS:
@@ -507,6 +537,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions (default 8)")
     parser.add_argument("--rounds", type=int, default=50, help="rounds per session (default 50)")
     parser.add_argument("--restarts", type=int, default=5, help="sidecar restarts per store (default 5)")
+    parser.add_argument("--stall-sessions", type=int, default=2,
+                        help="sessions whose hooks are starved of CPU (default 2; 0 for none)")
+    parser.add_argument("--stall-share", type=float, default=0.33,
+                        help="share of a starved session's hooks that are suspended (default 0.33)")
+    parser.add_argument("--stall-s", type=float, default=1.2,
+                        help="how long a starved hook is suspended (s, default 1.2)")
     parser.add_argument("--stores", default="fresh,existing",
                         help="which stores scenario 1 runs on: fresh, existing or both (default fresh,existing)")
     parser.add_argument("--existing-memories", type=int, default=3000,
@@ -531,14 +567,14 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="mc-stress-", dir="/tmp"))
     started = time.time()
     report: dict[str, Any] = {"stress": {}, "paste": None}
-    load = os.getloadavg()
+    loadavg = os.getloadavg()
     try:
         for name in [s.strip() for s in args.stores.split(",") if s.strip()]:
             say(f"scenario 1 on the {name} store")
             memories = args.existing_memories if name == "existing" else 0
-            report["stress"][name] = stress_scenario(make_setup(root, name), sessions=args.sessions,
-                                                     rounds=args.rounds, restarts=args.restarts,
-                                                     memories=memories, seed_=args.seed)
+            load = Load(args.sessions, args.rounds, args.restarts, args.stall_sessions, args.stall_share, args.stall_s)
+            report["stress"][name] = stress_scenario(make_setup(root, name), load, memories=memories,
+                                                     seed_=args.seed)
         if not args.no_paste:
             say("scenario 2: a huge paste beside a normal prompt")
             report["paste"] = paste_scenario(make_setup(root, "paste"), memories=args.paste_memories,
@@ -553,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
     report["meta"] = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "git_commit": git_commit(),
                       "dirty": git_dirty(), "python": sys.version.split()[0], "cpus": os.cpu_count(),
-                      "loadavg": [round(x, 2) for x in load], "wall_s": round(time.time() - started, 1),
+                      "loadavg": [round(x, 2) for x in loadavg], "wall_s": round(time.time() - started, 1),
                       "command": "python benchmarks/stress.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                       "args": {k: str(v) for k, v in vars(args).items()}}
     report["targets_met"] = (all(s["target_met"] for s in report["stress"].values())

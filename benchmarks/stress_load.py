@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,12 +67,14 @@ def session_end_payload(cwd: str, session_id: str, reason: str) -> dict[str, Any
 
 @dataclass
 class HookCall:
-    """One hook run: the event, wall time (ms, process start to output complete), exit code, stdout."""
+    """One hook run: the event, wall time (ms, process start to output complete), exit code, stdout, and
+    whether it was suspended on purpose (``run_hook``'s ``stall``)."""
 
     event: str
     wall_ms: float
     exit_code: int
     stdout: bytes
+    stalled: bool = False
 
 
 def hook_env(home: Path) -> dict[str, str]:
@@ -82,20 +85,40 @@ def hook_env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_hook(event: str, payload: dict[str, Any], env: dict[str, str]) -> HookCall:
+def _stall(proc: subprocess.Popen[bytes], after_s: float, stall_s: float) -> None:
+    """Suspend ``proc`` (SIGSTOP) ``after_s`` seconds after its start for ``stall_s`` seconds, as a CPU
+    that gives the process no time does; nothing if it has exited by then."""
+    time.sleep(after_s)
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGSTOP)
+    time.sleep(stall_s)
+    proc.send_signal(signal.SIGCONT)
+
+
+def run_hook(event: str, payload: dict[str, Any], env: dict[str, str], *,
+             stall: tuple[float, float] | None = None) -> HookCall:
     """Run the installed hook command (``memcue.hooks.command("claude-code", event)``: ``python -I -S
     launch.py``) with ``payload`` as JSON on stdin, as Claude Code does; a hook still running after
-    ``HOOK_TIMEOUT_S`` is killed (exit code -9)."""
+    ``HOOK_TIMEOUT_S`` is killed (exit code -9). ``stall`` = (after_s, stall_s): the hook is suspended
+    ``after_s`` s after its start for ``stall_s`` s (its payload already in the pipe), as when the machine
+    starves it of CPU."""
     data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     started = time.perf_counter()
     proc = subprocess.Popen(command("claude-code", event), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env)
+    staller = None
+    if stall is not None:
+        staller = threading.Thread(target=_stall, args=(proc, *stall), daemon=True)
+        staller.start()
     try:
         out, _ = proc.communicate(data, timeout=HOOK_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
-    return HookCall(event, (time.perf_counter() - started) * 1000, proc.returncode, out)
+    if staller is not None:
+        staller.join()
+    return HookCall(event, (time.perf_counter() - started) * 1000, proc.returncode, out, stall is not None)
 
 
 def injected_context(stdout: bytes) -> str:
