@@ -344,7 +344,17 @@ def log_findings(loc: Locations) -> dict[str, Any]:
             "empty_stdin": sum("empty stdin" in line for line in hook),
             "spooled_prompts": sum("spooled prompt" in line for line in hook),
             "watchdog_exits": sum("watchdog" in line for line in hook),
-            "sidecar_tracebacks": sum(line.startswith("Traceback") for line in logs.get("sidecar.log", []))}
+            "sidecar_tracebacks": tracebacks(logs.get("sidecar.log", []))}
+
+
+def tracebacks(lines: list[str]) -> list[str]:
+    """Each traceback in a log as one line: the log record before it and the exception that ends it."""
+    out = []
+    for i, line in enumerate(lines):
+        if line.startswith("Traceback"):
+            end = next((j for j in range(i + 1, len(lines)) if lines[j][:1] not in (" ", "")), i)
+            out.append(f"{lines[i - 1] if i else ''} -> {lines[end] if end != i else '?'}")
+    return out
 
 
 def hook_stats(sent: list[Sent]) -> dict[str, Any]:
@@ -486,8 +496,8 @@ def _stress_md(name: str, s: dict[str, Any]) -> list[str]:
                   f"{ends['not_handed_off']} never reached the spool or the store",
               f"- logs: {logs['lock_errors']} lock errors, {logs['empty_stdin']} `empty stdin`, "
               f"{logs['spooled_prompts']} prompts spooled by the hook, {logs['watchdog_exits']} watchdog exits, "
-              f"{logs['sidecar_tracebacks']} sidecar tracebacks", ""]
-    lines += [f"  - `{line}`" for line in logs["lock_error_lines"]]
+              f"{len(logs['sidecar_tracebacks'])} sidecar tracebacks", ""]
+    lines += [f"  - `{line}`" for line in logs["lock_error_lines"] + logs["sidecar_tracebacks"]]
     return lines
 
 
