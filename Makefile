@@ -11,7 +11,7 @@ NPM_HARNESSES := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0
 HERMES_AGENT := hermes-agent==0.19.0
 HARNESS_STAMP := $(HARNESSES)/.installed
 
-.PHONY: demo test lint harnesses bench bench-locomo bench-hook bench-coding bench-ablation bench-serving clean
+.PHONY: demo test lint harnesses bench bench-locomo bench-hook bench-coding bench-ablation bench-serving bench-stress clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,7 @@ $(HARNESS_STAMP): Makefile
 lint: $(STAMP)
 	$(BIN)/ruff check memcue tests benchmarks
 
-bench: bench-hook bench-locomo bench-ablation bench-coding bench-serving
+bench: bench-hook bench-locomo bench-ablation bench-coding bench-serving bench-stress
 
 bench-hook: $(STAMP)
 	$(BIN)/python benchmarks/hook_latency.py
@@ -56,6 +56,9 @@ bench-coding: $(STAMP)
 
 bench-serving: $(STAMP)
 	$(BIN)/python benchmarks/serving.py --build
+
+bench-stress: $(STAMP)
+	$(BIN)/python benchmarks/stress.py
 
 clean:
 	rm -rf $(VENV) $(HARNESSES) *.egg-info
