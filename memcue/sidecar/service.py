@@ -26,7 +26,7 @@ import numpy as np
 from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar.answer_check import AnswerChecker
-from memcue.sidecar.capture import SpoolReader, TwinDeliveries
+from memcue.sidecar.capture import SpoolReader
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
@@ -91,10 +91,8 @@ class MemoryService:
         self._gate = QuestionGate()
         #: Recalls served and the memories opened from them (``sidecar/usage.py``), written by the worker.
         self._usage = UsageRecorder(self._store)
-        #: Hook captures delivered lately: a hook registered twice stores one row (live or spooled, case C23).
-        twins = TwinDeliveries()
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
-                             SpoolReader(locations.spool_dir, self._store, twins), self._usage, self._gate)
+                             SpoolReader(locations.spool_dir, self._store), self._usage, self._gate)
         self._usage.on_record = self._worker.wake
         store = self._store
         # The answer cache's key: any write (generation), a new vector or a superseded row (journal), a rebind.
@@ -103,8 +101,7 @@ class MemoryService:
                                    self._limiter, self._gate.running, slots=settings.recall_slots,
                                    wait_s=settings.recall_wait_s, ttl_s=settings.answer_cache_ttl_s,
                                    delay_s=settings.recall_delay_s)
-        self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit,
-                                  twins=twins)
+        self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit)
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
 

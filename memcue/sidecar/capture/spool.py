@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 from memcue.core.spool_format import parse_record
-from memcue.sidecar.capture.twins import TwinDeliveries
 from memcue.sidecar.store import NewMemory, Store
 
 log = logging.getLogger("memcue.spool")
@@ -31,13 +30,11 @@ SWEEP_EVERY_S = 300.0
 
 
 class SpoolReader:
-    """Reads ``*.jsonl`` files in ``spool_dir`` into ``store``. ``twins``: the hook captures delivered lately
-    (shared with the hook service), so a record another hook process also delivered counts once (case C23)."""
+    """Reads ``*.jsonl`` files in ``spool_dir`` into ``store``."""
 
-    def __init__(self, spool_dir: Path, store: Store, twins: TwinDeliveries | None = None) -> None:
+    def __init__(self, spool_dir: Path, store: Store) -> None:
         self.spool_dir = spool_dir
         self.store = store
-        self.twins = twins if twins is not None else TwinDeliveries()
         self._last_sweep = float("-inf")
 
     def ingest(self) -> int:
@@ -60,10 +57,6 @@ class SpoolReader:
             if end == 0:
                 continue
             memories = [m for m in (_parse(line, path) for line in data[:end].splitlines()) if m is not None]
-            for m in memories:  # the twin of a capture delivered lately takes its id: stored once
-                m.source_id = self.twins.first_id(source=m.source, session_id=m.session_id, kind=m.kind,
-                                                  content=m.content, source_id=m.source_id,
-                                                  at=m.created_at or time.time()) or m.source_id
             if memories:
                 results = self.store.remember_many(memories)
                 written += sum(1 for r in results if not r.duplicate)

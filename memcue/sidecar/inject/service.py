@@ -28,7 +28,6 @@ import anyio
 import anyio.to_thread
 
 from memcue.core.blocks import POINTER, PROMPT_HEADER, SESSION_HEADER
-from memcue.sidecar.capture.twins import TwinDeliveries
 from memcue.sidecar.inject.backend import HookBackend
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
@@ -88,14 +87,10 @@ class HookService:
     """Serves hook calls and session-start blocks (see the module docstring) over ``backend``.
 
     ``prompt_block``: "full" or "compact" (the sidecar's settings); ``prompt_limit``: results a prompt hook
-    asks recall for (1..100). ``ledger``: what each session was already shown; ``timings``: the latest calls;
-    ``twins``: hook captures delivered lately (``capture.TwinDeliveries``), shared with the spool reader."""
+    asks recall for (1..100). ``ledger``: what each session was already shown; ``timings``: the latest calls."""
 
-    def __init__(self, backend: HookBackend, *, prompt_block: str = "full", prompt_limit: int = PROMPT_LIMIT,
-                 twins: TwinDeliveries | None = None) -> None:
+    def __init__(self, backend: HookBackend, *, prompt_block: str = "full", prompt_limit: int = PROMPT_LIMIT) -> None:
         self.backend = backend
-        #: Hook captures delivered lately, shared with the spool reader: a prompt's twin counts once (C23).
-        self.twins = twins if twins is not None else TwinDeliveries()
         self.prompt_block = prompt_block
         self.prompt_limit = prompt_limit
         #: Per session: its one full session-start block (case C15) and the memories already injected.
@@ -128,17 +123,6 @@ class HookService:
             return _nothing(started)
         limit = self.prompt_limit
         session_id = str(ev.get("session_id") or "")
-        request_id = str((ev.get("extra") or {}).get("request_id") or "") or None
-        memory = NewMemory(content=prompt, kind="request", project=project or "", session_id=session_id,
-                           source=f"hook:{harness}", source_id=request_id)
-        first = self.twins.first_id(source=memory.source, session_id=session_id, kind=memory.kind, content=prompt,
-                                    source_id=request_id, at=time.time())
-        if first is not None:
-            # Another hook process delivers this very prompt (a hook registered twice, case C23): it injects,
-            # this one stores under its id (one row, one sighting) and injects nothing.
-            memory.source_id = first
-            await anyio.to_thread.run_sync(backend.remember_prompt, memory, limiter=backend.limiter)
-            return _nothing(started)
         request = RecallRequest(query=prompt, project=project, limit=limit, session_id=session_id)
         try:
             # Recall first, background work (embedding, baselines) held back meanwhile: the captured prompt's
@@ -149,6 +133,9 @@ class HookService:
         finally:
             # Then capture the prompt, before answering. The hook spools the same prompt under the same id when
             # it gets no answer: stored once either way.
+            request_id = str((ev.get("extra") or {}).get("request_id") or "") or None
+            memory = NewMemory(content=prompt, kind="request", project=project or "", session_id=session_id,
+                               source=f"hook:{harness}", source_id=request_id)
             await anyio.to_thread.run_sync(backend.remember_prompt, memory, limiter=backend.limiter)
         if answer is None:
             return _nothing(started)
@@ -177,7 +164,6 @@ class HookService:
         started = time.perf_counter() if started is None else started
         query_id = uuid.uuid4().hex[:16]
         key = self.ledger.key(harness, session_id)
-        self.twins.session_started(f"hook:{harness}", session_id, time.time())  # what follows is a new event
         if source in ("clear", "compact"):
             self.ledger.forget_injected(key)  # the conversation no longer holds what was injected
         if not project:
