@@ -47,7 +47,7 @@ def _stop_at(home: Path, delay_ms: int, sig: signal.Signals) -> tuple[int, str]:
     return proc.returncode, err.decode("utf-8", "replace")
 
 
-def test_C13_issue13_stop_during_start_up_at_any_point_is_clean(home: Path) -> None:
+def test_issue13_stop_during_start_up_at_any_point_is_clean(home: Path) -> None:
     loc = Locations(home)
     sc = start_sidecar(home)
     try:
