@@ -4,6 +4,7 @@ traceback or abort, the database intact and checkpointed, socket, pid and lock f
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import apsw
 from conftest import start_sidecar
 
 from memcue.core.paths import Locations
+from memcue.sidecar import lifecycle
 
 #: Delays (ms after the process starts) at which the signal comes: before Python runs memcue, during the
 #: imports, while the store opens, while the model loads, while serving.
@@ -74,3 +76,52 @@ def test_issue13_stop_during_start_up_at_any_point_is_clean(home: Path) -> None:
     finally:
         sc.stop()
     _check_database(loc)
+
+
+def test_issue13_memcue_stop_as_soon_as_the_pid_file_appears(home: Path) -> None:
+    loc = Locations(home)
+    env = os.environ | {"MEMCUE_HOME": str(home), "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "memcue.sidecar"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not loc.pid_file.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the sidecar never wrote its pid file"
+            time.sleep(0.005)
+        stop = subprocess.run([sys.executable, "-m", "memcue", "stop", "--json"], env=env, capture_output=True,
+                              timeout=60)
+        assert stop.returncode == 0 and json.loads(stop.stdout)["data"]["stopped"] is True, stop
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert b"Traceback" not in proc.stderr.read() if proc.stderr else True
+    for path in (loc.socket, loc.pid_file, loc.lock_file):
+        assert not path.exists()
+
+
+def test_issue13_a_lock_on_a_removed_lock_file_is_taken_again(tmp_path: Path, monkeypatch) -> None:
+    """The holder removes the lock file on stop: a starter that opened the old file just before must not
+    count its lock on that orphaned file (two sidecars would run); it locks the file now at the path."""
+    loc = Locations(tmp_path)
+    real_flock, calls = lifecycle.fcntl.flock, []
+
+    def flock_after_the_holder_left(fd: int, op: int) -> None:
+        if not calls:  # the first attempt: the old holder removes the file between our open and our flock
+            loc.lock_file.unlink()
+        calls.append(fd)
+        real_flock(fd, op)
+
+    loc.root.mkdir(exist_ok=True)
+    loc.lock_file.touch()
+    monkeypatch.setattr(lifecycle.fcntl, "flock", flock_after_the_holder_left)
+    fd = lifecycle.acquire_lock(loc)
+    assert fd is not None and len(calls) == 2
+    assert os.fstat(fd).st_ino == os.stat(loc.lock_file).st_ino
+    monkeypatch.setattr(lifecycle.fcntl, "flock", real_flock)
+    assert lifecycle.acquire_lock(loc) is None, "a second starter finds it held"
+    lifecycle.release_lock(loc, fd)
+    assert not loc.lock_file.exists()
+    again = lifecycle.acquire_lock(loc)
+    assert again is not None
+    lifecycle.release_lock(loc, again)
