@@ -61,9 +61,12 @@ def test_issue13_stop_during_start_up_at_any_point_is_clean(home: Path) -> None:
             loc.sidecar_log.unlink(missing_ok=True)
             code, err = _stop_at(home, delay_ms, sig)
             where = f"{sig.name} at {delay_ms} ms"
-            # A signal before the interpreter has run memcue's code ends the process by the signal, having
-            # created nothing; from then on the sidecar handles it and exits 0.
-            assert code == 0 or (delay_ms == 0 and code == -sig), f"{where}: exit {code}\n{err}"
+            # A signal that comes while the interpreter itself starts (before ``memcue/sidecar/__main__.py``
+            # runs: about 40 ms here, longer on a busy machine) ends the process by the signal, before it has
+            # created anything (no log line, no pid file, so ``memcue stop`` cannot send it then); from then on
+            # the sidecar handles it and exits 0.
+            before_python = code == -sig and not loc.sidecar_log.exists()
+            assert code == 0 or before_python, f"{where}: exit {code}\n{err}"
             assert "Traceback" not in err and "Aborted" not in err and "terminate" not in err, f"{where}:\n{err}"
             log = loc.sidecar_log.read_text() if loc.sidecar_log.exists() else ""
             assert "Traceback" not in log and " ERROR " not in log, f"{where}:\n{log}"

@@ -143,10 +143,12 @@ class StopRequest:
 
 
 def serve(*, foreground: bool = False, load_model: bool = True) -> int:
-    """Run the sidecar until SIGTERM/SIGINT. Returns the exit code: 0 after a stop signal at any point (also
-    during start-up) and when another instance runs; 1 when it cannot start (a clear line on stderr and in
-    the log). The signal handlers are installed first (main thread only; a signal ``python -m memcue.sidecar``
-held blocked during its imports is delivered then) and restored on return."""
+    """Run the sidecar until SIGTERM/SIGINT. Returns the exit code: 0 after a stop signal at any point (start-up
+    included) and when another instance runs; 1 when it cannot start (a clear line on stderr and in the log).
+    The signal handlers are installed first (main thread only; a signal ``python -m memcue.sidecar`` held
+    blocked during its imports is delivered then) and restored on return. Only a signal that comes while the
+    interpreter itself starts, before ``__main__`` runs, ends the process by that signal: nothing exists yet
+    then, not even the pid file ``memcue stop`` reads."""
     stop = StopRequest()
     previous = {}
     if threading.current_thread() is threading.main_thread():
