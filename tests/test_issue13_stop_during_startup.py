@@ -61,12 +61,16 @@ def test_issue13_stop_during_start_up_at_any_point_is_clean(home: Path) -> None:
             loc.sidecar_log.unlink(missing_ok=True)
             code, err = _stop_at(home, delay_ms, sig)
             where = f"{sig.name} at {delay_ms} ms"
-            # A signal that comes while the interpreter itself starts (before ``memcue/sidecar/__main__.py``
-            # runs: about 40 ms here, longer on a busy machine) ends the process by the signal, before it has
-            # created anything (no log line, no pid file, so ``memcue stop`` cannot send it then); from then on
-            # the sidecar handles it and exits 0.
-            before_python = code == -sig and not loc.sidecar_log.exists()
-            assert code == 0 or before_python, f"{where}: exit {code}\n{err}"
+            # A signal that comes while the interpreter itself starts (site, runpy: before any memcue code
+            # runs, about 20 ms here, longer on a busy machine) gets Python's default: SIGTERM ends the process,
+            # SIGINT raises KeyboardInterrupt in the interpreter's own start-up (exit 1). Nothing exists yet then
+            # (no log, no pid file, so ``memcue stop`` cannot send it; a spawned sidecar has its own session, so
+            # no terminal's Ctrl-C reaches it). From the sidecar's first line on it exits 0, without a traceback.
+            if not loc.sidecar_log.exists() and (code == -sig or (sig == signal.SIGINT and code == 1)):
+                assert "/memcue/" not in err, f"{where}: interrupted inside memcue's code\n{err}"
+                err = ""
+            else:
+                assert code == 0, f"{where}: exit {code}\n{err}"
             assert "Traceback" not in err and "Aborted" not in err and "terminate" not in err, f"{where}:\n{err}"
             log = loc.sidecar_log.read_text() if loc.sidecar_log.exists() else ""
             assert "Traceback" not in log and " ERROR " not in log, f"{where}:\n{log}"

@@ -147,8 +147,9 @@ def serve(*, foreground: bool = False, load_model: bool = True) -> int:
     included) and when another instance runs; 1 when it cannot start (a clear line on stderr and in the log).
     The signal handlers are installed first (main thread only; a signal ``python -m memcue.sidecar`` held
     blocked during its imports is delivered then) and restored on return. Only a signal that comes while the
-    interpreter itself starts, before ``__main__`` runs, ends the process by that signal: nothing exists yet
-    then, not even the pid file ``memcue stop`` reads."""
+    interpreter itself starts, before ``__main__`` runs, gets Python's default (SIGTERM ends the process,
+    SIGINT a KeyboardInterrupt in ``site``, exit 1): nothing exists yet then, not even the pid file ``memcue
+    stop`` reads, and a sidecar a hook started runs in its own session, out of a terminal's Ctrl-C."""
     stop = StopRequest()
     previous = {}
     if threading.current_thread() is threading.main_thread():
