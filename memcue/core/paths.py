@@ -4,6 +4,11 @@ Standard library only (the hook path imports it). The data directory is ``$MEMCU
 otherwise the same folder ``platformdirs.user_data_dir("memcue")`` gives on Linux and macOS
 (``$XDG_DATA_HOME/memcue``, default ``~/.local/share/memcue``; ``~/Library/Application Support/memcue``).
 A test checks that the two agree, so the hook never needs platformdirs.
+
+``$MEMCUE_HOME`` must be absolute (``~`` is expanded). A relative one is refused with ``RelativeHomeError``
+everywhere: the hook, the sidecar, the CLI and the MCP server all run in folders of their own (a hook in the
+user's project), so a relative data dir would scatter stores across projects, and the folder the user meant
+it from cannot be known. The CLI and sidecar report the error; the hook fails open (creates nothing).
 """
 
 from __future__ import annotations
@@ -16,11 +21,24 @@ from pathlib import Path
 MAX_SOCKET_PATH_BYTES = 100
 
 
+class RelativeHomeError(OSError):
+    """``$MEMCUE_HOME`` is set to a relative path (see the module docstring). An ``OSError``: the environment
+    names an unusable data directory, and callers that handle a missing or unwritable data dir handle this too.
+    """
+
+
 def data_dir() -> Path:
-    """The data directory (not created). ``$MEMCUE_HOME`` wins over the platform default."""
+    """The data directory (not created), absolute. ``$MEMCUE_HOME`` (``~`` expanded) wins over the platform
+    default. Raises ``RelativeHomeError`` when ``$MEMCUE_HOME`` is relative."""
     home = os.environ.get("MEMCUE_HOME")
     if home:
-        return Path(home).expanduser().absolute()
+        path = Path(home).expanduser()
+        if not path.is_absolute():
+            raise RelativeHomeError(
+                f"MEMCUE_HOME={home!r} is a relative path; memcue needs an absolute one (hooks run in your "
+                "projects' folders, and a relative data dir would be made inside each). Set it to an absolute "
+                "path, or unset it for the default.")
+        return path
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Application Support" / "memcue"
     xdg = os.environ.get("XDG_DATA_HOME", "").strip()
@@ -99,7 +117,8 @@ class Locations:
 
 
 def locations() -> Locations:
-    """Locations for the current environment (reads ``MEMCUE_HOME`` each call)."""
+    """Locations for the current environment (reads ``MEMCUE_HOME`` each call). Raises ``RelativeHomeError``
+    (``data_dir``)."""
     return Locations(data_dir())
 
 

@@ -9,6 +9,7 @@ import sys
 def command(harness: str, event: str, python: str | None = None) -> list[str]:
     """The argv a harness should run for ``harness``/``event``: ``python -I -S <memcue>/hooks/launch.py
     harness event`` with ``python`` (default: this interpreter). ``-S`` skips ``site`` (about a third of
-    a bare interpreter start with an editable install; see ``launch.py``)."""
+    a bare interpreter start with an editable install; see ``launch.py``). Where a harness needs one shell
+    string, ``memcue.install.edits.hooks_json.hook_command`` quotes it for any path."""
     launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
     return [python or sys.executable, "-I", "-S", launcher, harness, event]

@@ -1,8 +1,12 @@
 """``python -m memcue.sidecar``: run the sidecar (hooks and clients start it detached this way)."""
 
 import os
+import signal
 import sys
 
+# A stop signal during the imports below waits (blocked) until ``serve`` has its handlers in place, which
+# then unblocks it: a sidecar stopped at any point of start-up exits cleanly (issue 13).
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 # One thread for numpy's BLAS: with onnxruntime in the same process, more made embedding 3-4x slower
 # (DESIGN.md section 2). Must be set before numpy is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

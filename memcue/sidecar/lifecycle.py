@@ -16,6 +16,7 @@ import signal
 import socket
 import stat
 import sys
+import threading
 from pathlib import Path
 
 from memcue.core.paths import Locations, locations
@@ -32,15 +33,35 @@ class SidecarError(RuntimeError):
 
 
 def acquire_lock(loc: Locations) -> int | None:
-    """Take the single-instance lock; return its fd, or None when another live sidecar holds it."""
+    """Take the single-instance lock; return its fd, or None when another live sidecar holds it.
+
+    The lock file is deleted on a clean stop (``release_lock``), so a lock taken on a file that has since
+    been unlinked or replaced is worthless: after ``flock`` the fd must still be the file at the path, else
+    it is taken again on the current file."""
     loc.root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(loc.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+    while True:
+        fd = os.open(loc.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        try:
+            held, current = os.fstat(fd), os.stat(loc.lock_file)
+        except FileNotFoundError:
+            current = None
+        if current is not None and (held.st_dev, held.st_ino) == (current.st_dev, current.st_ino):
+            return fd
+        os.close(fd)  # the file was removed by the sidecar that held it: lock the new one
+
+
+def release_lock(loc: Locations, fd: int) -> None:
+    """Delete the lock file, then release the lock ``fd`` (in that order: see ``acquire_lock``)."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.unlink(loc.lock_file)
     except OSError:
-        os.close(fd)
-        return None
-    return fd
+        pass
+    os.close(fd)
 
 
 def read_pid(loc: Locations) -> int | None:
@@ -92,23 +113,92 @@ def _setup_logging(loc: Locations, foreground: bool) -> None:
     root.setLevel(logging.INFO)
 
 
+#: The signals that stop the sidecar: ``memcue stop`` sends SIGTERM, a terminal's Ctrl-C SIGINT.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class StopRequest:
+    """Records a stop signal at any point of start-up or serving, without interrupting what runs.
+
+    Start-up (imports, opening the store, starting the model) is never cut in the middle: the signal is noted
+    and start-up stops at its next step (``requested``). Once uvicorn runs, ``server`` is set and a signal
+    asks it to shut down gracefully (a second SIGINT forces it, as uvicorn's own handler does)."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self.server: object | None = None
+
+    @property
+    def requested(self) -> bool:
+        """True once a stop signal came."""
+        return self.signum != 0
+
+    def handle(self, signum: int, frame: object) -> None:
+        """The signal handler (main thread, between bytecodes)."""
+        again, self.signum = self.requested, signum
+        if self.server is not None:
+            if again and signum == signal.SIGINT:
+                self.server.force_exit = True  # type: ignore[attr-defined]
+            self.server.should_exit = True  # type: ignore[attr-defined]
+
+
 def serve(*, foreground: bool = False, load_model: bool = True) -> int:
-    """Run the sidecar until SIGTERM/SIGINT. Returns the exit code (0 also when another instance runs)."""
-    loc = locations()
+    """Run the sidecar until SIGTERM/SIGINT. Returns the exit code: 0 after a stop signal at any point (start-up
+    included) and when another instance runs; 1 when it cannot start (a clear line on stderr and in the log).
+    The signal handlers are installed first (main thread only; a signal ``python -m memcue.sidecar`` held
+    blocked during its imports is delivered then) and restored on return. Only a signal that comes while the
+    interpreter itself starts, before ``__main__`` runs, gets Python's default (SIGTERM ends the process,
+    SIGINT a KeyboardInterrupt in ``site``, exit 1): nothing exists yet then, not even the pid file ``memcue
+    stop`` reads, and a sidecar a hook started runs in its own session, out of a terminal's Ctrl-C."""
+    stop = StopRequest()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, stop.handle) for sig in STOP_SIGNALS}
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked by ``__main__`` during its imports
+    try:
+        return _serve(stop, foreground, load_model)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve(stop: StopRequest, foreground: bool, load_model: bool) -> int:
+    """``serve`` once the signal handlers are in place: lock, log, socket and pid file, then ``_run``; the
+    socket, pid and lock files go whatever happens after the lock is taken."""
+    try:
+        loc = locations()
+    except OSError as exc:  # MEMCUE_HOME is relative (core/paths.py)
+        print(f"memcue: cannot start the sidecar: {exc}", file=sys.stderr)
+        return 1
     limit_arenas()
     lock_fd = acquire_lock(loc)
     if lock_fd is None:
         if foreground:
             print(f"memcue sidecar is already running (pid {read_pid(loc)}); socket {loc.socket}", file=sys.stderr)
         return 0
-    _setup_logging(loc, foreground)
     try:
-        sock = bind_socket(loc.socket)
-    except (SidecarError, OSError) as exc:
-        log.error("cannot start: %s", exc)
-        print(f"memcue: cannot start the sidecar: {exc}", file=sys.stderr)
-        return 1
-    loc.pid_file.write_text(str(os.getpid()))
+        _setup_logging(loc, foreground)
+        try:
+            sock = bind_socket(loc.socket)
+        except (SidecarError, OSError) as exc:
+            log.error("cannot start: %s", exc)
+            print(f"memcue: cannot start the sidecar: {exc}", file=sys.stderr)
+            return 1
+        loc.pid_file.write_text(str(os.getpid()))
+        try:
+            return _run(loc, sock, stop, load_model)
+        finally:
+            sock.close()
+            _remove_files(loc)
+            log.info("memcue sidecar stopped%s", f" (signal {stop.signum})" if stop.requested else "")
+    finally:
+        release_lock(loc, lock_fd)
+
+
+def _run(loc: Locations, sock: socket.socket, stop: StopRequest, load_model: bool) -> int:
+    """Import the server, open the service, serve on ``sock`` until stopped; checks ``stop`` between the
+    steps of start-up so a signal during it ends the run there. The service is stopped (worker joined, model
+    loading ended, WAL checkpointed) whatever happens."""
     service = None
     try:
         import uvicorn
@@ -117,6 +207,8 @@ def serve(*, foreground: bool = False, load_model: bool = True) -> int:
         from memcue.sidecar.service import MemoryService
         from memcue.sidecar.settings import load_settings
 
+        if stop.requested:
+            return _stopped_early(stop)
         settings = load_settings(loc.config_file)
         try:
             service = MemoryService(loc, settings, load_model=load_model and not settings.no_model)
@@ -126,14 +218,18 @@ def serve(*, foreground: bool = False, load_model: bool = True) -> int:
             log.error(message)
             print(f"memcue: {message}", file=sys.stderr)
             return 1
+        if stop.requested:
+            return _stopped_early(stop)
         service.start()
         log.info("memcue sidecar %s serving on %s (pid %d)", _version(), loc.socket, os.getpid())
         config = uvicorn.Config(create_app(service), log_level="warning", lifespan="off", access_log=False,
                                 timeout_graceful_shutdown=5)
-        # uvicorn handles SIGTERM itself, then re-raises it once it has shut down; a Python handler turns
-        # that re-raise into SystemExit so the cleanup below (WAL checkpoint, socket, pid file) still runs.
-        signal.signal(signal.SIGTERM, _exit_on_signal)
-        uvicorn.Server(config).run(sockets=[sock])
+        server = uvicorn.Server(config)
+        # uvicorn installs its own handlers while it runs and re-raises a captured signal after shutting
+        # down; that re-raise reaches ``stop.handle`` (restored by then), which only records it.
+        stop.server = server
+        if not stop.requested:
+            server.run(sockets=[sock])
         return 0
     except Exception as exc:
         log.exception("sidecar failed")
@@ -142,19 +238,22 @@ def serve(*, foreground: bool = False, load_model: bool = True) -> int:
     finally:
         if service is not None:
             service.stop()
-        for path in (loc.socket, loc.pid_file):
-            try:
-                if path == loc.socket and not stat.S_ISSOCK(os.lstat(path).st_mode):
-                    continue
-                os.unlink(path)
-            except OSError:
-                pass
-        log.info("memcue sidecar stopped")
-        os.close(lock_fd)
 
 
-def _exit_on_signal(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+def _stopped_early(stop: StopRequest) -> int:
+    log.info("stop signal %d during start-up: stopping", stop.signum)
+    return 0
+
+
+def _remove_files(loc: Locations) -> None:
+    """Remove the socket (only if it is one: case C09) and the pid file."""
+    for path in (loc.socket, loc.pid_file):
+        try:
+            if path == loc.socket and not stat.S_ISSOCK(os.lstat(path).st_mode):
+                continue
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def _version() -> str:

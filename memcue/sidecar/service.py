@@ -55,6 +55,8 @@ log = logging.getLogger("memcue.service")
 WORKER_THREADS = 4
 #: Seconds the answer check gets on a question asked without a budget.
 CHECK_WITHOUT_BUDGET_S = 60.0
+#: How long (s) ``stop`` waits for the dateparser warm-up still importing (about a second on this machine).
+WARM_JOIN_S = 5.0
 
 
 class MemoryNotFound(LookupError):
@@ -102,6 +104,7 @@ class MemoryService:
                                    wait_s=settings.recall_wait_s, ttl_s=settings.answer_cache_ttl_s,
                                    delay_s=settings.recall_delay_s)
         self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit)
+        self._warm: threading.Thread | None = None
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
 
@@ -114,11 +117,19 @@ class MemoryService:
         if self._recall_services.reranker is not None:
             self._recall_services.reranker.start()
         self._worker.start()
-        threading.Thread(target=warm_up, name="memcue-dateparser-warm", daemon=True).start()
+        self._warm = threading.Thread(target=warm_up, name="memcue-dateparser-warm", daemon=True)
+        self._warm.start()
 
     def stop(self) -> None:
-        """Stop the worker, write the pending usage log and checkpoint the database."""
+        """Stop the worker, end model loading, write the pending usage log and checkpoint the database. Safe at
+        any point after construction (also when ``start`` was never called): start-up threads still inside
+        native code (onnxruntime, dateparser's imports) are waited for, bounded, so the process never exits
+        under them."""
         self._worker.stop()
+        if self._embedder is not None:
+            self._embedder.close()
+        if self._warm is not None:
+            self._warm.join(WARM_JOIN_S)
         self._usage.flush()
         self._store.close()
 

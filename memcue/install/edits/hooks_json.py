@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,27 @@ _JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", boo
 _OURS = re.compile(r"memcue[/\\]hooks[/\\]launch\.py|-m\s+memcue\.hooks\b")
 
 
+#: Characters a POSIX shell still acts on inside double quotes (``!`` only in an interactive bash, quoted
+#: anyway) and a newline: a path holding none is written in double quotes, the form memcue always wrote.
+_ACTIVE_IN_DOUBLE_QUOTES = re.compile(r'[$`"\\!\n]')
+
+
+def shell_quote(arg: str) -> str:
+    """``arg`` quoted for a POSIX shell (``sh -c``, which Claude Code and Codex run ``command`` through), with
+    forward slashes for the OS separator: ``"arg"`` when nothing in it is active inside double quotes (so an
+    ordinary path keeps the exact form older installs wrote), else single quotes (``shlex.quote``) that keep
+    every character, ``$``, backquote, ``"``, ``\\``, ``'``, space and non-ASCII included."""
+    arg = arg.replace(os.sep, "/")
+    if _ACTIVE_IN_DOUBLE_QUOTES.search(arg) is None:
+        return f'"{arg}"'
+    return shlex.quote(arg)
+
+
 def hook_command(harness: str, event: str, python: str | None = None) -> str:
-    """The shell command for ``harness``'s ``event`` (a memcue event name): quoted absolute interpreter and
-    launcher paths with forward slashes (``memcue.hooks.command``)."""
+    """The shell command for ``harness``'s ``event`` (a memcue event name): the absolute interpreter and
+    launcher paths quoted by ``shell_quote`` (``memcue.hooks.command``), the other words as they are."""
     argv = command(harness, event, python or sys.executable)
-    quoted = [f'"{a.replace(os.sep, "/")}"' if i in (0, 3) else a for i, a in enumerate(argv)]
-    return " ".join(quoted)
+    return " ".join(shell_quote(a) if i in (0, 3) else a for i, a in enumerate(argv))
 
 
 def is_ours(hook: object) -> bool:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -50,8 +49,17 @@ BULK_BATCH = 8
 BULK_THREADS = 2
 
 
+#: How long (s) ``close`` waits for a model still loading: creating the ONNX session takes about a second
+#: here; the interpreter must not exit while that thread is inside onnxruntime (it can abort the process).
+CLOSE_WAIT_S = 10.0
+
+
 class ModelNotReady(RuntimeError):
     """The model is still loading or failed to load (``Embedder.state`` says which)."""
+
+
+class _Closed(Exception):
+    """``close`` was called while the model loaded: loading ends at its next step."""
 
 
 class Embedder:
@@ -70,6 +78,8 @@ class Embedder:
         self.state = "warming"
         self.error = ""
         self.ready = threading.Event()
+        self._closing = threading.Event()
+        self._thread: threading.Thread | None = None
         self.on_ready: Callable[[], None] | None = None
         self.cache_size = cache_size_from_env() if cache_size is None else cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -85,15 +95,21 @@ class Embedder:
         return self.folder.dim if self.folder else 0
 
     def load(self) -> None:
-        """Assemble the model folder and load it (blocking; call from a thread). Never raises."""
+        """Assemble the model folder and load it (blocking; call from a thread). Never raises. After
+        ``close`` it stops at its next step with ``state`` "stopped"."""
         try:
             if self._load_delay_s > 0:  # lets tests observe the warming state deterministically
-                time.sleep(self._load_delay_s)
+                self._closing.wait(self._load_delay_s)
+            self._check_open()
             self.folder = assemble_default_model(self._models_dir)
+            self._check_open()
             self._model = self._session(threads=1)
+            self._check_open()
             self.embed(["warm up"])  # first run allocates; do it before answering
             trim_heap()  # the graph optimiser's temporaries: about 60 MB back to the system
             self.state = "ready"
+        except _Closed:
+            self.state = "stopped"
         except Exception as exc:  # noqa: BLE001 - a failed model means keyword-only service
             self.state = "error"
             self.error = f"{type(exc).__name__}: {exc}"
@@ -112,11 +128,27 @@ class Embedder:
         return TextEmbedding(self.folder.fastembed_name, specific_model_path=str(self.folder.path),
                              threads=threads, enable_cpu_mem_arena=False, local_files_only=True, lazy_load=False)
 
+    def _check_open(self) -> None:
+        if self._closing.is_set():
+            raise _Closed
+
     def start(self) -> threading.Thread:
         """Start ``load`` on a daemon thread and return it."""
-        thread = threading.Thread(target=self.load, name="memcue-model-load", daemon=True)
+        thread = self._thread = threading.Thread(target=self.load, name="memcue-model-load", daemon=True)
         thread.start()
         return thread
+
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> bool:
+        """Stop a load in progress at its next step and wait up to ``wait_s`` seconds for the loading thread
+        (a step already inside onnxruntime finishes first). True when no loading thread is left running."""
+        self._closing.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(wait_s)
+            if thread.is_alive():
+                log.warning("the embedding model was still loading after %.0f s; exiting anyway", wait_s)
+                return False
+        return True
 
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Embed ``texts`` into ``dim``-length float32 unit vectors. Raises ``ModelNotReady``."""
