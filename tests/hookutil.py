@@ -259,3 +259,12 @@ def cleanup_home(home: Path) -> None:
     sock = socket_path(home)
     if home not in sock.parents:
         sock.unlink(missing_ok=True)
+
+
+def content_length(request: bytes) -> int:
+    """The ``Content-Length`` of a raw HTTP request's head (bytes), 0 when it names none."""
+    for line in request.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0

@@ -20,7 +20,17 @@ import time
 from pathlib import Path
 
 import pytest
-from hookutil import HOOK, FakeSidecar, cleanup_home, hook_env, hook_log, make_home, socket_path, spool_records
+from hookutil import (
+    HOOK,
+    FakeSidecar,
+    cleanup_home,
+    content_length,
+    hook_env,
+    hook_log,
+    make_home,
+    socket_path,
+    spool_records,
+)
 
 from memcue.harnesses import HARNESSES, USER_PROMPT_SUBMIT
 from memcue.hooks.run import STALL_MARK, STALL_PROBE_S
@@ -99,7 +109,7 @@ class RawSidecar:
                 return
             self._conns.append(conn)
             data = b""
-            while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < self._length(data):
+            while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < content_length(data):
                 ready, _, _ = select.select([conn], [], [], 5)
                 chunk = conn.recv(65536) if ready else b""
                 if not chunk:
@@ -108,14 +118,6 @@ class RawSidecar:
             self.requests.append(data)
             if self.reply:
                 conn.sendall(self.reply)
-
-    @staticmethod
-    def _length(data: bytes) -> int:
-        for line in data.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                return int(value)
-        return 0
 
     def __enter__(self) -> RawSidecar:
         return self

@@ -16,6 +16,7 @@ from hookutil import (
     HOOK,
     FakeSidecar,
     cleanup_home,
+    content_length,
     hook_env,
     hook_log,
     make_home,
@@ -272,7 +273,7 @@ class _AcceptReadNeverAnswer:
             conn.settimeout(5)
             data = b""
             try:
-                while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < self._length(data):
+                while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < content_length(data):
                     chunk = conn.recv(65536)
                     if not chunk:
                         break
@@ -280,14 +281,6 @@ class _AcceptReadNeverAnswer:
             except OSError:
                 pass
             self.requests.append(data)
-
-    @staticmethod
-    def _length(data: bytes) -> int:
-        for line in data.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                return int(value)
-        return 0
 
     def close(self) -> None:
         try:
