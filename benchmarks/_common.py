@@ -90,3 +90,13 @@ def stop_sidecar(env: dict[str, str]) -> None:
     on a non-zero exit."""
     subprocess.run([sys.executable, "-m", "memcue", "stop"], env=env, capture_output=True, check=False,
                    timeout=60)
+
+
+def injected_context(stdout: bytes) -> str:
+    """The ``additionalContext`` a UserPromptSubmit hook printed ("" for none or unparsable output)."""
+    if not stdout.strip():
+        return ""
+    try:
+        return str(json.loads(stdout)["hookSpecificOutput"]["additionalContext"])
+    except (ValueError, KeyError, TypeError):
+        return ""

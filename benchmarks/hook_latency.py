@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _common import RESULTS_DIR, git_commit, percentiles, say, stop_sidecar, write_results
+from _common import RESULTS_DIR, git_commit, injected_context, percentiles, say, stop_sidecar, write_results
 from hook_corpus import SEED_TOTAL, payload, prompts, seed_rows
 
 from memcue.client import Client
@@ -85,16 +85,6 @@ def run_process(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[flo
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     out, _ = proc.communicate(stdin, timeout=30)
     return (time.perf_counter() - started) * 1000, out, proc.returncode, proc.pid
-
-
-def injected_context(stdout: bytes) -> str:
-    """The additionalContext the hook printed ("" for nothing)."""
-    if not stdout.strip():
-        return ""
-    try:
-        return str(json.loads(stdout)["hookSpecificOutput"]["additionalContext"])
-    except (ValueError, KeyError, TypeError):
-        return ""
 
 
 def hook_log_times(loc: Locations) -> dict[int, float]:

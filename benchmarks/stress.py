@@ -45,7 +45,16 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from _common import RESULTS_DIR, git_commit, git_dirty, percentiles, say, stop_sidecar, write_results
+from _common import (
+    RESULTS_DIR,
+    git_commit,
+    git_dirty,
+    injected_context,
+    percentiles,
+    say,
+    stop_sidecar,
+    write_results,
+)
 from hook_corpus import prompts, seed_rows
 from stress_load import (
     END_REASONS,
@@ -55,7 +64,6 @@ from stress_load import (
     build_log,
     fact_rows,
     hook_env,
-    injected_context,
     prompt_payload,
     run_hook,
     session_end_payload,

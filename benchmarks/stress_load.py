@@ -121,16 +121,6 @@ def run_hook(event: str, payload: dict[str, Any], env: dict[str, str], *,
     return HookCall(event, (time.perf_counter() - started) * 1000, proc.returncode, out, stall is not None)
 
 
-def injected_context(stdout: bytes) -> str:
-    """The additionalContext a UserPromptSubmit hook printed ("" for none or unparsable output)."""
-    if not stdout.strip():
-        return ""
-    try:
-        return str(json.loads(stdout)["hookSpecificOutput"]["additionalContext"])
-    except (ValueError, KeyError, TypeError):
-        return ""
-
-
 # -- the sidecar --------------------------------------------------------------------------------------
 
 
