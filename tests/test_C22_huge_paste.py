@@ -21,7 +21,7 @@ import pytest
 from conftest import Sidecar, context_of, prompt_payload, run_hook
 
 from memcue.core import spool_format
-from memcue.core.limits import CAPTURE_MAX_CHARS, CUT_MARKER, cap_text
+from memcue.core.limits import CAPTURE_MAX_CHARS, CUT_MARKER, QUERY_JOIN, QUERY_MAX_CHARS, cap_text
 from memcue.sidecar.store import NewMemory, Store, extract_entities, prepare_write
 
 MARKER_START = CUT_MARKER.split("{", 1)[0]
@@ -183,3 +183,19 @@ def test_C22_second_session_is_answered_while_a_paste_is_captured(sidecar: Sidec
         assert proc.returncode == 0 and paste.returncode == 0
         assert MEMORY in context_of(proc), f"round {n}: nothing injected after {elapsed:.2f} s"
         assert elapsed < 3.0, f"round {n}: the hook took {elapsed:.2f} s"
+
+
+def test_C22_recall_reads_the_two_ends_of_a_paste(sidecar: Sidecar, tmp_path: Path) -> None:
+    """A 90 KB prompt (under the 100,000 characters ``/recall`` takes) is read by recall through its two ends
+    (``core.limits.cap_query``): the answer's query is the log's opening and the question typed after it,
+    not the whole log, and the keyword channel still finds the memory by the question's words."""
+    project = tmp_path / "asks-after"
+    project.mkdir()
+    sidecar.client.remember(MEMORY, project=os.path.realpath(project))
+    sidecar.client.wait_idle(timeout_s=60)
+    log = build_log(90_000, seed=7)
+    answer = sidecar.client.recall(log + "\n\n" + QUESTION, project=os.path.realpath(project), limit=20)
+    assert len(answer["query"]) <= QUERY_MAX_CHARS + len(QUERY_JOIN)
+    assert answer["query"].startswith(log[:1000]) and answer["query"].endswith(QUESTION)
+    assert answer["channel_status"]["bm25"] == "ok"
+    assert "haproxy" in answer["query_terms"] or "staging" in answer["query_terms"]

@@ -1,5 +1,6 @@
-"""How much of a captured text memcue keeps: the one cap for prompts, agent answers, session-end text and
-spool records, and the one way to cut a text to it.
+"""How much of a long text memcue keeps and reads: the one cap for captured prompts, agent answers, session-end
+text and spool records, and the one way to cut a text to it; and the one cap on the text a recall reads of its
+query (a prompt with a pasted log).
 
 Standard library only (the hook's spool writer applies it, and so does the sidecar's write path,
 ``memcue.sidecar.store.write.prepare``, for the captured kinds whatever route brings them).
@@ -22,14 +23,16 @@ CAPTURE_MAX_CHARS = 16_000
 CUT_MARKER = "[memcue: cut here, {left_out} more characters left out]"
 
 
-def cap_text(text: str, limit: int = CAPTURE_MAX_CHARS) -> str:
+def cap_text(text: str, limit: int = CAPTURE_MAX_CHARS, *, full_chars: int | None = None) -> str:
     """``text`` unchanged when it has at most ``limit`` characters; otherwise its start cut at the last line
     break (else the last space or tab) in the second half of the room left, followed by a new line and
     ``CUT_MARKER``, at most ``limit`` characters in all. A cut text is never cut again (idempotent).
-    ``limit`` too small for the marker gives a hard cut at ``limit``. Never raises."""
+    ``limit`` too small for the marker gives a hard cut at ``limit``. ``full_chars``: the length of the text
+    ``text`` was itself cut from (default ``len(text)``), for the marker's count. Never raises."""
     if len(text) <= limit:
         return text
-    room = limit - len(CUT_MARKER.format(left_out=f"{len(text):,}")) - 1
+    total = max(full_chars or 0, len(text))
+    room = limit - len(CUT_MARKER.format(left_out=f"{total:,}")) - 1
     if room <= 0:
         return text[:limit]
     head = text[:room]
@@ -37,4 +40,21 @@ def cap_text(text: str, limit: int = CAPTURE_MAX_CHARS) -> str:
     if cut < room // 2:
         cut = max(head.rfind(" "), head.rfind("\t"))
     head = head[:cut].rstrip() if cut >= room // 2 else head
-    return f"{head}\n{CUT_MARKER.format(left_out=f'{len(text) - len(head):,}')}"
+    return f"{head}\n{CUT_MARKER.format(left_out=f'{total - len(head):,}')}"
+
+
+#: Characters of a query that recall reads at most: the first and last half of them, so the question around a
+#: pasted log (usually before it or after it) is read and the log itself costs the keyword, entity and time
+#: analysis nothing. The embedding model reads only the first 256 tokens (about 1,000 characters) anyway.
+QUERY_MAX_CHARS = 4_000
+#: What joins the two ends of a cut query.
+QUERY_JOIN = " | "
+
+
+def cap_query(text: str, limit: int = QUERY_MAX_CHARS) -> str:
+    """``text`` unchanged when it has at most ``limit`` characters; otherwise its first and last ``limit // 2``
+    characters joined by ``QUERY_JOIN``. Never raises."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + QUERY_JOIN + text[-half:]

@@ -8,8 +8,10 @@ boosts -> evidence floor -> rerank -> support -> outcome -> contract.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
+from memcue.core.limits import cap_query
 from memcue.sidecar.recall.boosts import boost
 from memcue.sidecar.recall.candidates import gather
 from memcue.sidecar.recall.channels import SEMANTIC
@@ -29,10 +31,12 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
            services: RecallServices | None = None) -> dict[str, Any]:
     """Run the pipeline and return the contract response as a dict.
 
-    Raises ``ValueError`` for a bad request (a negative channel weight, an empty window).
+    A query longer than ``core.limits.QUERY_MAX_CHARS`` is read by its two ends (``cap_query``). Raises
+    ``ValueError`` for a bad request (a negative channel weight, an empty window).
     """
     services = services or RecallServices()
     started = time.perf_counter()
+    req = replace(req, query=cap_query(req.query))  # a pasted log: its two ends are read, not the whole
     now = time.time() if req.now is None else float(req.now)
     qc = classify(req.query, services.config.weights, req.weights)
     early = early_answer(store, req, qc, now, started)

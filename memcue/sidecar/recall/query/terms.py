@@ -59,7 +59,7 @@ def keyword_query(text: str, common: frozenset[str] = frozenset()) -> KeywordQue
     Words in ``common`` (in so many memories that they barely move ``bm25()``, yet make it score every one
     of those memories) are left out of the MATCH, and so are phrases made only of them, unless that would
     leave nothing to search. ``terms`` keeps every word either way (cue terms, notes)."""
-    terms = tuple(content_terms(text)[:MAX_TERMS])
+    terms = tuple(_ends(content_terms(text), MAX_TERMS))
     if not terms:
         return KeywordQuery((), "", note="the query has no searchable words")
     searched = [t for t in terms if t not in common]
@@ -70,6 +70,15 @@ def keyword_query(text: str, common: frozenset[str] = frozenset()) -> KeywordQue
     return KeywordQuery(terms, match)
 
 
+def _ends(terms: list[str], limit: int) -> list[str]:
+    """``terms`` when there are at most ``limit``; else the first and last ``limit // 2`` of them: a prompt's
+    question is at one end of what it pastes (``core.limits.cap_query`` reads a long prompt the same way)."""
+    if len(terms) <= limit:
+        return terms
+    half = limit // 2
+    return terms[:half] + terms[-(limit - half):]
+
+
 def compounds(text: str) -> list[list[str]]:
     """Words written together with punctuation ("build-cache", "OPS-4821", "2.1.3", "src/app.py"),
     searched also as a phrase so an exact identifier outranks its parts found apart."""
@@ -78,7 +87,7 @@ def compounds(text: str) -> list[list[str]]:
         parts = words(chunk)
         if 1 < len(parts) <= 8:
             out.append(parts)
-    return out[:8]
+    return _ends(out, 8)
 
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")

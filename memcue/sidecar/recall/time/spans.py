@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memcue.core.limits import QUERY_MAX_CHARS, cap_query
 from memcue.sidecar.recall.time.patterns import AMBIGUOUS_MONTH, DATE_MARKERS, SPAN_PATTERNS
 
-#: Text analysed at most: the first and last ``TEXT_CAP // 2`` characters of a long prompt (the question
-#: is usually at one end), so a pasted log cannot make the regexes or the cache expensive.
-TEXT_CAP = 4000
+#: Text analysed at most (``core.limits.cap_query``): the two ends of a long prompt (the question is usually
+#: at one end), so a pasted log cannot make the regexes or the cache expensive.
+TEXT_CAP = QUERY_MAX_CHARS
 
 
 @dataclass
@@ -30,11 +31,9 @@ class Span:
 
 
 def cap_text(text: str) -> str:
-    """``text`` itself when it has at most ``TEXT_CAP`` characters, else its two ends joined by " | "."""
-    if len(text) <= TEXT_CAP:
-        return text
-    half = TEXT_CAP // 2
-    return text[:half] + " | " + text[-half:]
+    """``text`` itself when it has at most ``TEXT_CAP`` characters, else its two ends (``core.limits.
+    cap_query``)."""
+    return cap_query(text, TEXT_CAP)
 
 
 def find_spans(text: str) -> list[Span]:
