@@ -45,3 +45,26 @@ def test_a_prepared_write_is_stored_as_is(tmp_path: Path, monkeypatch: pytest.Mo
         assert store.remember(memory).duplicate  # the same text again, prepared by the store
     finally:
         store.close()
+
+
+def test_a_huge_capture_is_cut_before_redaction_and_guarded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A captured text far over the cap reaches the redactor cut to ``PRECUT_CHARS`` (a pasted megabyte costs
+    no more than a long answer); the stored text is a prefix of the original, within the cap, ends at least
+    ``PRECUT_GUARD_CHARS`` before the pre-cut, and its marker counts the characters left out of the original."""
+    seen: list[int] = []
+    real = prepare.redact
+
+    def measuring(text: str) -> object:
+        seen.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(prepare, "redact", measuring)
+    text = "\n".join(f"line {n} of a pasted build log, step {n % 9} ok" for n in range(20_000))
+    p = prepare_write(NewMemory(content=text, kind="request", project="p"))
+    assert seen and max(seen) <= prepare.PRECUT_CHARS
+    head, marker = p.content.rsplit("\n", 1)
+    assert len(p.content) <= prepare.CAPTURE_MAX_CHARS and text.startswith(head + "\n")
+    assert f"{len(text) - len(head):,} more characters" in marker
+    assert len(head) <= prepare.PRECUT_CHARS - prepare.PRECUT_GUARD_CHARS
+    # A memory written on purpose is never cut, whatever its length.
+    assert prepare_write(NewMemory(content=text[:50_000], kind="note")).content == text[:50_000]

@@ -6,7 +6,9 @@ The steps, in order: sanitise (``sanitize``: invalid Unicode, control bytes, lin
 injected blocks out of a captured prompt (kind ``request``, ``strip``); redact secrets (``redaction``: the
 content and ``metadata["embed_text"]``, the text embedded instead when given); cut a captured text (``records.
 CAPTURED_KINDS``) to ``memcue.core.limits.CAPTURE_MAX_CHARS`` at a line or word, with a marker saying how much was
-left out (after redaction, so a secret is never cut into a piece the redactor no longer knows); flag bookkeeping
+left out (after redaction, so a secret is never cut into a piece the redactor no longer knows; a captured text
+far over the cap is first cut to ``PRECUT_CHARS`` at a line, so a pasted megabyte costs the redactor no more than
+a long answer, and what is stored then ends at least ``PRECUT_GUARD_CHARS`` before that cut); flag bookkeeping
 rows (a prompt that was only a pasted block, a record kind, or a line a tool writes about itself:
 ``bookkeeping``); the digest that finds the same text written again in the same project; and the entities the
 text names (``entities.extract_entities``, for the entity graph).
@@ -21,13 +23,21 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from memcue.core.limits import cap_text
+from memcue.core.limits import CAPTURE_MAX_CHARS, cap_text
 from memcue.core.text import sanitize_text
 from memcue.sidecar.store.write.bookkeeping import is_bookkeeping
 from memcue.sidecar.store.write.entities import extract_entities
 from memcue.sidecar.store.write.records import CAPTURED_KINDS, RECORD_KINDS, NewMemory
 from memcue.sidecar.store.write.redaction import redact
 from memcue.sidecar.store.write.strip import strip_injected
+
+#: A captured text longer than this is cut (at a line or word) before redaction: twice the cap, so the stored
+#: text (at most ``CAPTURE_MAX_CHARS``) comes from well inside what was redacted.
+PRECUT_CHARS = 2 * CAPTURE_MAX_CHARS
+#: After that cut, the stored text ends at least this many characters before its end, so a multi-line secret
+#: the cut split (a 4,096-bit RSA private key in PEM is about 3,300 characters) is never stored in part, even
+#: when redaction shrank the text a lot.
+PRECUT_GUARD_CHARS = 8_000
 
 
 @dataclass(frozen=True)
@@ -57,8 +67,11 @@ def prepare_write(memory: NewMemory) -> PreparedWrite:
     # block is kept as it was, as a bookkeeping row (never recalled, never embedded).
     stripped = strip_injected(content) if memory.kind == "request" else content
     only_block = bool(content.strip()) and not stripped.strip()
-    secrets = redact(content if only_block else stripped)
-    content = cap_text(secrets.text) if memory.kind in CAPTURED_KINDS else secrets.text
+    content = content if only_block else stripped
+    captured = memory.kind in CAPTURED_KINDS
+    precut = captured and len(content) > PRECUT_CHARS
+    secrets = redact(cap_text(content, PRECUT_CHARS) if precut else content)
+    content = _captured_cut(secrets.text, len(content), precut) if captured else secrets.text
     bookkeeping = only_block or memory.kind in RECORD_KINDS or is_bookkeeping(content)
     return PreparedWrite(
         memory=memory,
@@ -73,6 +86,16 @@ def prepare_write(memory: NewMemory) -> PreparedWrite:
         redacted=secrets.count,
         entities=() if bookkeeping else tuple(extract_entities(content)),
     )
+
+
+def _captured_cut(redacted: str, full_chars: int, precut: bool) -> str:
+    """``redacted`` (a captured text after redaction) cut to ``CAPTURE_MAX_CHARS``; after a pre-cut, also to
+    ``PRECUT_GUARD_CHARS`` before its end, its marker counting what was left out of the ``full_chars``
+    characters the text had before any cut."""
+    if not precut:
+        return cap_text(redacted)
+    limit = min(CAPTURE_MAX_CHARS, max(len(redacted) - PRECUT_GUARD_CHARS, 0))
+    return cap_text(redacted, limit, full_chars=full_chars)
 
 
 def _redact_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
