@@ -87,7 +87,10 @@ NORMAL_GAP_S = 0.2
 #: already capturing it.
 PASTE_LEAD_S = 1.0
 #: At most this many pastes are sent in the paste phase (bounds the phase if normal prompts stall).
-MAX_PASTES = 30
+MAX_PASTES = 400
+#: Distinct build logs built before the paste phase (each paste is one of them under its own first line), so
+#: building a 300 KB log takes no CPU from the hooks while they are measured.
+PASTE_LOGS = 4
 KINDS = ("prompt", "answer", "session_end")
 #: The store's ``kind`` of each captured request kind.
 ROW_KIND = {"prompt": "request", "answer": "response", "session_end": "event"}
@@ -422,15 +425,15 @@ def normal_phase(setup: Setup, n: int) -> dict[str, Any]:
     return {"wall_ms": percentiles(walls), "got_memory": got, "prompts": n, "exit_codes": dict(codes)}
 
 
-def paster(setup: Setup, size: int, rng: random.Random, tag: str, stop: threading.Event,
-           calls: list[HookCall]) -> None:
-    """Paste a ``size``-byte build log in one session's prompts, one after another, until ``stop`` (at most
-    ``MAX_PASTES``)."""
+def paster(setup: Setup, logs: list[str], tag: str, stop: threading.Event, calls: list[HookCall]) -> None:
+    """Paste build logs in one session's prompts, one after another, until ``stop`` (at most ``MAX_PASTES``):
+    paste ``i`` is ``logs[i % len(logs)]`` (built beforehand) under a first line naming ``tag`` and ``i``."""
     sid = str(uuid.uuid4())
     for i in range(MAX_PASTES):
         if stop.is_set():
             return
-        text = build_log(size, rng, f"{tag}-{i}")
+        body = logs[i % len(logs)].split("\n", 1)[1]
+        text = f"why did this build fail? paste {tag}-{i}:\n{body}"
         calls.append(run_hook("user-prompt-submit", prompt_payload(text, setup.cwd, sid), setup.env))
 
 
@@ -461,7 +464,8 @@ def paste_scenario(setup: Setup, *, memories: int, normal: int, paste_kb: int, s
     setup.client.wait_idle(timeout_s=120)
     say(f"  paste: {paste_kb} KB build logs in another session, {normal} normal prompts beside them")
     tag, stop, calls = uuid.uuid4().hex[:8], threading.Event(), []
-    worker = threading.Thread(target=paster, args=(setup, paste_kb * 1024, rng, tag, stop, calls), daemon=True)
+    logs = [build_log(paste_kb * 1024, rng, f"{tag}-log{n}") for n in range(PASTE_LOGS)]
+    worker = threading.Thread(target=paster, args=(setup, logs, tag, stop, calls), daemon=True)
     worker.start()
     time.sleep(PASTE_LEAD_S)
     loaded = normal_phase(setup, normal)

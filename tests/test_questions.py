@@ -138,3 +138,37 @@ def test_background_embedding_steps_aside_while_a_question_runs(home: Path) -> N
         assert after["counts"]["pending_embeddings"] == 0
     finally:
         sc.stop()
+
+
+def test_background_embedding_waits_for_a_gap_in_a_stream_of_questions(home: Path) -> None:
+    """Questions one after another (as sessions prompting, one of them pasting logs back to back): the new
+    rows are not embedded in the moments between two questions, only once none came for ``QUIET_GAP_S``
+    (issue 13: embedding in those moments slowed the next prompt)."""
+    sc = start_sidecar(home)
+    try:
+        sc.client.remember_batch(ROWS)
+        sc.client.wait_idle(timeout_s=120)
+        stop = threading.Event()
+
+        def stream() -> None:
+            asking = Client(sc.loc, timeout_s=30)
+            n = 0
+            while not stop.is_set():  # a new question each time: a repeated one is answered from the cache
+                n += 1
+                asking.recall(f"which http client do we use for service {n}", project="p")
+                time.sleep(0.02)
+
+        asker = threading.Thread(target=stream)
+        asker.start()
+        try:
+            time.sleep(0.5)
+            sc.client.remember_batch([{"content": f"note {i} about the billing export format", "project": "p"}
+                                      for i in range(5)])
+            time.sleep(1.5)
+            assert sc.client.health()["counts"]["pending_embeddings"] == 5
+        finally:
+            stop.set()
+            asker.join(30)
+        assert sc.client.wait_idle(timeout_s=60)["counts"]["pending_embeddings"] == 0
+    finally:
+        sc.stop()

@@ -186,11 +186,14 @@ class Questions:
 
 
 class QuestionGate:
-    """Counts the questions running (``running``); background work waits (``wait_quiet``) while any run
-    (``busy``), so they get the CPU. Thread-safe."""
+    """Counts the questions running (``running``) and when the last one ended; background work waits
+    (``wait_quiet``) while any runs or one ended less than a gap ago (``busy``), so questions get the CPU,
+    and a stream of them (sessions prompting, one pasting logs) is not slowed by embedding work started in
+    the moment between two of them. Thread-safe."""
 
     def __init__(self) -> None:
         self._questions = 0
+        self._last_end = float("-inf")
         self._lock = threading.Lock()
         self._quiet = threading.Event()
         self._quiet.set()
@@ -206,16 +209,26 @@ class QuestionGate:
         finally:
             with self._lock:
                 self._questions -= 1
+                self._last_end = time.monotonic()
                 if self._questions == 0:
                     self._quiet.set()
 
-    def busy(self) -> bool:
-        """True while a question runs."""
-        return not self._quiet.is_set()
+    def busy(self, gap_s: float = 0.0) -> bool:
+        """True while a question runs, or one ended less than ``gap_s`` (s) ago."""
+        return not self._quiet.is_set() or time.monotonic() - self._last_end < gap_s
 
-    def wait_quiet(self, max_s: float) -> None:
-        """Wait (at most ``max_s`` s) until no question runs."""
-        self._quiet.wait(max_s)
+    def wait_quiet(self, max_s: float, gap_s: float = 0.0) -> bool:
+        """Wait (at most ``max_s`` s) until no question runs and none ended in the last ``gap_s`` s; True when
+        that came, False at ``max_s``."""
+        deadline = time.monotonic() + max_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._quiet.wait(left):
+                return False
+            since = time.monotonic() - self._last_end
+            if since >= gap_s and self._quiet.is_set():
+                return True
+            time.sleep(min(gap_s - since, max(deadline - time.monotonic(), 0.0)) if since < gap_s else 0.001)
 
 
 #: When the keyword search joins the race (s), from the issue that specifies the hook path.

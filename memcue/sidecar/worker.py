@@ -34,6 +34,12 @@ WORKER_TICK_S = 1.0
 TRIM_EVERY_S = 5.0
 #: Longest the background work (embedding backfill, baselines) steps aside for running questions (s; issue 4).
 STEP_ASIDE_MAX_S = 20.0
+#: The pause after the last question before background embedding starts (s): embedding a captured paste
+#: takes 40-50 ms of a core, and started between two prompts of a busy stream it slowed the next one (one
+#: session pasting 300 KB logs back to back: another session's prompt hook p50 38 ms with embedding in the
+#: gaps, 30 ms without, 23 ms idle; ``make bench-stress``, issue 13). Keyword search finds a row at once;
+#: only its vector waits, at most ``STEP_ASIDE_MAX_S``.
+QUIET_GAP_S = 0.25
 #: Rows whose baselines are backfilled per step.
 BASELINE_BATCH = 256
 
@@ -123,9 +129,9 @@ class Worker:
                 self._bind_tried = True
                 self._bind(emb)
             if self.store.vector_dim is not None:
-                if self.gate.busy():  # step aside: questions get the CPU
+                if self.gate.busy(QUIET_GAP_S):  # step aside: questions get the CPU
                     self.background_yields += 1
-                    self.gate.wait_quiet(STEP_ASIDE_MAX_S)
+                    self.gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
                 if self._embed_pending(emb):
                     return True
             if emb.release_bulk():
