@@ -2,10 +2,13 @@
 
 Settings measured on a 2-core machine (DESIGN.md section 2): ``threads=1`` (4–5 ms per query, against
 11–32 ms with two threads) and ``enable_cpu_mem_arena=False``. Bulk embedding (a backlog in the background
-worker, the benchmarks' store builds) uses a second session with two threads, texts sorted by length and
-batches of ``BULK_BATCH``: about 300 memories/s against 90/s through the query session (issue 4, measured
-here). A session costs about 155 MB resident, so the bulk one exists only while a backlog lasts
-(``release_bulk``), and freed heap is handed back after loading (``trim_heap``).
+worker, the benchmarks' store builds) sorts the texts by length and runs two one-thread sessions side by
+side, the query session and a second one, each on every other text in batches of ``BULK_BATCH``: 327-346
+memories/s against 289-316/s for one two-thread session and 177/s for the query session alone (1,200
+benchmark memories on this 2-core machine; ONNX Runtime releases the GIL while it runs, and two small
+independent runs keep both cores busier than one run split across two threads). A session costs about
+155 MB resident, so the second one exists only while a backlog lasts (``release_bulk``), and freed heap is
+handed back after loading (``trim_heap``).
 ``state`` is "warming" until the model is ready, then "ready", or "error" with ``error`` set; recall never
 waits for it.
 """
@@ -45,8 +48,8 @@ def cache_size_from_env(env: Mapping[str, str] = os.environ) -> int:
 #: Texts per ONNX run in bulk embedding. Small batches waste least on padding: 4-8 gave 300 texts/s on
 #: the benchmark corpus, 32 gave 245 and 128 gave 131 (two threads, texts sorted by length).
 BULK_BATCH = 8
-#: Threads of the bulk session (the machine's two cores; queries keep their own one-thread session).
-BULK_THREADS = 2
+#: Threads of the second bulk session (it runs beside the one-thread query session: the machine's two cores).
+BULK_THREADS = 1
 
 
 #: How long (s) ``close`` waits for a model still loading: creating the ONNX session takes about a second
@@ -158,19 +161,37 @@ class Embedder:
         return [np.asarray(v, dtype=np.float32) for v in model.embed(list(texts), batch_size=32)]
 
     def embed_bulk(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Embed many texts for storage (same vectors as ``embed``, in the order given) on the two-thread
-        bulk session, loaded on first use. Raises ``ModelNotReady``."""
-        if self._model is None or self.folder is None:
+        """Embed many texts for storage (same vectors as ``embed``, in the order given): sorted by length, every
+        other text on the query session and the rest at the same time on a second session, loaded on first
+        use (see the module docstring). Raises ``ModelNotReady``."""
+        model = self._model
+        if model is None or self.folder is None:
             raise ModelNotReady(self.error or "the embedding model is still loading")
         with self._bulk_lock:
             if self._bulk is None:
                 self._bulk = self._session(threads=BULK_THREADS)
             bulk = self._bulk
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        vectors = list(bulk.embed([texts[i] for i in order], batch_size=BULK_BATCH))
+        halves = (order[0::2], order[1::2])
+        found: list[list[Any]] = [[], []]
+        errors: list[BaseException] = []
+
+        def run(session: Any, half: int) -> None:
+            try:
+                found[half] = list(session.embed([texts[i] for i in halves[half]], batch_size=BULK_BATCH))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the calling thread
+                errors.append(exc)
+
+        beside = threading.Thread(target=run, args=(bulk, 1), name="memcue-embed-bulk", daemon=True)
+        beside.start()
+        run(model, 0)
+        beside.join()
+        if errors:
+            raise errors[0]
         out: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
-        for pos, i in enumerate(order):
-            out[i] = np.asarray(vectors[pos], dtype=np.float32)
+        for half in (0, 1):
+            for pos, i in enumerate(halves[half]):
+                out[i] = np.asarray(found[half][pos], dtype=np.float32)
         return out
 
     def release_bulk(self) -> bool:
