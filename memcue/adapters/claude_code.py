@@ -2,8 +2,10 @@
 
 Standard library only (runs inside the hook process). Claude Code sends one JSON object on stdin, e.g.
 for UserPromptSubmit ``{"session_id", "transcript_path", "cwd", "permission_mode",
-"hook_event_name": "UserPromptSubmit", "prompt"}`` and for SessionStart ``{"session_id",
-"transcript_path", "cwd", "hook_event_name": "SessionStart", "source": "startup"}``. Text is injected
+"hook_event_name": "UserPromptSubmit", "prompt", "prompt_id"}`` and for SessionStart ``{"session_id",
+"transcript_path", "cwd", "hook_event_name": "SessionStart", "source": "startup"}``. ``prompt_id`` (2.1.x) names
+the prompt's turn; that turn's Stop and the SessionEnd after it carry it too (``hooks.request_id``). The
+transcript file does not exist yet at a new session's first prompt. Text is injected
 through ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` on stdout; empty
 stdout injects nothing. What differs from the command-hook defaults (``adapters.base``): the session id and
 working directory fall back to Claude Code's environment variables.
@@ -22,7 +24,8 @@ EVENTS = harness_events(NAME)
 MAX_CHARS = base.MAX_CHARS
 
 #: Payload keys copied into ``HookEvent.extra`` when present (scalars only).
-_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type", "reason", "stop_hook_active")
+_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type", "reason", "stop_hook_active",
+               "prompt_id")
 
 
 def parse(event: str, payload: object) -> HookEvent:

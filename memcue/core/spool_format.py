@@ -6,7 +6,8 @@ A spool file holds one JSON object per line::
     {"spool_id": "<32 hex>", "op": "remember", "ts": <Unix s>, "content": "...", "kind": "request",
      "project": "...", "session_id": "...", "source": "hook:<harness>"}
 
-``spool_id`` becomes the stored memory's ``source_id``, so a record read twice is stored once. ``op`` is
+``spool_id`` (32 hex digits in UUID form: version 4 when random, 8 when the hook derived it from the event)
+becomes the stored memory's ``source_id``, so a record read twice is stored once. ``op`` is
 ``remember`` (the only operation; a record without one counts as ``remember``). ``kind`` is ``request`` for a
 captured prompt, ``event`` for a session end, ``response`` for an agent's answer. ``content`` holds at most
 ``memcue.core.limits.CAPTURE_MAX_CHARS`` characters (``remember_prompt`` cuts a longer text, with a marker).
@@ -45,8 +46,9 @@ def remember_prompt(
     """The spool record for a captured prompt (``op: remember``, ``kind: request``), or for another capture
     with ``kind`` (a session end is an ``event``); ``ts`` is now (Unix s).
 
-    ``spool_id`` defaults to a new id; the hook passes the id it also sent to the sidecar as
-    ``event.extra["request_id"]`` so the two can be matched if both arrive. ``content`` longer than
+    ``spool_id`` defaults to a new id; the hook passes the event's request id (``memcue.hooks.request_id``: the
+    same for two copies of one delivery), which it also sends to the sidecar as ``event.extra["request_id"]``,
+    so copies are stored once whichever way they arrive. ``content`` longer than
     ``CAPTURE_MAX_CHARS`` is cut at a line or word with a marker (``limits.cap_text``), as the sidecar would
     cut it when storing.
     """

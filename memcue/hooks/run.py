@@ -13,7 +13,8 @@ diagnostics go to ``locations().hook_log``. Environment:
 
 A prompt with text always ends stored (the sidecar answered 2xx) or spooled: when the sidecar cannot be
 asked in time (the payload came late), is unreachable, fails, or is only probed and says nothing, and
-when the watchdog fires first.
+when the watchdog fires first. Either way under the event's ``request_id`` (``hooks.request_id``), which two
+hook processes for one delivery (a hook registered twice) share, so the store counts the prompt once.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from memcue.core.text import scrub_surrogates
 from memcue.hooks import logging_
 from memcue.hooks.client import SidecarError, SidecarUnreachable, post_json, spawn_sidecar
 from memcue.hooks.logging_ import log
+from memcue.hooks.request_id import request_id
 from memcue.hooks.stdin import decode_payload, read_stdin
 
 #: Default deadline (s from process start) per event; other events get ``DEFAULT_DEADLINE_S``. Prompt
@@ -270,7 +272,8 @@ def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
             _set_stalled(mark, True)  # it took the request and sent not a byte within its own budget
         # Only a 2xx answer proves the sidecar stored the prompt; after a timeout it may or may not
         # have. Spooling then risks a duplicate rather than a loss: the spool record's spool_id is the
-        # request_id sent in event.extra, so the sidecar can drop a copy of a request it already has.
+        # request_id sent in event.extra, so the sidecar drops a copy of a request it already has (and a twin
+        # hook's copy of the same delivery has the same id: hooks.request_id).
         stored = exc.status is not None and 200 <= exc.status < 300
         return Outcome(spool=not stored, error=f"sidecar call failed: {exc}")
     if probing:
@@ -318,7 +321,8 @@ def _capture(event: HookEvent) -> None:
     """Spool what a capture-only event records. SessionEnd becomes a "Session ended" row, Stop the turn's
     answer (``last_assistant_message``) a ``response``, cut like every captured text at
     ``core.limits.CAPTURE_MAX_CHARS`` by the spool record builder; both are bookkeeping rows (flagged at write,
-    never an answer to a question): the record of the session, kept."""
+    never an answer to a question): the record of the session, kept. The record's ``spool_id`` is the event's
+    ``request_id``, so the copy a twin hook spools for the same delivery is stored once."""
     if not event.project:
         return
     if event.event == SESSION_END:
@@ -331,7 +335,7 @@ def _capture(event: HookEvent) -> None:
     from memcue.hooks import spool
 
     record = spool_format.remember_prompt(text, project=event.project, session_id=event.session_id,
-                                   harness=event.harness, kind=kind)
+                                          harness=event.harness, kind=kind, spool_id=request_id(event, text))
     try:
         spool.append(record, spool.spool_path(event.harness, event.session_id))
     except Exception as exc:  # a full disk must not break the harness
@@ -395,7 +399,7 @@ def run(argv: list[str], started: float) -> None:
     if event_name in CAPTURE_ONLY:
         _capture(event)  # hand off to the spool and return at once: nothing is injected
         return
-    event.extra["request_id"] = _new_request_id()
+    event.extra["request_id"] = request_id(event, event.prompt or event.source)  # the same for a twin delivery
     if event_name == USER_PROMPT_SUBMIT:
         _unsaved[:] = [event]
         outcome = _prompt_outcome(event, adapter.budget(event_name), deadline)
@@ -420,12 +424,6 @@ def run(argv: list[str], started: float) -> None:
             f"done in {(now - started) * 1000:.1f} ms (parse {(t_parsed - started) * 1000:.1f} ms); "
             f"{len(outcome.context)} characters injected; answered_by={outcome.answered_by or '-'}"
         )
-
-
-def _new_request_id() -> str:
-    from memcue.core.spool_format import new_id
-
-    return new_id()
 
 
 def main(argv: list[str], started: float | None = None) -> int:
