@@ -27,6 +27,9 @@ log = logging.getLogger("memcue.worker")
 #: Rows embedded per batch (about 0.2 s of work on the bulk session, so a question arriving meanwhile waits
 #: at most that long for the CPU).
 EMBED_BATCH = 64
+#: Pending rows from which a step embeds them on both bulk sessions (``Embedder.embed_bulk``); fewer go through
+#: the query session alone, which needs no second session loaded.
+BULK_MIN_ROWS = 16
 #: How often the worker wakes without being told (s): picks up spool files and missed rows.
 WORKER_TICK_S = 1.0
 #: The idle worker hands freed heap back to the system at most this often (s; ``heap.trim_heap``, a few ms
@@ -154,9 +157,9 @@ class Worker:
         if not rows:
             return False
         texts = [str(meta.get("embed_text") or content) for _, content, _, meta in rows]
-        # A full batch means a backlog (an import, a restart after a pause): the two-thread bulk session.
-        # A trickle (captured prompts, a remember) goes through the loaded query session.
-        matrix = np.vstack(emb.embed_bulk(texts) if len(rows) == EMBED_BATCH else emb.embed(texts))
+        # A backlog (an import, a restart after a pause, a batch remember): both bulk sessions, side by side.
+        # A trickle (captured prompts, a remember) goes through the loaded query session alone.
+        matrix = np.vstack(emb.embed_bulk(texts) if len(rows) >= BULK_MIN_ROWS else emb.embed(texts))
         ids = [mid for mid, _, _, _ in rows]
         self.store_vectors(ids, matrix, emb)
         return True
