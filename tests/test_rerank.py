@@ -197,3 +197,15 @@ def test_start_is_idempotent() -> None:
     assert first is not None and r.start() is first
     first.join(10)
     assert r.status == "ready"
+
+
+def test_close_waits_for_a_load_in_progress_bounded() -> None:
+    """Stopping the sidecar while the reranker loads waits for the load (bounded), so the interpreter never
+    exits under a thread inside onnxruntime."""
+    gate = threading.Event()
+    r = Reranker(MODEL, "/tmp/x", env={}, factory=lambda name, **kw: FakeCrossEncoder(name, gate=gate, **kw))
+    assert r.close(0.01)  # never started: nothing to wait for
+    r.start()
+    assert not r.close(0.05)  # still loading: says so after the bound
+    threading.Timer(0.2, gate.set).start()
+    assert r.close(10) and r.status == "ready"

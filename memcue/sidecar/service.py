@@ -128,6 +128,8 @@ class MemoryService:
         self._worker.stop()
         if self._embedder is not None:
             self._embedder.close()
+        if self._recall_services.reranker is not None:
+            self._recall_services.reranker.close()
         if self._warm is not None:
             self._warm.join(WARM_JOIN_S)
         self._usage.flush()

@@ -61,6 +61,9 @@ def _fastembed_factory(model_name: str, **kwargs: Any) -> CrossEncoder:
     return TextCrossEncoder(model_name, **kwargs)
 
 
+#: How long (s) ``close`` waits for a reranker still loading (as ``runtime.embedding.CLOSE_WAIT_S``).
+CLOSE_WAIT_S = 10.0
+
 class Reranker:
     """A cross-encoder loaded in the background; scoring never waits for the load.
 
@@ -138,6 +141,18 @@ class Reranker:
                 self._thread = threading.Thread(target=self.load, name="memcue-rerank-load", daemon=True)
                 self._thread.start()
             return self._thread
+
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> bool:
+        """Wait up to ``wait_s`` (s) for a load in progress (the interpreter must not exit while that thread is
+        inside onnxruntime: it can abort the process). True when no loading thread is left running."""
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(wait_s)
+        if thread.is_alive():
+            log.warning("the reranker was still loading after %.0f s; exiting anyway", wait_s)
+            return False
+        return True
 
     def scores(self, query: str, texts: Sequence[str]) -> list[float] | None:
         """Relevance logits for ``texts`` against ``query``, in input order (one float each).
