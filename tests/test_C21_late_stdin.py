@@ -172,6 +172,18 @@ def test_C21_payload_written_late_with_no_sidecar_is_spooled(home: Path) -> None
     assert [r["content"] for r in spool_records(home)] == [PROMPT["prompt"]]
 
 
+
+def test_C21_payload_written_just_before_the_deadline_is_spooled_not_dropped(home: Path) -> None:
+    """A payload written 0.3 s before the hook's deadline (2.2 s of 2.5 s): too late to ask the sidecar, but
+    still read and spooled before the harness's timeout; never logged as an empty stdin and dropped."""
+    harness = Harness(home, MEMCUE_HOOK_SPAWN="0")
+    time.sleep(max(0.0, harness.started + 2.2 - time.monotonic()))
+    harness.write(PROMPT)
+    status, out, err, elapsed = harness.finish()
+    _assert_clean(status, err, home)
+    assert out == b"" and elapsed < HARNESS_TIMEOUT_S
+    assert [r["content"] for r in spool_records(home)] == [PROMPT["prompt"]]
+
 def test_C21_payload_written_late_to_a_silent_sidecar_is_spooled_in_time(home: Path) -> None:
     with RawSidecar(socket_path(home)) as silent:
         harness = Harness(home)

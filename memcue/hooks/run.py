@@ -46,11 +46,11 @@ DEBUG_ENV = "MEMCUE_HOOK_DEBUG"
 
 #: Waiting for stdin ends this long (s) before the deadline, or at half the deadline if that is later.
 #: Bytes already in the pipe are read whenever the hook gets to them (``read_stdin``); this bounds only the
-#: wait for a payload not written yet: a harness writing late (or as starved as the hook) gets until 2.0 s
-#: of a prompt hook's 2.5 s, 2.5 s under its 3 s timeout. What is left after a late payload goes to the
-#: sidecar, or, under ``MIN_ASK_S``, straight to the spool. A stdin held open with nothing on it costs
-#: the same wait.
-STDIN_RESERVE_S = 0.5
+#: wait for a payload not written yet: a harness writing late (or as starved as the hook) gets until 2.4 s
+#: of a prompt hook's 2.5 s, under its 3 s timeout. What is left after a late payload goes to the sidecar,
+#: or, under ``MIN_ASK_S``, straight to the spool (an append of a few ms; the watchdog adds
+#: ``WATCHDOG_GRACE_S`` past the deadline for it). A stdin held open with nothing on it costs the same wait.
+STDIN_RESERVE_S = 0.1
 #: With less than this left (s) once the payload is read, the sidecar is not asked (its smallest budget,
 #: ``MIN_BUDGET_S``, plus the trip would overrun the deadline): the prompt is spooled at once.
 MIN_ASK_S = 0.2
@@ -309,8 +309,9 @@ def _prompt_outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcom
     """The sidecar's outcome for a prompt, or a spool when it cannot be asked in time or the call breaks."""
     left = deadline - time.monotonic()
     if left < MIN_ASK_S:
-        return Outcome(spool=True, error=f"payload read {left * 1000:.0f} ms before the deadline; "
-                                         "not asking the sidecar")
+        when = (f"{left * 1000:.0f} ms before the deadline" if left >= 0
+                else f"{-left * 1000:.0f} ms after the deadline")
+        return Outcome(spool=True, error=f"payload read {when}; not asking the sidecar, spooling it")
     try:
         return _outcome(event, budget, deadline)
     except Exception as exc:  # a bug on this path must not lose the prompt

@@ -66,7 +66,7 @@ def decode_payload(raw: bytes) -> tuple[object, str]:
     """
     text = raw.decode("utf-8", "replace").lstrip("\ufeff")
     if not text.strip():
-        return None, "empty stdin"
+        return None, "empty stdin: no payload (stdin closed empty, or nothing written before the wait for it ended)"
     try:
         value = json.loads(text, strict=False)
     except ValueError as exc:
