@@ -51,15 +51,18 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _MEMCUE_BLOCK = re.compile(r"<(memcue[\w-]*)\b.*?</\1>", re.IGNORECASE | re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
 _ROLE_MARKER = re.compile(
-    r"(?:^|\n)\s*(?:system|assistant|developer|user|human|tool)\s*:|<\|?(?:im_start|im_end|system|endoftext)\|?>|"
+    r"(?:^|\n|[.!?]\s)\s*(?:system|assistant|developer|user|human|tool)\s*:|<\|?(?:im_start|im_end|system|endoftext)\|?>|"
     r"\[/?(?:INST|SYS)\]|<</?SYS>>|</?(?:system|assistant|instructions?)>", re.IGNORECASE)
 _INJECTION = re.compile(
     r"\bignore\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier)\b|\bdisregard\s+(?:all|any|the|"
     r"previous|prior|your)\b|\byou are now\b|\bnew instructions\b|\bjailbreak\b|"
     r"\b(?:curl|wget|fetch|iwr|Invoke-WebRequest)\b[^|\n]*\|\s*(?:sudo\s+)?(?:ba|z|k)?sh\b|\bbase64\s+-d\b[^|\n]*\|"
     r"|\brm\s+-rf\s+[/~]|\bchmod\s+(?:-R\s+)?777\b|\b(?:eval|exec)\s*\(|"
-    r"\b(?:send|post|upload|exfiltrate|email|paste)\b[^.\n]{0,60}\b(?:secrets?|tokens?|passwords?|credentials?|"
-    r"api[ _-]?keys?|\.env|\.ssh|id_rsa)\b", re.IGNORECASE)
+    r"\b(?:send|post|upload|exfiltrate|email|paste)\b[^.\n]{0,60}(?:\b(?:secrets?|tokens?|passwords?|"
+    r"credentials?|api[ _-]?keys?|id_rsa)\b|\.env\b|\.ssh\b)", re.IGNORECASE)
+#: A role marker opening a sentence ("SYSTEM: ..."): left out when matching, so the statement after it is found
+#: (and held).
+_ROLE_PREFIX = re.compile(r"^(?:system|assistant|developer|user|human|tool)\s*:\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ def _sentences(text: str) -> list[str]:
 def _statement_kind(sentence: str) -> tuple[str, str] | None:
     """``(kind, matched words)`` when ``sentence`` states something durable, None for a question, a sentence out
     of bounds, or no pattern."""
+    sentence = _ROLE_PREFIX.sub("", sentence)
     if (sentence.endswith("?") or _QUESTION_START.match(sentence) or len(sentence) > STATEMENT_MAX_CHARS
             or len(sentence.split()) < STATEMENT_MIN_WORDS):
         return None
