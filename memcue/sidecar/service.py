@@ -48,7 +48,7 @@ from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
 from memcue.sidecar.settings import Settings
 from memcue.sidecar.store import ForgetResult, NewMemory, PreparedWrite, Store, WriteResult, prepare_write
 from memcue.sidecar.usage import UsageRecorder, served_recall
-from memcue.sidecar.worker import Worker
+from memcue.sidecar.worker import QUIET_GAP_S, STEP_ASIDE_MAX_S, Worker
 
 log = logging.getLogger("memcue.service")
 #: Worker threads for recall and writes at once (2 cores; embedding uses one thread each).
@@ -226,9 +226,12 @@ class MemoryService:
         return result
 
     def _capture_step(self) -> None:
-        """The worker's capture work: queued prompts read for statements, pending candidates past their time
-        expired."""
-        self._statements.run()
+        """The worker's capture work: queued prompts read for statements (once no question ran for
+        ``QUIET_GAP_S``: a prompt's recall first, its statements a moment later), pending candidates past their
+        time expired."""
+        if self._statements.waiting:
+            self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
+            self._statements.run()
         self._candidates.expire_due()
 
     def _write_with_vector(self, memory: NewMemory | PreparedWrite,

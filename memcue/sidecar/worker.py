@@ -52,9 +52,9 @@ BASELINE_BATCH = 256
 class Worker:
     """The background work over ``store`` (see the module docstring). ``embedder`` None: keyword-only (no
     embedding work). ``vectors``: the recall index, loaded once the model is bound. ``gate``: the
-    questions running, which the embedding work steps aside for. ``capture``: the capture signals' step (run after
-    the spool is ingested, once no question ran for ``QUIET_GAP_S``). ``background_yields`` (how often it did)
-    and ``spool_watch`` (how the spool is followed) feed ``/health``."""
+    questions running, which the embedding work steps aside for. ``capture``: the capture signals' step (run
+    after the spool is ingested; it steps aside for questions itself when it has work). ``background_yields``
+    (how often it did) and ``spool_watch`` (how the spool is followed) feed ``/health``."""
 
     def __init__(self, store: Store, embedder: Embedder | None, vectors: VectorIndex, spool: SpoolReader,
                  usage: UsageRecorder, gate: QuestionGate, capture: Callable[[], None] = lambda: None) -> None:
@@ -130,9 +130,6 @@ class Worker:
         """One round of background work; True when an embedding or baseline batch was done."""
         self.usage.flush()
         self.spool.ingest()
-        if self.gate.busy(QUIET_GAP_S):  # a prompt's recall first: its statements can wait a moment
-            self.background_yields += 1
-            self.gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
         self.capture()
         emb = self.embedder
         if emb is not None:

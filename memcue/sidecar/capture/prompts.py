@@ -53,6 +53,11 @@ class PromptStatements:
             self._queue.append((memory, result))
         self._wake()
 
+    @property
+    def waiting(self) -> bool:
+        """True when captured prompts wait for ``run``."""
+        return bool(self._queue)
+
     def run(self) -> int:
         """Read every queued prompt for statements (see the module docstring); returns the candidates added.
         A failure on one prompt is logged and does not stop the others."""
