@@ -190,6 +190,27 @@ class Client:
         ``{"session_id", "context", "included", "tokens"}``."""
         return self._call("POST", "/session_context", json=fields)
 
+    def candidates(self, **fields: Any) -> dict[str, Any]:
+        """``POST /candidates``: capture candidates newest first. ``fields``: ``state`` (pending, promoted,
+        rejected, expired), ``project``, ``session_id``, ``limit`` (1..500, default 50). Returns ``{"results":
+        [candidate]}``; a candidate is ``{"id", "content", "kind", "project", "session_id", "harness", "turn",
+        "signal", "evidence", "created_at", "expires_at", "state", "memory_id", "reason", "decided_at"}``."""
+        return self._call("POST", "/candidates", json=fields)
+
+    def accept_candidate(self, candidate_id: int, content: str | None = None) -> dict[str, Any]:
+        """``POST /candidates/accept``: write pending candidate ``candidate_id`` as a memory (``content``: edited
+        text) and return the candidate (``memory_id`` set). Raises ``ClientError`` (unknown id, decided
+        already)."""
+        body: dict[str, Any] = {"id": candidate_id}
+        if content is not None:
+            body["content"] = content
+        return self._call("POST", "/candidates/accept", json=body)
+
+    def reject_candidate(self, candidate_id: int) -> dict[str, Any]:
+        """``POST /candidates/reject``: turn down pending candidate ``candidate_id``; returns the candidate.
+        Raises ``ClientError`` (unknown id, decided already)."""
+        return self._call("POST", "/candidates/reject", json={"id": candidate_id})
+
     def wait_idle(self, timeout_s: float = 600.0, on_progress: Any = None) -> dict[str, Any]:
         """Wait until the model is loaded and every memory has its vector; return the last health."""
         deadline = time.monotonic() + timeout_s

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import start_sidecar
+from conftest import prompt_payload, run_hook, start_sidecar
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from memcue.mcp.shape import RELATED_HIDDEN
@@ -70,7 +70,7 @@ async def _scenario(home: Path, project: Path, key: str, ids: dict[str, int], cl
         tools = (await session.list_tools()).tools
         names = {t.name for t in tools}
         assert names == {"recall", "search", "fetch", "list_recent", "remember", "update_memory", "forget", "expand",
-                         "session_init"}
+                         "session_init", "list_candidates"}
         assert len(tools) <= 12 and all(len(t.description or "") > 80 for t in tools)
         recall_doc = next(t.description for t in tools if t.name == "recall")
         assert "channel_status" in recall_doc and "abstained" in recall_doc
@@ -178,6 +178,20 @@ async def _scenario(home: Path, project: Path, key: str, ids: dict[str, int], cl
         # a global memory is stored with no project.
         glob = await _call(session, "remember", content="Always run ruff before committing", **{"global": True})
         assert glob["success"] and glob["project"] == ""
+
+        # list_candidates: read-only (no tool accepts or rejects: only the user does, through `memcue review`).
+        assert run_hook(prompt_payload("from now on the nightly export writes Parquet files", str(project))
+                        ).returncode == 0
+        for _ in range(100):
+            cands = await _call(session, "list_candidates", project=str(project), state="promoted")
+            if cands["results"]:
+                break
+            await anyio.sleep(0.1)
+        assert cands["success"] and cands["project"] == key
+        assert [(c["content"], c["reason"]) for c in cands["results"]] == [
+            ("from now on the nightly export writes Parquet files", "user-statement")]
+        assert (await _call(session, "list_candidates"))["results"] == []  # pending ones only: none
+        assert not names & {"accept_candidate", "reject_candidate"}
 
 
 def test_mcp_starts_the_sidecar_and_reports_failures(home: Path) -> None:

@@ -11,18 +11,19 @@ import argparse
 import os
 import sys
 
-from memcue.cli import demo, install, memory, remember, sidecar, stats
+from memcue.cli import demo, install, memory, remember, review, sidecar, stats
 from memcue.cli.arguments import AddCommand
 from memcue.cli.output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, ReaderGone, fail, flush_stdout
 
 #: The command groups, in the order ``memcue --help`` lists their commands.
-GROUPS = (remember, sidecar, memory, stats, install, demo)
+GROUPS = (remember, sidecar, memory, review, stats, install, demo)
 
 EPILOG = """examples:
   memcue remember "We pin httpx to 0.28 because 0.29 broke unix sockets" --kind decision
   memcue recall "why is httpx pinned?"
   memcue import notes.jsonl          one JSON object per line: {"content": ..., "kind": ..., "project": ...}
   memcue status --json
+  memcue review                      capture candidates waiting for you: accept ID [--content TEXT], reject ID
   memcue install all                 wire memcue into Claude Code, Codex and Hermes (those found); --dry-run first
   memcue install codex --trust       Codex runs only trusted hooks: have Codex trust memcue's hooks
   memcue doctor                      is everything wired, trusted and answering?

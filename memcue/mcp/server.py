@@ -12,7 +12,7 @@ import inspect
 import os
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -248,9 +248,31 @@ class Tools:
 
         return self.backend.call(run)
 
+    def list_candidates(
+        self,
+        state: Annotated[Literal["pending", "promoted", "rejected", "expired"] | None,
+                         Field(description="only candidates in this state (default: pending)")] = "pending",
+        project: Annotated[str | None, Field(description=PROJECT + "; \"*\" lists every project")] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="candidates at most")] = 20,
+    ) -> dict[str, Any]:
+        """Capture candidates: statements noticed in the user's prompts (and later other signals) that are not
+        memories. A statement the user typed is promoted at once; one held as injection-like waits for the
+        user's review (`memcue review`). Read-only on purpose: only the user accepts or rejects a candidate, so
+        text an agent or a paste wrote can never promote itself. Content cut at 120 characters."""
+        scope = recall_project(project)
+        fields: dict[str, Any] = {"limit": limit, **({"state": state} if state else {}),
+                                  **({"project": scope} if scope is not None else {})}
+
+        def run(client: Any) -> dict[str, Any]:
+            out = client.candidates(**fields)
+            results = [{**c, "content": cut(c.get("content") or "")} for c in out.get("results", [])]
+            return {"success": True, "results": results, "project": scope}
+
+        return self.backend.call(run)
+
     def all(self) -> list[Callable[..., dict[str, Any]]]:
         return [self.recall, self.search, self.fetch, self.list_recent, self.remember, self.update_memory,
-                self.forget, self.expand, self.session_init]
+                self.forget, self.expand, self.session_init, self.list_candidates]
 
 
 def build_server(backend: Backend | None = None) -> Any:

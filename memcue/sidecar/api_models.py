@@ -274,3 +274,59 @@ class StatsIn(BaseModel):
     """``POST /stats``: recall usage over the last ``days`` days (``store.usage``)."""
 
     days: float = Field(default=30, gt=0, le=3650)
+
+
+class CandidatesIn(BaseModel):
+    """``POST /candidates``: capture candidates newest first, filtered by ``state`` (pending, promoted, rejected,
+    expired; None: all), ``project`` (exactly; None: every project) and ``session_id`` (None: every session)."""
+
+    state: Literal["pending", "promoted", "rejected", "expired"] | None = None
+    project: str | None = None
+    session_id: str | None = None
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class CandidateOut(BaseModel):
+    """One capture candidate: its text, the memory ``kind`` it would be, where it came from (``project``,
+    ``session_id``, ``harness``, ``turn``: the request id), the ``signal`` that found it and its ``evidence``;
+    times in Unix seconds; ``state`` and, once decided, ``reason``, ``decided_at`` and (promoted) ``memory_id``.
+    ``duplicate``: set by an accept when the memory existed already and was reinforced."""
+
+    id: int
+    content: str
+    kind: str
+    project: str
+    session_id: str
+    harness: str
+    turn: str
+    signal: str
+    evidence: dict[str, Any]
+    created_at: float
+    expires_at: float
+    state: str
+    memory_id: int | None = None
+    reason: str = ""
+    decided_at: float | None = None
+    duplicate: bool | None = None
+
+
+class CandidatesOut(BaseModel):
+    """Candidates newest first."""
+
+    results: list[CandidateOut]
+
+
+class CandidateAcceptIn(BaseModel):
+    """``POST /candidates/accept``: promote candidate ``id`` (pending only) into a memory, with ``content`` as
+    edited by the reviewer when given (at most ``MAX_CONTENT_CHARS``)."""
+
+    id: int
+    content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
+    reason: str = Field(default="reviewed", max_length=200)
+
+
+class CandidateRejectIn(BaseModel):
+    """``POST /candidates/reject``: turn down candidate ``id`` (pending only)."""
+
+    id: int
+    reason: str = Field(default="rejected in review", max_length=200)

@@ -15,6 +15,11 @@ from fastapi.responses import JSONResponse
 
 from memcue import __version__, harnesses
 from memcue.sidecar.api_models import (
+    CandidateAcceptIn,
+    CandidateOut,
+    CandidateRejectIn,
+    CandidatesIn,
+    CandidatesOut,
     ExpandIn,
     FetchIn,
     FetchOut,
@@ -34,6 +39,7 @@ from memcue.sidecar.api_models import (
     UpdateIn,
     unix_seconds,
 )
+from memcue.sidecar.capture import CandidateDecided, CandidateNotFound
 from memcue.sidecar.recall import FULL_CHANNELS, KEYWORD_CHANNELS, Filters, RecallRequest
 from memcue.sidecar.scheduler import Busy
 from memcue.sidecar.service import MemoryNotFound, MemoryService
@@ -48,11 +54,16 @@ def create_app(service: MemoryService) -> FastAPI:
     _reads(app, service)
     _recall(app, service)
     _hooks(app, service)
+    _review(app, service)
     return app
 
 
 def _errors(app: FastAPI) -> None:
     """A bad value is 422 (as pydantic's own errors); ``Busy`` is 503 with ``Retry-After``."""
+
+    @app.exception_handler(CandidateDecided)
+    async def decided(request: Request, exc: CandidateDecided) -> JSONResponse:
+        return JSONResponse(status_code=409, content={"detail": str(exc), "state": exc.state})
 
     @app.exception_handler(ValueError)
     async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
@@ -166,3 +177,27 @@ def _hooks(app: FastAPI, service: MemoryService) -> None:
         out = await service.hook(harness, event, body.event, budget_s=body.budget_s, max_tokens=body.max_tokens,
                                  max_chars=body.max_chars)
         return HookOut(version=__version__, **dataclasses.asdict(out))
+
+
+def _review(app: FastAPI, service: MemoryService) -> None:
+    """``/candidates`` (list), ``/candidates/accept`` and ``/candidates/reject``: review of capture candidates.
+    An unknown id is 404, a candidate decided already 409."""
+
+    @app.post("/candidates", response_model=CandidatesOut)
+    async def candidates(body: CandidatesIn) -> dict:
+        return await service.list_candidates(state=body.state, project=body.project, session_id=body.session_id,
+                                             limit=body.limit)
+
+    @app.post("/candidates/accept", response_model=CandidateOut)
+    async def accept(body: CandidateAcceptIn) -> dict:
+        try:
+            return await service.accept_candidate(body.id, content=body.content, reason=body.reason)
+        except CandidateNotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    @app.post("/candidates/reject", response_model=CandidateOut)
+    async def reject(body: CandidateRejectIn) -> dict:
+        try:
+            return await service.reject_candidate(body.id, reason=body.reason)
+        except CandidateNotFound as exc:
+            raise HTTPException(404, str(exc)) from None

@@ -26,7 +26,7 @@ import numpy as np
 from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar.answer_check import AnswerChecker
-from memcue.sidecar.capture import SpoolReader
+from memcue.sidecar.capture import Gate, PromptStatements, SpoolReader
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
@@ -48,7 +48,7 @@ from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
 from memcue.sidecar.settings import Settings
 from memcue.sidecar.store import ForgetResult, NewMemory, PreparedWrite, Store, WriteResult, prepare_write
 from memcue.sidecar.usage import UsageRecorder, served_recall
-from memcue.sidecar.worker import Worker
+from memcue.sidecar.worker import QUIET_GAP_S, STEP_ASIDE_MAX_S, Worker
 
 log = logging.getLogger("memcue.service")
 #: Worker threads for recall and writes at once (2 cores; embedding uses one thread each).
@@ -93,8 +93,12 @@ class MemoryService:
         self._gate = QuestionGate()
         #: Recalls served and the memories opened from them (``sidecar/usage.py``), written by the worker.
         self._usage = UsageRecorder(self._store)
+        #: The promotion gate (writes through ``_remember_one``) and the prompt-statement signal the worker runs.
+        self._candidates = Gate(self._store, self._remember_one)
+        self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
-                             SpoolReader(locations.spool_dir, self._store), self._usage, self._gate)
+                             SpoolReader(locations.spool_dir, self._store, on_stored=self._statements.queue),
+                             self._usage, self._gate, capture=self._capture_step)
         self._usage.on_record = self._worker.wake
         store = self._store
         # The answer cache's key: any write (generation), a new vector or a superseded row (journal), a rebind.
@@ -218,7 +222,17 @@ class MemoryService:
         vector = emb.cached(memory.content) if emb is not None and emb.state == "ready" else None
         result, stored = self._write_with_vector(memory, vector)
         self.prompt_vectors_reused += stored
+        self._statements.queue(memory, result)  # read for statements by the worker, off the hook's answer
         return result
+
+    def _capture_step(self) -> None:
+        """The worker's capture work: queued prompts read for statements (once no question ran for
+        ``QUIET_GAP_S``: a prompt's recall first, its statements a moment later), pending candidates past their
+        time expired."""
+        if self._statements.waiting:
+            self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
+            self._statements.run()
+        self._candidates.expire_due()
 
     def _write_with_vector(self, memory: NewMemory | PreparedWrite,
                            vector: np.ndarray | None) -> tuple[WriteResult, bool]:
@@ -313,6 +327,27 @@ class MemoryService:
         """Recall usage over the last ``days`` days: used and unused memories per channel, kind and way served
         (``UsageRecorder.stats``)."""
         return await anyio.to_thread.run_sync(self._usage.stats, days, limiter=self._limiter)
+
+    # -- review --------------------------------------------------------------------------------
+    async def list_candidates(self, *, state: str | None, project: str | None, session_id: str | None,
+                              limit: int) -> dict[str, Any]:
+        """Capture candidates newest first (``Store.list_candidates``): ``{"results": [candidate]}``."""
+        def run() -> dict[str, Any]:
+            return {"results": self._store.list_candidates(state=state, project=project, session_id=session_id,
+                                                           limit=limit)}
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def accept_candidate(self, candidate_id: int, *, content: str | None, reason: str) -> dict[str, Any]:
+        """Promote a pending candidate through the gate (``Gate.promote``; ``content``: the reviewer's edit) and
+        return its row. Raises ``CandidateNotFound``, ``CandidateDecided``, ``ValueError``."""
+        return await anyio.to_thread.run_sync(lambda: self._candidates.promote(candidate_id, reason, content=content),
+                                              limiter=self._limiter)
+
+    async def reject_candidate(self, candidate_id: int, *, reason: str) -> dict[str, Any]:
+        """Turn down a pending candidate (``Gate.reject``) and return its row. Raises ``CandidateNotFound``,
+        ``CandidateDecided``."""
+        return await anyio.to_thread.run_sync(self._candidates.reject, candidate_id, reason, limiter=self._limiter)
 
     # -- recall --------------------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:

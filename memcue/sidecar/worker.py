@@ -1,5 +1,6 @@
 """The sidecar's background worker: one thread that embeds pending rows, binds the model, stores baselines,
-ingests the spool, writes the usage log, optimises the store and hands freed heap back, stepping aside
+ingests the spool, runs the capture signals (``capture``: captured prompts read for statements, candidates
+expired), writes the usage log, optimises the store and hands freed heap back, stepping aside
 while questions run; and a second thread that wakes it when a hook appends to the spool.
 
 Writes go to the store at once (keyword-searchable on return); the worker gives them their vectors when the
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,17 +52,19 @@ BASELINE_BATCH = 256
 class Worker:
     """The background work over ``store`` (see the module docstring). ``embedder`` None: keyword-only (no
     embedding work). ``vectors``: the recall index, loaded once the model is bound. ``gate``: the
-    questions running, which the embedding work steps aside for. ``background_yields`` (how often it did)
-    and ``spool_watch`` (how the spool is followed) feed ``/health``."""
+    questions running, which the embedding work steps aside for. ``capture``: the capture signals' step (run
+    after the spool is ingested; it steps aside for questions itself when it has work). ``background_yields``
+    (how often it did) and ``spool_watch`` (how the spool is followed) feed ``/health``."""
 
     def __init__(self, store: Store, embedder: Embedder | None, vectors: VectorIndex, spool: SpoolReader,
-                 usage: UsageRecorder, gate: QuestionGate) -> None:
+                 usage: UsageRecorder, gate: QuestionGate, capture: Callable[[], None] = lambda: None) -> None:
         self.store = store
         self.embedder = embedder
         self.vectors = vectors
         self.spool = spool
         self.usage = usage
         self.gate = gate
+        self.capture = capture
         self.background_yields = 0
         #: How the spool is followed while running: "watchfiles", or why it is polled.
         self.spool_watch = f"polling every {WORKER_TICK_S:g} s"
@@ -126,6 +130,7 @@ class Worker:
         """One round of background work; True when an embedding or baseline batch was done."""
         self.usage.flush()
         self.spool.ingest()
+        self.capture()
         emb = self.embedder
         if emb is not None:
             if emb.state == "ready" and not self._bind_tried:

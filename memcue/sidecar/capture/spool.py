@@ -17,10 +17,11 @@ import fcntl
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from memcue.core.spool_format import parse_record
-from memcue.sidecar.store import NewMemory, Store
+from memcue.sidecar.store import NewMemory, Store, WriteResult
 
 log = logging.getLogger("memcue.spool")
 
@@ -30,11 +31,14 @@ SWEEP_EVERY_S = 300.0
 
 
 class SpoolReader:
-    """Reads ``*.jsonl`` files in ``spool_dir`` into ``store``."""
+    """Reads ``*.jsonl`` files in ``spool_dir`` into ``store``; ``on_stored(memory, result)`` is told of each
+    record written (duplicates too: the capture signals tell a second delivery by its id)."""
 
-    def __init__(self, spool_dir: Path, store: Store) -> None:
+    def __init__(self, spool_dir: Path, store: Store,
+                 on_stored: Callable[[NewMemory, WriteResult], None] | None = None) -> None:
         self.spool_dir = spool_dir
         self.store = store
+        self.on_stored = on_stored
         self._last_sweep = float("-inf")
 
     def ingest(self) -> int:
@@ -60,6 +64,9 @@ class SpoolReader:
             if memories:
                 results = self.store.remember_many(memories)
                 written += sum(1 for r in results if not r.duplicate)
+                if self.on_stored is not None:
+                    for memory, result in zip(memories, results, strict=True):
+                        self.on_stored(memory, result)
             self.store.set_meta(key, str(offset + end))
         if written:
             log.info("ingested %d spooled memories", written)

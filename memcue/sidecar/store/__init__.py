@@ -6,9 +6,13 @@ the one write-preparation path and the text helpers are backend-neutral (``store
 from memcue.sidecar.store.protocol import StoreProtocol, VectorSupport
 from memcue.sidecar.store.sqlite import DF_CAP, Store
 from memcue.sidecar.store.write import (
+    CANDIDATE_STATES,
+    CANDIDATE_TTL_S,
     MAYBE_NAME,
     RECORD_KINDS,
+    CandidateAdded,
     ForgetResult,
+    NewCandidate,
     NewMemory,
     PreparedWrite,
     ServedRecall,
@@ -20,6 +24,7 @@ from memcue.sidecar.store.write import (
 )
 
 __all__ = [
+    "CANDIDATE_STATES", "CANDIDATE_TTL_S", "CandidateAdded", "NewCandidate",
     "DF_CAP", "ForgetResult", "MAYBE_NAME", "NewMemory", "PreparedWrite", "RECORD_KINDS", "ServedRecall", "Store",
     "StoreProtocol", "VectorSupport", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
 ]

@@ -6,7 +6,8 @@ Conventions for every backend: times are Unix seconds; a memory's scope is its `
 (unless ``include_superseded``) and forgotten rows; rows come back as dicts with the columns of
 ``store.sqlite.rows.COLUMNS``; every write bumps ``generation`` and every vector or currency change is logged
 in ``vector_journal``. Writes take a ``NewMemory`` and prepare it (``store.write.prepare_write``) unless given a
-``PreparedWrite``. Backend errors (``apsw.Error`` for SQLite) propagate.
+``PreparedWrite``. Capture candidates live apart from memories (no recall read sees them) and do not bump
+``generation`` (no recall answer depends on them). Backend errors (``apsw.Error`` for SQLite) propagate.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from memcue.sidecar.store.write import ForgetResult, NewMemory, PreparedWrite, ServedRecall, VectorJournal, WriteResult
+from memcue.sidecar.store.write import (
+    CandidateAdded,
+    ForgetResult,
+    NewCandidate,
+    NewMemory,
+    PreparedWrite,
+    ServedRecall,
+    VectorJournal,
+    WriteResult,
+)
 
 
 class VectorSupport(Protocol):
@@ -159,3 +169,21 @@ class StoreProtocol(Protocol):
         """Mark memories used in a recall; returns the pairs newly marked."""
     def usage_stats(self, since: float) -> dict[str, Any]:
         """Used and unused memories shown by recalls since ``since``."""
+
+    # -- capture candidates
+    def add_candidates(self, candidates: Iterable[NewCandidate]) -> list[CandidateAdded]:
+        """Hold candidates (text through ``prepare_write``); the same ``(signal, turn, text)`` is held once.
+        Raises ``ValueError`` for text empty after preparation."""
+    def get_candidate(self, candidate_id: int) -> dict[str, Any] | None:
+        """One candidate (``id, content, kind, project, session_id, harness, turn, signal, evidence, created_at,
+        expires_at, state, memory_id, reason, decided_at``), None when unknown."""
+    def list_candidates(self, *, state: str | None = None, project: str | None = None,
+                        session_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """Candidates newest first, filtered by state, project and session when given."""
+    def decide_candidate(self, candidate_id: int, state: str, *, reason: str, memory_id: int | None = None,
+                         now: float | None = None) -> bool:
+        """Move a pending candidate to ``state``; False when it is not pending."""
+    def expire_candidates(self, now: float | None = None, limit: int = ...) -> int:
+        """Mark pending candidates past ``expires_at`` expired; returns how many."""
+    def next_candidate_expiry(self) -> float | None:
+        """The earliest ``expires_at`` of a pending candidate, None when none is pending."""

@@ -206,6 +206,39 @@ def m011_delivered_ids(conn: apsw.Connection) -> None:
         """
     )
 
+
+@migration
+def m012_candidates(conn: apsw.Connection) -> None:
+    # What capture signals noticed, held apart from memories so a candidate never answers a recall; promoted
+    # through the gate (capture/gate.py). (signal, turn, content_sha1) holds one delivery once.
+    conn.execute(
+        """
+        CREATE TABLE candidates (
+            id INTEGER PRIMARY KEY,
+            content TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'note',
+            project TEXT NOT NULL DEFAULT '',
+            session_id TEXT NOT NULL DEFAULT '',
+            harness TEXT NOT NULL DEFAULT '',
+            turn TEXT NOT NULL DEFAULT '',
+            signal TEXT NOT NULL,
+            evidence TEXT NOT NULL DEFAULT '{}',
+            content_sha1 TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            state TEXT NOT NULL DEFAULT 'pending'
+                CHECK (state IN ('pending', 'promoted', 'rejected', 'expired')),
+            memory_id INTEGER,
+            reason TEXT NOT NULL DEFAULT '',
+            decided_at REAL,
+            UNIQUE (signal, turn, content_sha1)
+        );
+        CREATE INDEX candidates_state_created ON candidates(state, created_at);
+        CREATE INDEX candidates_pending_expiry ON candidates(expires_at) WHERE state = 'pending';
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

@@ -4,7 +4,8 @@ recall-usage log.
 ``Store`` is a facade: it opens the file (``db.Database``: one writer connection under a lock, one reader per
 thread), migrates it, and delegates each public method to the part that owns its SQL: ``memories`` (rows),
 ``keywords`` (FTS5), ``vectors`` (vec0), ``graph`` (entities), ``timeline`` (time and session reads),
-``forgetting``, ``usage`` (the usage log) and ``meta``. It satisfies ``store.protocol.StoreProtocol``.
+``forgetting``, ``usage`` (the usage log), ``candidates`` (capture candidates) and ``meta``.
+It satisfies ``store.protocol.StoreProtocol``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import apsw
 
+from memcue.sidecar.store.sqlite.candidates import CandidateRows
 from memcue.sidecar.store.sqlite.db import OPTIMIZE_EVERY, Database, VecStatus
 from memcue.sidecar.store.sqlite.forgetting import Forgetting
 from memcue.sidecar.store.sqlite.graph import EntityGraph
@@ -26,7 +28,9 @@ from memcue.sidecar.store.sqlite.timeline import Timeline
 from memcue.sidecar.store.sqlite.usage import UsageLog
 from memcue.sidecar.store.sqlite.vectors import ScopeFields, VectorRows
 from memcue.sidecar.store.write import (
+    CandidateAdded,
     ForgetResult,
+    NewCandidate,
     NewMemory,
     PreparedWrite,
     ServedRecall,
@@ -53,6 +57,7 @@ class Store:
         self._timeline = Timeline(db)
         self._forgetting = Forgetting(db)
         self._usage = UsageLog(db)
+        self._candidates = CandidateRows(db)
 
     # -- the file and its state --------------------------------------------------------------
     @property
@@ -285,3 +290,30 @@ class Store:
     def usage_stats(self, since: float) -> dict[str, Any]:
         """See ``UsageLog.usage_stats``."""
         return self._usage.usage_stats(since)
+
+    # -- capture candidates ------------------------------------------------------------------
+    def add_candidates(self, candidates: Iterable[NewCandidate]) -> list[CandidateAdded]:
+        """See ``CandidateRows.add``."""
+        return self._candidates.add(candidates)
+
+    def get_candidate(self, candidate_id: int) -> dict[str, Any] | None:
+        """See ``CandidateRows.get``."""
+        return self._candidates.get(candidate_id)
+
+    def list_candidates(self, *, state: str | None = None, project: str | None = None,
+                        session_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """See ``CandidateRows.list``."""
+        return self._candidates.list(state=state, project=project, session_id=session_id, limit=limit)
+
+    def decide_candidate(self, candidate_id: int, state: str, *, reason: str, memory_id: int | None = None,
+                         now: float | None = None) -> bool:
+        """See ``CandidateRows.decide``."""
+        return self._candidates.decide(candidate_id, state, reason=reason, memory_id=memory_id, now=now)
+
+    def expire_candidates(self, now: float | None = None, limit: int = 500) -> int:
+        """See ``CandidateRows.expire``."""
+        return self._candidates.expire(now, limit)
+
+    def next_candidate_expiry(self) -> float | None:
+        """See ``CandidateRows.next_expiry``."""
+        return self._candidates.next_expiry()

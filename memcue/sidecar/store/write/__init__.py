@@ -8,9 +8,13 @@ from memcue.sidecar.store.write.entities import MAYBE_NAME, extract_entities
 from memcue.sidecar.store.write.journal import VectorJournal
 from memcue.sidecar.store.write.prepare import PreparedWrite, prepare_write
 from memcue.sidecar.store.write.records import (
+    CANDIDATE_STATES,
+    CANDIDATE_TTL_S,
     CAPTURED_KINDS,
     RECORD_KINDS,
+    CandidateAdded,
     ForgetResult,
+    NewCandidate,
     NewMemory,
     ServedRecall,
     WriteResult,
@@ -18,6 +22,7 @@ from memcue.sidecar.store.write.records import (
 from memcue.sidecar.store.write.redaction import Redacted, redact
 
 __all__ = [
+    "CANDIDATE_STATES", "CANDIDATE_TTL_S", "CandidateAdded", "NewCandidate",
     "CAPTURED_KINDS", "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
     "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
 ]

@@ -1,6 +1,6 @@
 """What the store takes and gives back, whatever the backend: a memory to write (``NewMemory``), the outcome of
-a write (``WriteResult``) or of a forget (``ForgetResult``), and a recall served (``ServedRecall``, for the usage
-log). Times are Unix seconds."""
+a write (``WriteResult``) or of a forget (``ForgetResult``), a recall served (``ServedRecall``, for the usage
+log) and a capture candidate to hold (``NewCandidate``, ``CandidateAdded``). Times are Unix seconds."""
 
 from __future__ import annotations
 
@@ -32,6 +32,39 @@ class NewMemory:
     metadata: dict[str, Any] = field(default_factory=dict)
     valid_from: float | None = None
     valid_to: float | None = None
+
+
+#: How long a pending candidate waits for a confirming signal before it expires (s): 30 days.
+CANDIDATE_TTL_S = 30 * 86_400.0
+#: A candidate's states: waiting for a signal or review, written as a memory, turned down, or timed out.
+CANDIDATE_STATES = ("pending", "promoted", "rejected", "expired")
+
+
+@dataclass
+class NewCandidate:
+    """Something a capture signal noticed that may become a memory, held apart from memories (it answers no
+    recall). ``signal`` names the source ("prompt-statement"), ``turn`` the request it came from (the hook's
+    request id), ``evidence`` why the signal thinks so (JSON-able). ``expires_at`` None: ``CANDIDATE_TTL_S``
+    after ``created_at`` (None: now). The same ``(signal, turn, content)`` is held once."""
+
+    content: str
+    signal: str
+    kind: str = "note"
+    project: str = ""
+    session_id: str = ""
+    harness: str = ""
+    turn: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    created_at: float | None = None
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True)
+class CandidateAdded:
+    """Outcome of holding one candidate: its ``id`` and whether it was ``added`` now (False: held already)."""
+
+    id: int
+    added: bool
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,101 @@
+"""The promotion gate: the one way a capture candidate becomes a memory (DESIGN.md section 7).
+
+A candidate answers nothing until a signal confirms it: ``promote`` writes it through the normal remember path
+(``remember``: the service's, so the exact and near-duplicate checks apply: a statement made twice reinforces the
+first memory) with metadata saying why (``promoted_by``: the confirming reason, ``signal``, ``candidate_id`` and
+the provenance: ``harness``, ``session_id``, ``turn``), then marks the candidate promoted with the memory's id.
+``reject`` turns one down; ``expire_due`` times out pending candidates past ``expires_at`` (the worker calls it on
+every step; it reads the store at most every ``EXPIRE_EVERY_S``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from memcue.sidecar.store import NewMemory, StoreProtocol, WriteResult
+
+log = logging.getLogger("memcue.capture")
+
+#: How often (s) ``expire_due`` looks for pending candidates past their time: they expire after 30 days, so a
+#: minute late is nothing, and the worker's step stays one clock read.
+EXPIRE_EVERY_S = 60.0
+
+
+class CandidateNotFound(LookupError):
+    """No candidate has the id asked for."""
+
+
+class CandidateDecided(ValueError):
+    """The candidate is no longer pending (promoted, rejected or expired already); ``state`` says which."""
+
+    def __init__(self, candidate_id: int, state: str) -> None:
+        super().__init__(f"candidate {candidate_id} is {state} already: only a pending candidate can be decided")
+        self.state = state
+
+
+class Gate:
+    """Promotion, rejection and expiry of the candidates in ``store``; ``remember`` writes one memory through the
+    normal remember path (blocking) and returns its ``WriteResult``."""
+
+    def __init__(self, store: StoreProtocol, remember: Callable[[NewMemory], WriteResult]) -> None:
+        self._store = store
+        self._remember = remember
+        self._next_expiry_check = 0.0
+
+    def promote(self, candidate_id: int, reason: str, *, content: str | None = None) -> dict[str, Any]:
+        """Write candidate ``candidate_id`` as a memory (its text, or ``content`` when a reviewer edited it) and
+        mark it promoted with ``reason``. Returns the candidate row after the change (``memory_id`` set, and
+        ``duplicate`` True when the memory existed already and was reinforced). Raises ``CandidateNotFound``,
+        ``CandidateDecided``, ``ValueError`` (edited text empty)."""
+        cand = self._pending(candidate_id)
+        edited = content is not None and content.strip() != cand["content"].strip()
+        metadata = {"promoted_by": reason, "signal": cand["signal"], "candidate_id": cand["id"],
+                    "harness": cand["harness"], "session_id": cand["session_id"], "turn": cand["turn"]}
+        if edited:
+            metadata["edited"] = True
+        memory = NewMemory(content=content if edited and content is not None else cand["content"],
+                           kind=cand["kind"], project=cand["project"], session_id=cand["session_id"],
+                           source=f"capture:{cand['signal']}", source_id=f"candidate:{cand['id']}",
+                           metadata=metadata)
+        result = self._remember(memory)
+        if not self._store.decide_candidate(candidate_id, "promoted", reason=reason, memory_id=result.id):
+            raise CandidateDecided(candidate_id, self._state(candidate_id))  # decided meanwhile by another call
+        return {**self._row(candidate_id), "duplicate": result.duplicate}
+
+    def reject(self, candidate_id: int, reason: str) -> dict[str, Any]:
+        """Turn down pending candidate ``candidate_id`` with ``reason``; returns its row. Raises
+        ``CandidateNotFound``, ``CandidateDecided``."""
+        self._pending(candidate_id)
+        if not self._store.decide_candidate(candidate_id, "rejected", reason=reason):
+            raise CandidateDecided(candidate_id, self._state(candidate_id))
+        return self._row(candidate_id)
+
+    def expire_due(self, now: float | None = None, *, force: bool = False) -> int:
+        """Expire pending candidates past their ``expires_at`` (Unix s; ``now`` default the clock), at most once
+        per ``EXPIRE_EVERY_S`` unless ``force``. Returns how many expired."""
+        clock = time.monotonic()
+        if not force and clock < self._next_expiry_check:
+            return 0
+        self._next_expiry_check = clock + EXPIRE_EVERY_S
+        count = self._store.expire_candidates(now)
+        if count:
+            log.info("%d capture candidates expired without a confirming signal", count)
+        return count
+
+    def _pending(self, candidate_id: int) -> dict[str, Any]:
+        cand = self._row(candidate_id)
+        if cand["state"] != "pending":
+            raise CandidateDecided(candidate_id, cand["state"])
+        return cand
+
+    def _row(self, candidate_id: int) -> dict[str, Any]:
+        cand = self._store.get_candidate(candidate_id)
+        if cand is None:
+            raise CandidateNotFound(f"no candidate with id {candidate_id}")
+        return cand
+
+    def _state(self, candidate_id: int) -> str:
+        return str(self._row(candidate_id)["state"])

@@ -1,0 +1,139 @@
+"""The first zero-cost signal: the user's durable statements in a captured prompt ("from now on ...", "we
+decided ...", "always/never ...", "don't ...", "remember ...", "I prefer ...", corrections such as "no, use X
+instead").
+
+``find_statements(prompt)`` is pure text work (about 0.1 ms for a typed prompt). It reads the prompt line by
+line, drops what the user did not state themselves (fenced code, quoted ``>`` lines, pasted logs and tracebacks,
+indented code, memcue's own injected blocks), splits the rest into sentences and keeps the sentences that carry a
+statement: not questions, at most ``STATEMENT_MAX_CHARS`` characters, at least ``STATEMENT_MIN_WORDS`` words.
+
+Kinds (the memory kind a statement is written as): ``preference`` for "I/we prefer", "I'd rather", "I like to";
+``correction`` for "no, use X" and "use X instead (of Y)"; ``decision`` for everything else ("from now on",
+"going forward", "we decided", "always", "never", "don't", "remember that"). Since the user said it, the
+statement is its own confirming signal (``capture.prompts`` promotes it at once); one that reads like an
+injection (role markers, "ignore previous instructions", piping a download into a shell, sending secrets away)
+is ``held`` with the reason, for review (DESIGN.md section 8).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Longest sentence taken as a statement (characters); longer ones are left out, not cut (a run-on paragraph is
+#: rarely one durable statement).
+STATEMENT_MAX_CHARS = 400
+#: Fewest words a statement has ("never force-push" is 2 words: too short to be useful out of context).
+STATEMENT_MIN_WORDS = 3
+#: Most statements taken from one prompt.
+MAX_STATEMENTS = 5
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
+    ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
+    ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
+                   r"the)\b|\buse\s+\S+(?:\s+\S+){0,3}\s+instead\b|\binstead of\b"),
+    ("decision", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b|\b(?:we|i)(?:'ve| have)?\s+decided\b|"
+                 r"\bwe(?:'re| are) going with\b|\bour (?:convention|rule|policy) is\b"),
+    ("decision", r"^(?:please\s+|and\s+|also\s+)?(?:always|never)\b|\b(?:we|you|i)\s+(?:should\s+|must\s+)?"
+                 r"(?:always|never)\b|\b(?:must|should)\s+(?:always|never)\b|\blet'?s (?:always|never)\b"),
+    ("decision", r"^(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\s+\w+"),
+    ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
+))
+_QUESTION_START = re.compile(
+    r"^(?:what|why|how|where|when|which|who|whom|whose|is|are|was|were|do|does|did|can|could|should|would|will|"
+    r"shall|may|might|have|has|had|am)\b", re.IGNORECASE)
+#: Lines the user pasted rather than typed: tracebacks, log lines, shell prompts, stack frames, diffs.
+_PASTED = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\)|File \"|at \S+\(|\$ |# |>>> |\+\+\+ |--- |@@ |"
+    r"\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|TRACE)\b|"
+    r"\w+(?:Error|Exception)\b:|E\s{2,})")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_MEMCUE_BLOCK = re.compile(r"<(memcue[\w-]*)\b.*?</\1>", re.IGNORECASE | re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
+_ROLE_MARKER = re.compile(
+    r"(?:^|\n|[.!?]\s)\s*(?:system|assistant|developer|user|human|tool)\s*:|<\|?(?:im_start|im_end|system|endoftext)\|?>|"
+    r"\[/?(?:INST|SYS)\]|<</?SYS>>|</?(?:system|assistant|instructions?)>", re.IGNORECASE)
+_INJECTION = re.compile(
+    r"\bignore\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier)\b|\bdisregard\s+(?:all|any|the|"
+    r"previous|prior|your)\b|\byou are now\b|\bnew instructions\b|\bjailbreak\b|"
+    r"\b(?:curl|wget|fetch|iwr|Invoke-WebRequest)\b[^|\n]*\|\s*(?:sudo\s+)?(?:ba|z|k)?sh\b|\bbase64\s+-d\b[^|\n]*\|"
+    r"|\brm\s+-rf\s+[/~]|\bchmod\s+(?:-R\s+)?777\b|\b(?:eval|exec)\s*\(|"
+    r"\b(?:send|post|upload|exfiltrate|email|paste)\b[^.\n]{0,60}(?:\b(?:secrets?|tokens?|passwords?|"
+    r"credentials?|api[ _-]?keys?|id_rsa)\b|\.env\b|\.ssh\b)", re.IGNORECASE)
+#: A role marker opening a sentence ("SYSTEM: ..."): left out when matching, so the statement after it is found
+#: (and held).
+_ROLE_PREFIX = re.compile(r"^(?:system|assistant|developer|user|human|tool)\s*:\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One durable statement found in a prompt: its ``text`` (the sentence as typed), the memory ``kind`` it is
+    written as, the ``pattern`` that matched (the matched words), and ``held`` (why it waits for review instead
+    of being promoted: "" when it may be promoted)."""
+
+    text: str
+    kind: str
+    pattern: str
+    held: str = ""
+
+
+def find_statements(prompt: str) -> list[Statement]:
+    """The durable statements in ``prompt`` (see the module docstring), in order, each sentence once, at most
+    ``MAX_STATEMENTS``. Never raises for any ``str``."""
+    whole_held = "role marker in the prompt" if _ROLE_MARKER.search(prompt) else ""
+    found: list[Statement] = []
+    seen: set[str] = set()
+    for sentence in _sentences(_typed_text(prompt)):
+        match = _statement_kind(sentence)
+        if match is None or sentence.lower() in seen:
+            continue
+        seen.add(sentence.lower())
+        kind, words = match
+        found.append(Statement(sentence, kind, words, whole_held or _held(sentence)))
+        if len(found) >= MAX_STATEMENTS:
+            break
+    return found
+
+
+def _typed_text(prompt: str) -> str:
+    """``prompt`` without what the user did not type as prose: fenced blocks, quoted lines, pasted log or
+    traceback lines, indented code, memcue blocks. A dropped line ends a paragraph (so no sentence spans it)."""
+    kept: list[str] = []
+    fenced = False
+    for line in _MEMCUE_BLOCK.sub("\n", prompt).splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            kept.append("")
+            continue
+        if fenced or line.lstrip().startswith(">") or line.startswith(("    ", "\t")) or _PASTED.match(line):
+            kept.append("")
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences of ``text``: split at ``.``/``!``/``?`` followed by space and at line ends; trimmed."""
+    return [s.strip(" \t-*•") for s in _SENTENCE_END.split(text) if s and s.strip(" \t-*•")]
+
+
+def _statement_kind(sentence: str) -> tuple[str, str] | None:
+    """``(kind, matched words)`` when ``sentence`` states something durable, None for a question, a sentence out
+    of bounds, or no pattern."""
+    sentence = _ROLE_PREFIX.sub("", sentence)
+    if (sentence.endswith("?") or _QUESTION_START.match(sentence) or len(sentence) > STATEMENT_MAX_CHARS
+            or len(sentence.split()) < STATEMENT_MIN_WORDS):
+        return None
+    for kind, pattern in _PATTERNS:
+        m = pattern.search(sentence)
+        if m:
+            return kind, m.group(0).strip()
+    return None
+
+
+def _held(sentence: str) -> str:
+    """Why ``sentence`` must wait for review (injection-like), "" when it may be promoted."""
+    if _ROLE_MARKER.search(sentence):
+        return "role marker"
+    m = _INJECTION.search(sentence)
+    return f"injection-like text: {m.group(0)[:60]!r}" if m else ""
