@@ -21,7 +21,7 @@ SESSION_HEADER = "memcue: what this project's memory holds (pinned first, then t
 #: The first line of every session-start block, also when the project holds no memory yet: what memcue is and
 #: what is worth saving with its MCP tools (DESIGN.md section 7, "the agent saves"). memcue's own fixed text,
 #: never stored text, so it stands before and outside the block of recalled memories (section 8). One line,
-#: under 120 o200k tokens (98 today); ``strip`` recognises a pasted copy by its words, also wrapped.
+#: under 120 o200k tokens (96 today); ``strip`` recognises a pasted copy by its words, also wrapped.
 STANDING_NOTE = ("memcue is this project's memory across sessions: it adds relevant memories to prompts and has "
                  "the MCP tools recall, remember and update_memory. Worth saving with remember, a sentence or two "
                  "each: a decision and its reason, a bug's cause and its fix, an exact command that worked, a "
