@@ -1,4 +1,6 @@
-"""C15: every SessionStart source through the real hook and sidecar; one full block per session at most."""
+"""C15: every SessionStart source through the real hook and sidecar; one full block per session at most. Every
+session-start block opens with memcue's standing note, also for a project with no memory yet; a resumed session
+gets the one-line pointer, whose count holds only memories that can answer."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from pathlib import Path
 
 from conftest import context_of, prompt_payload, run_hook, start_sidecar
 
-from memcue.core.blocks import SESSION_HEADER
+from memcue.core.blocks import SESSION_HEADER, STANDING_NOTE, pointer_line
 
 
 def _start(home: Path, project: Path, session_id: str, source: str) -> str:
@@ -30,14 +32,18 @@ def test_C15_every_source_and_one_full_block_per_session(home: Path, tmp_path: P
         resumed = _start(home, project, "s2", "resume")  # the conversation already holds the block
         fresh = {source: _start(home, project, f"s-{source}", source) for source in ("clear", "fork", "odd-new")}
         empty = _start(home, tmp_path, "s9", "startup")  # a project with no memories
+        empty_resumed = _start(home, tmp_path, "s10", "resume")
     finally:
         sc.stop()
-    assert first.startswith(SESSION_HEADER) and "Deploys are frozen on Fridays" in first
-    for pointer in (again, resumed):
-        assert pointer.count("\n") == 0 and pointer.startswith("memcue: memory is on for this project (1 memory)")
+    opening = f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n"
+    assert first.startswith(opening) and "Deploys are frozen on Fridays" in first
+    for pointer in (again, resumed):  # the conversation holds the first block and its note: not repeated
+        assert pointer == pointer_line(1)
+        assert pointer.startswith("memcue: memory is on for this project (1 memory)") and "remember" in pointer
     for source, block in fresh.items():  # clear and fork start a new session; an unknown source is startup
-        assert block.startswith(SESSION_HEADER) and "Deploys are frozen on Fridays" in block, source
-    assert empty == ""
+        assert block.startswith(opening) and "Deploys are frozen on Fridays" in block, source
+    assert empty == STANDING_NOTE, "a project with no memory yet gets the note alone"
+    assert empty_resumed == pointer_line(0) and "(no memories yet)" in empty_resumed
 
 
 def _ask(home: Path, project: Path, session_id: str, prompt: str) -> str:
@@ -68,3 +74,25 @@ def test_C15_a_memory_reaches_a_conversation_once_until_it_is_compacted(home: Pa
     assert fact in other[0] and other[1] == ""
     assert fact not in pointer and fact in after_compact
     assert all(fact in block for block in anonymous)
+
+
+def test_C15_the_resumed_pointer_counts_only_memories_that_can_answer(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "billing-api"
+    project.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        sc.client.remember("Deploys are frozen on Fridays; ask Priya before shipping", project=str(project),
+                           kind="decision")
+        old = sc.client.remember("The staging database listens on port 5433", project=str(project))["id"]
+        sc.client.forget([old])
+        for i in range(10):  # ten prompts, captured as ``request`` rows: not memories that can answer
+            _ask(home, project, "s1", f"question {i}: what is the cron schedule of job {i}?")
+        sc.client.remember("session ended", project=str(project))  # bookkeeping
+        for kind in ("event", "response"):
+            sc.client.remember(f"a captured {kind} of the session about invoices", project=str(project), kind=kind)
+        rows = sc.client.list_recent(project=str(project), include_bookkeeping=True, limit=100)["results"]
+        resumed = _start(home, project, "s1", "resume")
+    finally:
+        sc.stop()
+    assert sum(r["memory_kind"] == "request" for r in rows) == 10 and len(rows) >= 13
+    assert resumed == pointer_line(1), "one decision; not the prompts, the bookkeeping, the records or the forgotten"

@@ -18,7 +18,7 @@ import hookutil
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 
 from memcue.core import spool_format
-from memcue.core.blocks import SESSION_HEADER
+from memcue.core.blocks import SESSION_HEADER, STANDING_NOTE
 
 ROUNDS = 10
 
@@ -63,9 +63,9 @@ def test_C23_two_session_starts_at_once_give_one_full_block(home: Path, tmp_path
     finally:
         sc.stop()
     for n, contexts in enumerate(rounds):
-        full = [c for c in contexts if c.startswith(SESSION_HEADER)]
+        full = [c for c in contexts if c.startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n")]
         assert len(full) == 1, (n, contexts)
-        other = next(c for c in contexts if not c.startswith(SESSION_HEADER))
+        other = next(c for c in contexts if not c.startswith(STANDING_NOTE))
         assert other == "" or (other.count("\n") == 0 and other.startswith("memcue: memory is on")), (n, other)
 
 

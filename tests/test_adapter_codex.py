@@ -11,7 +11,7 @@ from conftest import run_hook, start_sidecar
 
 from memcue.adapters import codex, event_name
 from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE
 
 #: Payloads as Codex writes them (fields of codex-rs/hooks/schema/generated/*.command.input.schema.json).
 PROMPT = {"session_id": "019a-codex", "turn_id": "t1", "transcript_path": None, "cwd": "/tmp",
@@ -72,6 +72,9 @@ def test_C14_through_the_real_hook_and_sidecar(home: Path, tmp_path: Path) -> No
             "stop": run_hook({**STOP_PAYLOAD, "cwd": str(project)}, "stop", env=env, harness="codex"),
             "empty": run_hook({**PROMPT, "cwd": str(tmp_path), "prompt": "write a haiku about autumn"},
                               "user-prompt-submit", env=env, harness="codex"),
+            "empty start": run_hook({**START, "session_id": "another", "cwd": str(tmp_path / "nothing-here")},
+                                    "session-start", env=env,
+                                    harness="codex"),
         }
     finally:
         sc.stop()
@@ -82,5 +85,9 @@ def test_C14_through_the_real_hook_and_sidecar(home: Path, tmp_path: Path) -> No
     assert prompt["hookSpecificOutput"]["additionalContext"].startswith(PROMPT_HEADER)
     assert "build-cache key" in prompt["hookSpecificOutput"]["additionalContext"]
     start = json.loads(runs["start"].stdout)["hookSpecificOutput"]
-    assert start["hookEventName"] == "SessionStart" and start["additionalContext"].startswith(SESSION_HEADER)
+    assert start["hookEventName"] == "SessionStart"
+    assert start["additionalContext"].startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n")
+    assert "build-cache key" in start["additionalContext"]
+    empty_start = json.loads(runs["empty start"].stdout)["hookSpecificOutput"]  # no memories: the note alone
+    assert empty_start == {"hookEventName": "SessionStart", "additionalContext": STANDING_NOTE}
     assert runs["stop"].stdout == b"" and runs["empty"].stdout == b""

@@ -20,7 +20,7 @@ import memcue.hooks.launch as launch
 from memcue import adapters
 from memcue.adapters import event_name, hermes
 from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE
 from memcue.core.project import resolve_project
 from memcue.install import hermes as hermes_install
 
@@ -95,7 +95,8 @@ def test_C14_through_the_real_hook_and_sidecar(home: Path, tmp_path: Path) -> No
             "stop": run_hook({**STOP_PAYLOAD, "cwd": str(project)}, "stop", env=env, harness="hermes"),
             "empty": run_hook({**PROMPT, "cwd": str(tmp_path), "prompt": "write a haiku about autumn"},
                               "user-prompt-submit", env=env, harness="hermes"),
-            "empty start": run_hook({**START, "cwd": str(tmp_path / "nothing-here")}, "session-start", env=env,
+            "empty start": run_hook({**START, "session_id": "another", "cwd": str(tmp_path / "nothing-here")},
+                                    "session-start", env=env,
                                     harness="hermes"),
         }
     finally:
@@ -103,8 +104,9 @@ def test_C14_through_the_real_hook_and_sidecar(home: Path, tmp_path: Path) -> No
     assert all((r.returncode, r.stderr) == (0, b"") for r in runs.values())
     prompt, start = runs["prompt"].stdout.decode(), runs["start"].stdout.decode()
     assert prompt.startswith(PROMPT_HEADER) and "build-cache key" in prompt  # plain text, not JSON
-    assert start.startswith(SESSION_HEADER) and "build-cache key" in start
-    assert runs["stop"].stdout == runs["empty"].stdout == runs["empty start"].stdout == b""
+    assert start.startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n") and "build-cache key" in start
+    assert runs["empty start"].stdout.decode() == STANDING_NOTE  # no memories: the note alone, as plain text
+    assert runs["stop"].stdout == runs["empty"].stdout == b""
 
 
 def test_the_fast_launcher_runs_the_hermes_adapter_without_site(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from conftest import Sidecar, context_of, embed_pending, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars
 
 from memcue.client import ClientError
-from memcue.core.blocks import POINTER, SESSION_HEADER
+from memcue.core.blocks import POINTER, SESSION_HEADER, STANDING_NOTE
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
@@ -193,18 +193,23 @@ def test_session_context_once_per_session_within_its_budget(sc: Sidecar, tmp_pat
 
     first = c.session_context(project=project)
     assert re.fullmatch(r"[0-9a-f]{32}", first["session_id"]), "a new session id when none is given"
-    assert first["context"].startswith(SESSION_HEADER + "\n") and first["included"] > 3
+    assert first["context"].startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n") and first["included"] > 3
     assert "orbit api note 0:" in first["context"] and "· pinned" in first["context"]
     assert 0 < first["tokens"] <= 1500 and tokens.count(first["context"]) <= 1500
     again = c.session_context(session_id=first["session_id"], project=project)
     assert again["session_id"] == first["session_id"] and again["included"] == 0
     assert POINTED.fullmatch(again["context"]), "the second ask gets the one-line pointer"
 
-    small = c.session_context(session_id="tight", project=project, max_tokens=120, max_chars=400)
-    assert small["session_id"] == "tight" and small["context"].startswith(SESSION_HEADER)
+    small = c.session_context(session_id="tight", project=project, max_tokens=260, max_chars=1000)
+    assert small["session_id"] == "tight" and small["context"].startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n")
     assert 0 < small["included"] < first["included"]
-    assert tokens.count(small["context"]) <= 120 and len(small["context"]) <= 400
+    assert tokens.count(small["context"]) <= 260 and len(small["context"]) <= 1000
     assert small["context"].endswith("left out to fit the budget]")
+    # Memories go before the note: a budget with room for the note alone gives it alone, a smaller one nothing.
+    note = c.session_context(session_id="tighter", project=project, max_tokens=115, max_chars=9500)
+    assert (note["context"], note["included"]) == (STANDING_NOTE, 0)
+    tiny = c.session_context(session_id="tiniest", project=project, max_tokens=120, max_chars=400)
+    assert (tiny["context"], tiny["included"]) == ("", 0)
     nothing = c.session_context(project="")
     assert nothing["context"] == "" and nothing["included"] == 0 and nothing["session_id"]
 
@@ -213,14 +218,14 @@ def test_session_context_and_the_session_start_hook_share_one_ledger(sc: Sidecar
     project = _project_dir(tmp_path, "shared-ledger")
     sc.client.remember("shared ledger: releases are cut from the main branch", project=project)
     out = sc.client.session_context(session_id="sess-shared", project=project, harness="claude-code")
-    assert out["context"].startswith(SESSION_HEADER)
+    assert out["context"].startswith(STANDING_NOTE)
     payload = {"session_id": "sess-shared", "transcript_path": "", "cwd": project,
                "hook_event_name": "SessionStart", "source": "startup"}
     proc = run_hook(payload, "session-start", env=hook_env(sc.root, MEMCUE_HOOK_SPAWN="0"))
     assert proc.returncode == 0 and POINTED.fullmatch(context_of(proc)), "the hook saw the endpoint's block"
     payload["session_id"] = "sess-hook-only"
     assert context_of(run_hook(payload, "session-start", env=hook_env(sc.root, MEMCUE_HOOK_SPAWN="0"))).startswith(
-        SESSION_HEADER)
+        f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n")
 
 
 def test_store_forget_leaves_scopes_and_the_vector_index_incrementally(tmp_path: Path, embedder: Embedder) -> None:

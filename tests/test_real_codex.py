@@ -29,7 +29,7 @@ from real_harness import (
     wait_for_bookkeeping,
 )
 
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE
 from memcue.install.edits import hooks_json
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
@@ -106,6 +106,7 @@ def test_codex_runs_trusted_hooks_only_and_gets_the_fact_once(home: Path, tmp_pa
     text = sent[0].text
     assert text.count(FACT) == 1, explain(proc, sc)  # by the prompt hook, once
     assert text.count(PINNED) == 1 and SESSION_HEADER in text and PROMPT_HEADER in text
+    assert text.count(STANDING_NOTE) == 1 and text.index(STANDING_NOTE) < text.index(SESSION_HEADER)
     assert sum(r.text.count(FACT) for r in stub.requests[before:]) == 1
     assert bookkeeping == 2, "Stop and SessionEnd are recorded (the untrusted run recorded nothing)"
 

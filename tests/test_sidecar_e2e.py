@@ -19,7 +19,7 @@ import pytest
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars, sidecar_pids
 
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.store import Store
 
@@ -195,7 +195,9 @@ def test_C07_session_start_block_under_default_budget(c07, tokens: TokenCounter)
     assert block, proc.stdout
     assert len(block) <= 9500
     assert 1000 < tokens.count(block) <= 1500
-    kept, left_out = _check_block(block, SESSION_HEADER, stored)
+    note, memories = block.split("\n\n", 1)  # memcue's standing note first, then the memories within the budget
+    assert note == STANDING_NOTE
+    kept, left_out = _check_block(memories, SESSION_HEADER, stored)
     assert left_out > 0
     pinned = [stored[c] for c in kept]
     assert pinned[0] and pinned == sorted(pinned, reverse=True), "pinned memories come first"

@@ -134,3 +134,26 @@ def test_knn_is_scoped_and_filters_kinds_inside_the_search(tmp_path: Path) -> No
     assert sorted(found) == sorted([rows[-3].id, rows[-2].id])  # the real and the global memory only
     assert rows[-1].id not in found  # another project never leaks in
     assert len(store.knn(query, project="p", k=5)) == 5  # without the filter, prompts fill the top k
+
+
+def test_doc_count_counts_only_memories_that_can_answer(tmp_path: Path) -> None:
+    store = Store(tmp_path / "count.db", want_vec=False)
+    try:
+        kept = store.remember(NewMemory("Deploys are frozen on Fridays", kind="decision", project="p")).id
+        store.remember(NewMemory("The CI cache key is rotated per release", project=""))  # global: counts
+        old = store.remember(NewMemory("Staging listens on port 5432", project="p")).id
+        store.update(old, NewMemory("Staging listens on port 5433", project="p"))  # the old row is superseded
+        gone = store.remember(NewMemory("We ship from the release branch", project="p")).id
+        store.forget([gone])
+        for i in range(10):
+            store.remember(NewMemory(f"prompt {i}: how do we cut invoices for account {i}?", kind="request",
+                                     project="p"))
+        store.remember(NewMemory("agent answer about invoices", kind="response", project="p"))
+        store.remember(NewMemory("session started in p at 10:02", kind="event", project="p"))
+        store.remember(NewMemory("session ended", project="p"))  # bookkeeping
+        store.remember(NewMemory("Elsewhere: the build uses pnpm", project="q"))
+        assert store.fetch([kept])[kept]["kind"] == "decision"
+        assert store.doc_count("p") == 3, "the decision, the update and the global note"
+        assert store.doc_count(None) == 4
+    finally:
+        store.close()

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import textwrap
 import time
 from pathlib import Path
 
 import apsw
 
+from memcue.core import blocks
 from memcue.core.paths import Locations
 from memcue.sidecar.inject import render_block
-from memcue.sidecar.inject import service as hook_service
 from memcue.sidecar.store import NewMemory, Store
 from memcue.sidecar.store.write import strip
 from memcue.sidecar.store.write.strip import strip_injected
-from tests.conftest import prompt_payload, run_hook, start_sidecar
+from tests.conftest import context_of, prompt_payload, run_hook, start_sidecar
 
 RESULTS = [
     {"memory_kind": "decision", "age_label": "3 days ago", "content": "We store vectors in sqlite-vec."},
@@ -22,15 +23,41 @@ RESULTS = [
 ]
 
 
-def block(header: str = hook_service.PROMPT_HEADER, max_tokens: int = 1000) -> str:
+def block(header: str = blocks.PROMPT_HEADER, max_tokens: int = 1000) -> str:
     return render_block(header, RESULTS, count_tokens=lambda t: len(t) // 4, max_tokens=max_tokens,
                         max_chars=9500).text
 
 
 def test_headers_match_the_hook_service() -> None:
-    assert strip.PROMPT_HEADER == hook_service.PROMPT_HEADER
-    assert strip.SESSION_HEADER == hook_service.SESSION_HEADER
-    assert hook_service.POINTER.startswith(strip.POINTER_START)
+    assert strip.PROMPT_HEADER == blocks.PROMPT_HEADER
+    assert strip.SESSION_HEADER == blocks.SESSION_HEADER
+    assert blocks.POINTER.startswith(strip.POINTER_START)
+    assert strip.STANDING_NOTE == blocks.STANDING_NOTE
+
+
+def session_start_block(max_tokens: int = 1000) -> str:
+    """A session-start block as the sidecar renders it: the standing note, then the memories."""
+    return render_block(blocks.SESSION_HEADER, RESULTS, count_tokens=lambda t: len(t) // 4, max_tokens=max_tokens,
+                        max_chars=9500, preface=blocks.STANDING_NOTE).text
+
+
+def test_session_start_block_with_its_standing_note_is_removed() -> None:
+    whole = session_start_block()
+    assert whole.startswith(blocks.STANDING_NOTE + "\n\n" + blocks.SESSION_HEADER)
+    assert strip_injected(f"you started with:\n{whole}\n\nwhich port is staging?") == (
+        "you started with:\n\nwhich port is staging?")
+    note_only = render_block(blocks.SESSION_HEADER, [], count_tokens=len, max_tokens=1000, max_chars=9500,
+                             preface=blocks.STANDING_NOTE).text
+    assert note_only == blocks.STANDING_NOTE
+    assert strip_injected(f"{note_only}\nshould I save this?") == "should I save this?"
+
+
+def test_a_wrapped_or_quoted_standing_note_is_removed_and_the_user_lines_kept() -> None:
+    for width in (30, 72, 100):
+        pasted = "\n".join("> " + line for line in textwrap.wrap(blocks.STANDING_NOTE, width))
+        assert strip_injected(f"{pasted}\nrecall\nwhat does it mean?") == "recall\nwhat does it mean?", width
+    for text in ("memcue is this project's memory, right?", "memcue is this project's memory"[:19]):
+        assert strip_injected(text) == text
 
 
 def test_prompt_block_is_removed_and_the_rest_kept() -> None:
@@ -39,13 +66,13 @@ def test_prompt_block_is_removed_and_the_rest_kept() -> None:
 
 
 def test_session_block_and_left_out_line_are_removed() -> None:
-    cut = block(hook_service.SESSION_HEADER, max_tokens=60)
+    cut = block(blocks.SESSION_HEADER, max_tokens=60)
     assert "left out" in cut
     assert strip_injected(f"{cut}\nok, go on") == "ok, go on"
 
 
 def test_pointer_line_is_removed() -> None:
-    pointer = hook_service.POINTER.format(count="4 memories")
+    pointer = blocks.POINTER.format(count="4 memories")
     assert strip_injected(f"{pointer}\nwhat next?") == "what next?"
 
 
@@ -75,6 +102,21 @@ def test_store_strips_requests_only(tmp_path: Path) -> None:
         store.close()
 
 
+def _stored_requests(home: Path, n: int) -> list[str]:
+    """The captured prompts' texts once ``n`` are stored (15 s at most), oldest first."""
+    deadline = time.monotonic() + 15
+    rows: list = []
+    while time.monotonic() < deadline and len(rows) < n:
+        conn = apsw.Connection(str(Locations(home).database), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.setbusytimeout(2000)
+            rows = conn.execute("SELECT content FROM memories WHERE kind = 'request' ORDER BY id").fetchall()
+        finally:
+            conn.close()
+        time.sleep(0.1)
+    return [r[0] for r in rows]
+
+
 def test_real_hook_stores_the_prompt_without_the_block(home: Path, tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
@@ -83,17 +125,22 @@ def test_real_hook_stores_the_prompt_without_the_block(home: Path, tmp_path: Pat
         prompt = f"you told me:\n{block()}\nso which port does staging use?"
         run = run_hook(prompt_payload(prompt, str(project)))
         assert run.returncode == 0
-        deadline = time.monotonic() + 15
-        rows: list = []
-        while time.monotonic() < deadline and not rows:
-            conn = apsw.Connection(str(Locations(home).database), flags=apsw.SQLITE_OPEN_READONLY)
-            try:
-                conn.setbusytimeout(2000)
-                rows = conn.execute("SELECT content FROM memories WHERE kind = 'request'").fetchall()
-            finally:
-                conn.close()
-            time.sleep(0.1)
-        assert [r[0] for r in rows] == ["you told me:\nso which port does staging use?"]
+        assert _stored_requests(home, 1) == ["you told me:\nso which port does staging use?"]
+    finally:
+        sc.stop()
+
+
+def test_real_hook_stores_a_prompt_without_a_pasted_session_start_block(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        start = {"session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
+        pasted = context_of(run_hook(start, "session-start"))  # the standing note alone: the store is empty
+        assert pasted == blocks.STANDING_NOTE
+        run = run_hook(prompt_payload(f"the session began with:\n{pasted}\nwhat should I save?", str(project)))
+        assert run.returncode == 0
+        assert _stored_requests(home, 1) == ["the session began with:\nwhat should I save?"]
     finally:
         sc.stop()
 

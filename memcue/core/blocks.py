@@ -3,6 +3,8 @@
 copy out of a captured prompt (``sidecar/store/strip.py``).
 
 - a full block: ``PROMPT_HEADER`` or ``SESSION_HEADER``, one line per memory, maybe ``left_out_line``;
+- the session-start block: ``STANDING_NOTE``, then (after a blank line) a full block under ``SESSION_HEADER``
+  when memories fit;
 - the one-line session pointer ``POINTER``, given instead of a second session-start block;
 - the compact block: ``<COMPACT_TAG ...>``, one line per memory, maybe ``left_out_line``,
   ``COMPACT_INSTRUCTION``, ``</COMPACT_TAG>``.
@@ -16,10 +18,20 @@ import re
 
 PROMPT_HEADER = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"
 SESSION_HEADER = "memcue: what this project's memory holds (pinned first, then the newest):"
+#: The first line of every session-start block, also when the project holds no memory yet: what memcue is and
+#: what is worth saving with its MCP tools (DESIGN.md section 7, "the agent saves"). memcue's own fixed text,
+#: never stored text, so it stands before and outside the block of recalled memories (section 8). One line,
+#: under 120 o200k tokens (96 today); ``strip`` recognises a pasted copy by its words, also wrapped.
+STANDING_NOTE = ("memcue is this project's memory across sessions: it adds relevant memories to prompts and has "
+                 "the MCP tools recall, remember and update_memory. Worth saving with remember, a sentence or two "
+                 "each: a decision and its reason, a bug's cause and its fix, an exact command that worked, a "
+                 "preference of the user, a fact about the environment. Recall first to see whether it is already "
+                 "stored; if it is and has changed, update that memory instead of saving a duplicate.")
 #: What a resumed session, or a session that already had its block, gets instead: one line (``{count}``:
-#: "1 memory", "12 memories").
-POINTER = ("memcue: memory is on for this project ({count}); relevant ones are added to your prompts, and "
-           "you can ask what was decided before.")
+#: "no memories yet", "1 memory", "12 memories"). It names ``remember`` too: the one thing of the standing note
+#: worth repeating when a compacted conversation may have lost it.
+POINTER = ("memcue: memory is on for this project ({count}); relevant ones are added to your prompts, you can "
+           "ask what was decided before, and its MCP tool remember saves something new.")
 #: The pointer's text before its count, by which a pasted copy is recognised.
 POINTER_START = POINTER[: POINTER.index("{count}")]
 
@@ -41,3 +53,10 @@ def left_out_line(n: int) -> str:
     """The last line of a block that left ``n`` memories out to fit its budget (case C07):
     ``[memcue: 3 more memories left out to fit the budget]``."""
     return f"[memcue: {n} more {'memory' if n == 1 else 'memories'} left out to fit the budget]"
+
+
+def pointer_line(count: int) -> str:
+    """``POINTER`` for a project whose pointer count (``Store.doc_count``) is ``count`` (>= 0): "no memories
+    yet", "1 memory" or "12 memories"."""
+    said = "no memories yet" if count <= 0 else f"{count} {'memory' if count == 1 else 'memories'}"
+    return POINTER.format(count=said)

@@ -49,26 +49,35 @@ def render_block(
     max_tokens: int,
     max_chars: int,
     footer: str = "",
+    preface: str = "",
 ) -> Block:
     """Fit ``header`` + as many whole memory lines as the budgets allow (+ ``footer``, + a left-out line).
 
-    When not even the first memory fits, its text is shortened at a word and marked with "…".
-    Returns an empty block when there are no results or not even the header fits.
+    When not even the first memory fits, its text is shortened at a word and marked with "…". ``preface``
+    (memcue's own text, e.g. ``STANDING_NOTE``) goes first, a blank line before the header; it is given even
+    without results, and the budgets drop memories before it: when no memory fits the block is the preface
+    alone (``left_out`` says how many did not fit). Returns an empty block when there is nothing to give or
+    not even the preface (or, without one, the header) fits.
     """
+    def fits(text: str) -> bool:
+        return len(text) <= max_chars and count_tokens(text) <= max_tokens
+
+    def preface_only(left: int) -> Block:
+        if preface and fits(preface):
+            return Block(preface, 0, left, count_tokens(preface), len(preface))
+        return Block("", 0, left, 0, 0)
+
     if not results:
-        return Block("", 0, 0, 0, 0)
+        return preface_only(0)
     lines = [memory_line(r) for r in results]
 
     def assemble(body: list[str], left: int) -> str:
-        parts = [header, *body]
+        parts = [preface, "", header, *body] if preface else [header, *body]
         if footer:
             parts.append(footer)
         if left:
             parts.append(left_out_line(left))
         return "\n".join(parts)
-
-    def fits(text: str) -> bool:
-        return len(text) <= max_chars and count_tokens(text) <= max_tokens
 
     kept: list[str] = []
     for i, line in enumerate(lines):
@@ -86,7 +95,7 @@ def render_block(
                 kept = [candidate]
                 break
         if not kept:
-            return Block("", 0, len(lines), 0, 0)
+            return preface_only(len(lines))
     text = assemble(kept, len(lines) - len(kept))
     return Block(text, len(kept), len(lines) - len(kept), count_tokens(text), len(text))
 

@@ -2,8 +2,9 @@
 
 Prompt hooks inject only what ``policy.injectable`` allows: supported memories close to the best one,
 never a weak match (a person asking sees those, labelled) and never a ``related`` answer, so a bad match
-is dropped rather than dressed up. Session start injects the project's pinned memories,
-its newest memories (no bookkeeping, no captured prompts) and a recall on the project's name.
+is dropped rather than dressed up. Session start injects memcue's standing note (``blocks.STANDING_NOTE``: what
+memcue is, what is worth saving with ``remember``), then the project's pinned memories, its newest memories (no
+bookkeeping, no captured prompts) and a recall on the project's name.
 
 A prompt hook's block is "full" (each memory's text) unless the sidecar's settings (``MEMCUE_PROMPT_BLOCK=compact``
 or config ``[hooks] prompt_block = "compact"``) ask for the compact block (``render.render_compact``: one line per
@@ -27,7 +28,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from memcue.core.blocks import POINTER, PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE, pointer_line
 from memcue.sidecar.inject.backend import HookBackend
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
@@ -157,10 +158,17 @@ class HookService:
                             budget_s: float, max_tokens: int, max_chars: int,
                             started: float | None = None) -> HookResult:
         """The session-start block of ``project`` for the session ``session_id`` of ``harness`` (the SessionStart
-        hook and ``POST /session_context`` both come here): pinned memories, the newest ones and a recall on the
-        project's name, rendered under ``max_tokens`` / ``max_chars``, built within ``budget_s`` (s). A session
-        gets it once (``SessionLedger``); a resumed session, or one asking again, gets the one-line ``POINTER``.
-        ``source`` is a SessionStart source (``SOURCES``). Nothing ("" context) without a project."""
+        hook and ``POST /session_context`` both come here): ``STANDING_NOTE``, then pinned memories, the newest
+        ones and a recall on the project's name, rendered under ``max_tokens`` / ``max_chars`` (memories are
+        dropped before the note; an empty project gets the note alone), built within ``budget_s`` (s).
+        ``source`` is a SessionStart source (``SOURCES``). Nothing ("" context) without a project.
+
+        A session gets this block once (``SessionLedger``, case C15); a resumed session, or one asking again,
+        gets the one-line ``POINTER`` instead, also when the project holds no memory yet, and not the note
+        again: the harness keeps the earlier context on resume (Claude Code replays the transcript, which holds
+        the first block and its note), so a second copy would only cost about 100 tokens per resume, and C15
+        allows a resumed session a one-line pointer at most. The pointer names ``remember`` itself, for a
+        compacted conversation whose summary dropped the note."""
         started = time.perf_counter() if started is None else started
         query_id = uuid.uuid4().hex[:16]
         key = self.ledger.key(harness, session_id)
@@ -173,29 +181,32 @@ class HookService:
             # another call for this session is building it right now (case C23): a one-line pointer, never a
             # second full block (case C15).
             return await self._pointer(project, max_tokens, max_chars, started, query_id)
+        rows: list[dict[str, Any]] = []
         given = False
         try:
             with anyio.move_on_after(budget_s):
                 rows = await anyio.to_thread.run_sync(self._session_rows, project, abandon_on_cancel=True,
                                                       limiter=self.backend.limiter)
-                block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens,
-                                     max_tokens=max_tokens, max_chars=max_chars)
-                # Only a block that was given counts as the session's one full block (C15).
-                given = bool(block.text)
-                if given:
-                    self.ledger.add_injected(key, (r["memory_id"] for r in rows[:block.included]))
-                return _injected(block, "session", "supported" if rows else "none", started, query_id)
-            return _nothing(started, query_id)
+            # Past the budget the rows are abandoned: the note alone (it needs no store).
+            block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens,
+                                 max_tokens=max_tokens, max_chars=max_chars, preface=STANDING_NOTE)
+            # Only a block that was given counts as the session's one full block (C15).
+            given = bool(block.text)
+            if not given:
+                return _nothing(started, query_id)
+            self.ledger.add_injected(key, (r["memory_id"] for r in rows[:block.included]))
+            return _injected(block, "session", "supported" if block.included else "none", started, query_id)
         finally:
             self.ledger.end_claim(key, given)
 
     async def _pointer(self, project: str, max_tokens: int, max_chars: int, started: float,
                        query_id: str) -> HookResult:
-        """The one-line ``POINTER`` for ``project``, nothing when the project holds no memory or it does not fit."""
+        """The one-line ``POINTER`` for ``project`` (its count: memories that can answer, ``doc_count``), nothing
+        when it does not fit."""
         count = await anyio.to_thread.run_sync(self.backend.doc_count, project, limiter=self.backend.limiter)
-        text = POINTER.format(count=f"{count} {'memory' if count == 1 else 'memories'}")
+        text = pointer_line(count)
         tokens = self.backend.count_tokens(text)
-        if not count or tokens > max_tokens or len(text) > max_chars:
+        if tokens > max_tokens or len(text) > max_chars:
             return _nothing(started, query_id)
         return HookResult(context=text, answered_by="session", tier="supported", retrieval_time_ms=_elapsed_ms(started),
                           query_id=query_id, included=0, left_out=0, tokens=tokens)

@@ -112,7 +112,7 @@ class StoreProtocol(Protocol):
                         ) -> dict[str, int]:
         """Memories in scope containing each plain-word term, counted up to ``cap`` (the backend's default)."""
     def doc_count(self, project: str | None = None) -> int:
-        """Current, non-bookkeeping memories in scope."""
+        """Memories in scope that can answer: current, not bookkeeping, not captured (prompts, answers, events)."""
 
     # -- time and session
     def session_neighbours(self, ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:

@@ -1,7 +1,9 @@
 """memcue's own injected text out of a captured prompt, so recalled memories are not stored again as new ones.
 
-A user may paste (or a harness may echo) what memcue injected: a block that starts with one of the hook's
-headers (``PROMPT_HEADER`` / ``SESSION_HEADER``, or the one-line session pointer), followed by
+A user may paste (or a harness may echo) what memcue injected: the session-start block's standing note (one
+line; a copy a terminal wrapped into several lines goes whole, each piece being a part of the note); a block
+that starts with one of the hook's headers (``PROMPT_HEADER`` / ``SESSION_HEADER``, or the one-line session
+pointer), followed by
 memory lines ``- (kind · age) text`` (continuation lines indented two spaces) and maybe a
 ``[memcue: N more memories left out…]`` line; the compact block ``<memcue-recall session_id="…"
 query_id="…">…</memcue-recall>`` (``render.render_compact``; a pasted copy cut before its closing tag loses its
@@ -15,11 +17,23 @@ from __future__ import annotations
 
 import re
 
-from memcue.core.blocks import COMPACT_LEAD, COMPACT_TAG, LEFT_OUT_START, POINTER_START, PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import (
+    COMPACT_LEAD,
+    COMPACT_TAG,
+    LEFT_OUT_START,
+    POINTER_START,
+    PROMPT_HEADER,
+    SESSION_HEADER,
+    STANDING_NOTE,
+)
 
 _HEADERS = re.compile(
     r"^[ \t>]*(?:" + "|".join(re.escape(h) for h in (PROMPT_HEADER, SESSION_HEADER)) + r")[ \t]*$")
 _POINTER = re.compile(r"^[ \t>]*" + re.escape(POINTER_START) + r".*$")
+#: The standing note with its spaces collapsed, which a wrapped piece of a pasted copy is part of.
+_NOTE_WORDS = " ".join(STANDING_NOTE.split())
+#: Characters a line must hold to be taken for the note's start ("memcue is this project's": 24).
+_NOTE_START_CHARS = 20
 #: A memory line of a block (``render.memory_line``), a continuation line, or the left-out line.
 _BLOCK_LINE = re.compile(r"^[ \t>]*(?:- \([^)\n]*\) |" + LEFT_OUT_START + r"[^\]\n]*\]\s*$)")
 _CONTINUATION = re.compile(r"^(?:  |\t)\S")
@@ -32,6 +46,25 @@ _COMPACT_LINE = re.compile(r"^[ \t>]*(?:\d+\.\d\d memcue://\S*(?: \[[^\]\n]*\])?
                            + "|" + LEFT_OUT_START + ")")
 _HERMES = re.compile(r"<\s*memory-context\s*>.*?<\s*/\s*memory-context\s*>", re.IGNORECASE | re.DOTALL)
 _BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def _words(line: str) -> str:
+    return " ".join(line.lstrip(" \t>").split())
+
+
+def _note_start(line: str) -> bool:
+    """Whether ``line`` is the standing note or, wrapped, its first words (``_NOTE_START_CHARS`` or more)."""
+    words = _words(line)
+    return len(words) >= _NOTE_START_CHARS and _NOTE_WORDS.startswith(words)
+
+
+def _note_piece(line: str) -> bool:
+    """Whether ``line`` is a wrapped piece of the standing note, quote markers aside: three or more words of
+    it, or its last words (a short line after the note that merely shares a word with it is the user's)."""
+    words = _words(line)
+    if len(words.split(" ")) >= 3:
+        return words in _NOTE_WORDS
+    return bool(words) and _NOTE_WORDS.endswith(" " + words)
 
 
 def strip_injected(text: str) -> str:
@@ -47,6 +80,11 @@ def strip_injected(text: str) -> str:
         line = lines[i]
         if _POINTER.match(line):
             i += 1
+            continue
+        if _note_start(line):  # the note, and the rest of it when a terminal wrapped it
+            i += 1
+            while i < len(lines) and _note_piece(lines[i]):
+                i += 1
             continue
         if _COMPACT_OPEN.match(line):  # a compact block without its closing tag
             i += 1
