@@ -56,7 +56,9 @@ def test_C11_merge_install_twice_then_uninstall_byte_identical(tmp_path: Path) -
     after = json.loads(path.read_text())
     before = json.loads(C11)
     # Others' entries untouched, in order; ours added once per event, with explicit integer timeouts.
-    assert after["permissions"] == before["permissions"] and after["env"] == before["env"]
+    # The user's rules kept, in order; memcue's MCP tools (and nothing broader) allowed after them.
+    assert after["permissions"] == {"allow": ["Bash(ls:*)", "mcp__memcue__*"], "deny": []}
+    assert after["env"] == before["env"]
     assert after["hooks"]["PreToolUse"] == before["hooks"]["PreToolUse"]
     assert after["hooks"]["SessionStart"][:2] == before["hooks"]["SessionStart"]
     assert after["hooks"]["UserPromptSubmit"][:1] == before["hooks"]["UserPromptSubmit"]
