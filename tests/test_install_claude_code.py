@@ -205,6 +205,9 @@ def test_install_all_wires_the_harnesses_this_machine_has(tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert [r["harness"] for r in out["data"]] == ["claude-code"]
+    assert out["data"][0]["mcp_registered"] is False, "no claude on PATH: the hooks go in, the MCP server does not"
+    assert json.loads((tmp_path / ".claude" / "settings.json").read_text())["permissions"] == {
+        "allow": ["mcp__memcue__*"]}
     assert set(out["skipped"]) >= {"codex"} and not (tmp_path / ".codex").exists()
     proc = subprocess.run([sys.executable, "-m", "memcue", "uninstall", "all"], env=env, capture_output=True,
                           text=True, timeout=60)
