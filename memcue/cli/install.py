@@ -178,8 +178,8 @@ def register(add: AddCommand) -> None:
     """Register ``install``, ``uninstall`` and ``doctor``."""
     from memcue.install import HARNESS_CHOICES
 
-    for action, text in (("install", "Wire memcue into a harness (Claude Code, Codex: hooks; Hermes: memory "
-                                     "provider): merged, backed up, atomic; `all` = every harness found."),
+    for action, text in (("install", "Wire memcue into a harness (Claude Code, Codex: hooks and MCP server; Hermes: "
+                                     "memory provider): merged, backed up, atomic; `all` = every harness found."),
                          ("uninstall", "Take memcue out again (the original files back when untouched).")):
         p = add(action, text)
         p.add_argument("harness", choices=HARNESS_CHOICES, help=f"{', '.join(HARNESS_CHOICES[:-1])}, or all")
