@@ -39,7 +39,8 @@ def _project(value: str | None) -> Path | None:
 
 def _codex_trust(report: dict[str, Any], action: str, args: argparse.Namespace, state_dir: Path) -> None:
     """After a Codex install with ``--trust``: trust memcue's hooks through ``codex app-server`` (the note
-    says so only when Codex confirms it). After an uninstall: take back the trust memcue wrote. Raises
+    says so only when Codex confirms it; memcue's MCP table, when registered, is taken off first and put back
+    by ``_mcp``). After an uninstall: take back the trust memcue wrote. Raises
     ``InstallError`` when asked to trust and Codex cannot be asked or refuses."""
     from memcue.install import codex_trust
 
@@ -55,6 +56,12 @@ def _codex_trust(report: dict[str, Any], action: str, args: argparse.Namespace, 
     if program is None:
         raise codex_trust.InstallError("--trust needs the `codex` program on PATH; the hooks are written but "
                                        "not active: run /hooks in Codex to trust them")
+    if _mcp_wanted("codex", args):
+        # An earlier install appended memcue's MCP table to config.toml. Off it comes, and back (``_mcp``, next)
+        # after Codex writes the trust: the table stays the file's end, so an uninstall takes both off exactly.
+        from memcue.install import mcp_servers
+
+        mcp_servers.unregister("codex", state_dir)
     hooks = codex_trust.trust(program, Path(report["path"]), state_dir)
     report["trusted"] = sorted(h["key"] for h in hooks)
     report["note"] = f"Codex trusts memcue's {len(hooks)} hooks: they run from the next Codex session on."
