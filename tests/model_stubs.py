@@ -44,12 +44,15 @@ class ModelStub:
     """A loopback server speaking ``api`` (``anthropic`` | ``responses`` | ``chat``); a context manager.
 
     ``url`` is ``http://127.0.0.1:<port>``; ``requests`` lists what arrived, in order; every POST is answered
-    with ``reply`` after ``delay_s`` seconds.
+    with ``reply`` after ``delay_s`` seconds. ``tool_use`` (``anthropic`` only): ``{"name", "input"}`` of a
+    tool the model calls instead, in answer to a request that names that tool and holds no tool result yet
+    (so the harness runs it once and the turn then ends with ``reply``).
     """
 
     api: str
     reply: str = REPLY
     delay_s: float = 0.0
+    tool_use: dict[str, Any] | None = None
     requests: list[Recorded] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -119,6 +122,9 @@ class ModelStub:
         if self.api == "anthropic":
             if path.split("?")[0].endswith("/count_tokens"):
                 return "application/json", b'{"input_tokens": 10}'
+            if self.tool_use and self.tool_use["name"] in json.dumps(body) and "tool_result" not in json.dumps(
+                    body.get("messages")):
+                return _anthropic_tool_use(body, self.tool_use)
             return _anthropic(body, self.reply)
         if self.api == "responses":
             return _responses(body, self.reply)
@@ -149,6 +155,27 @@ def _anthropic(body: dict[str, Any], reply: str) -> tuple[str, bytes]:
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
                            "usage": {"output_tokens": 3}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+
+
+def _anthropic_tool_use(body: dict[str, Any], call: dict[str, Any]) -> tuple[str, bytes]:
+    """A streamed assistant message holding one ``tool_use`` block (``call``: ``{"name", "input"}``)."""
+    message = {"id": "msg_stub_tool", "type": "message", "role": "assistant", "model": body.get("model", "stub"),
+               "content": [], "stop_reason": None, "stop_sequence": None,
+               "usage": {"input_tokens": 10, "output_tokens": 1}}
+    block = {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": call["name"], "input": {}}
+    if not body.get("stream"):
+        done = {**message, "content": [{**block, "input": call["input"]}], "stop_reason": "tool_use"}
+        return "application/json", json.dumps(done).encode()
+    return _sse([
+        ("message_start", {"type": "message_start", "message": message}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "input_json_delta", "partial_json": json.dumps(call["input"])}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                           "usage": {"output_tokens": 5}}),
         ("message_stop", {"type": "message_stop"}),
     ])
 

@@ -56,7 +56,9 @@ def test_C11_merge_install_twice_then_uninstall_byte_identical(tmp_path: Path) -
     after = json.loads(path.read_text())
     before = json.loads(C11)
     # Others' entries untouched, in order; ours added once per event, with explicit integer timeouts.
-    assert after["permissions"] == before["permissions"] and after["env"] == before["env"]
+    # The user's rules kept, in order; memcue's MCP tools (and nothing broader) allowed after them.
+    assert after["permissions"] == {"allow": ["Bash(ls:*)", "mcp__memcue__*"], "deny": []}
+    assert after["env"] == before["env"]
     assert after["hooks"]["PreToolUse"] == before["hooks"]["PreToolUse"]
     assert after["hooks"]["SessionStart"][:2] == before["hooks"]["SessionStart"]
     assert after["hooks"]["UserPromptSubmit"][:1] == before["hooks"]["UserPromptSubmit"]
@@ -203,6 +205,9 @@ def test_install_all_wires_the_harnesses_this_machine_has(tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert [r["harness"] for r in out["data"]] == ["claude-code"]
+    assert out["data"][0]["mcp_registered"] is False, "no claude on PATH: the hooks go in, the MCP server does not"
+    assert json.loads((tmp_path / ".claude" / "settings.json").read_text())["permissions"] == {
+        "allow": ["mcp__memcue__*"]}
     assert set(out["skipped"]) >= {"codex"} and not (tmp_path / ".codex").exists()
     proc = subprocess.run([sys.executable, "-m", "memcue", "uninstall", "all"], env=env, capture_output=True,
                           text=True, timeout=60)

@@ -89,3 +89,42 @@ def test_mcp_server_registered_through_claude_and_removed_again(home: Path, tmp_
     removed = memcue_cli("uninstall", "claude-code", env=env)["data"][0]
     assert removed["mcp"] == "MCP server 'memcue' removed"
     assert "memcue" not in json.loads(state.read_text()).get("mcpServers", {})
+
+
+#: What the scripted model asks memcue's MCP server to remember.
+SAVED = "The invoice exporter retries S3 uploads five times with jittered backoff"
+
+
+def test_default_install_lets_claude_p_call_remember_without_a_manual_allow(home: Path, tmp_path: Path) -> None:
+    """After a plain `memcue install claude-code` (no --mcp, no allow by hand), `claude -p` runs the model's
+    call of mcp__memcue__remember and the memory is stored; uninstall gives the settings file back byte for
+    byte, the user's own permission rules kept throughout."""
+    claude = program("claude")
+    env = private_env(tmp_path, home, **QUIET)
+    env["PATH"] = f"{claude.parent}:{env.get('PATH', '')}"  # the default install registers through `claude`
+    settings = Path(env["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    original = b'{\n  "permissions": {"allow": ["Bash(git status)"], "deny": ["WebFetch"]}\n}\n'
+    settings.write_bytes(original)
+    report = memcue_cli("install", "claude-code", env=env)["data"][0]
+    assert report["mcp_registered"] is True, report
+    assert json.loads(settings.read_text())["permissions"]["allow"] == ["Bash(git status)", "mcp__memcue__*"]
+
+    project = project_dir(tmp_path)
+    sc = seeded_sidecar(home, project)
+    try:
+        call = {"name": "mcp__memcue__remember", "input": {"content": SAVED, "kind": "howto"}}
+        with ModelStub("anthropic", tool_use=call) as stub:
+            proc = run([str(claude), "-p", "note how the exporter retries uploads", "--output-format", "json"],
+                       cwd=project, env={**env, "ANTHROPIC_BASE_URL": stub.url,
+                                         "ANTHROPIC_API_KEY": "sk-ant-loopback"}, timeout=180)
+        assert proc.returncode == 0, explain(proc, sc)
+        stored = [m for m in sc.client.list_recent(all_projects=True, limit=100)["results"] if m["content"] == SAVED]
+    finally:
+        sc.stop()
+    results = [r.text for r in stub.requests if "tool_result" in r.text]
+    assert stored, explain(proc, sc) + "\ntool results: " + "\n".join(results)[-2000:]
+    assert stored[0]["memory_kind"] == "howto" and stored[0]["project"] == resolve_project(str(project))
+
+    assert memcue_cli("uninstall", "claude-code", env=env)["data"][0]["restored"]
+    assert settings.read_bytes() == original

@@ -39,7 +39,8 @@ def _project(value: str | None) -> Path | None:
 
 def _codex_trust(report: dict[str, Any], action: str, args: argparse.Namespace, state_dir: Path) -> None:
     """After a Codex install with ``--trust``: trust memcue's hooks through ``codex app-server`` (the note
-    says so only when Codex confirms it). After an uninstall: take back the trust memcue wrote. Raises
+    says so only when Codex confirms it; memcue's MCP table, when registered, is taken off first and put back
+    by ``_mcp``). After an uninstall: take back the trust memcue wrote. Raises
     ``InstallError`` when asked to trust and Codex cannot be asked or refuses."""
     from memcue.install import codex_trust
 
@@ -55,20 +56,54 @@ def _codex_trust(report: dict[str, Any], action: str, args: argparse.Namespace, 
     if program is None:
         raise codex_trust.InstallError("--trust needs the `codex` program on PATH; the hooks are written but "
                                        "not active: run /hooks in Codex to trust them")
+    if _mcp_wanted("codex", args):
+        # An earlier install appended memcue's MCP table to config.toml. Off it comes, and back (``_mcp``, next)
+        # after Codex writes the trust: the table stays the file's end, so an uninstall takes both off exactly.
+        from memcue.install import mcp_servers
+
+        mcp_servers.unregister("codex", state_dir)
     hooks = codex_trust.trust(program, Path(report["path"]), state_dir)
     report["trusted"] = sorted(h["key"] for h in hooks)
     report["note"] = f"Codex trusts memcue's {len(hooks)} hooks: they run from the next Codex session on."
 
 
-def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_dir: Path) -> None:
-    """With ``--mcp``, register memcue's MCP server through the harness's CLI; an uninstall removes the one
-    memcue registered (``install.mcp_servers``). Raises ``InstallError`` when the harness refuses."""
-    from memcue.install import mcp_servers
+def _mcp_wanted(harness: str, args: argparse.Namespace) -> bool:
+    """Whether an install registers memcue's MCP server with ``harness``: not with ``--no-mcp``; with
+    ``--mcp``; else for a user-level install when the harness's installer does by default (``MCP_BY_DEFAULT``;
+    a ``--project`` install leaves the user-wide server to the user-level one)."""
+    from memcue.install import installer
 
-    if action == "install" and getattr(args, "mcp", False):
-        report["mcp"] = mcp_servers.register(report["harness"], state_dir, state_dir)
-    elif action == "uninstall":
-        report["mcp"] = mcp_servers.unregister(report["harness"], state_dir)
+    if getattr(args, "no_mcp", False):
+        return False
+    if getattr(args, "mcp", False):
+        return True
+    return args.project is None and bool(installer(harness).MCP_BY_DEFAULT)
+
+
+def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_dir: Path) -> None:
+    """Register memcue's MCP server through the harness (``_mcp_wanted``; ``report["mcp_registered"]`` says
+    whether it is); an uninstall removes the one memcue registered (``install.mcp_servers``), but a
+    ``--project`` uninstall not while the user-level install is there. Raises ``InstallError`` when the
+    harness refuses, or when ``--mcp`` was given and the harness's program is not on PATH (without it, the
+    report says why the server was not registered and the install stands)."""
+    from memcue.install import mcp_servers
+    from memcue.install.edits.files import load_record
+
+    harness = report["harness"]
+    if action == "install" and _mcp_wanted(harness, args):
+        try:
+            report["mcp"] = mcp_servers.register(harness, state_dir, state_dir)
+            report["mcp_registered"] = mcp_servers.is_ours(mcp_servers.registered(harness))
+        except mcp_servers.ProgramMissing as exc:
+            if getattr(args, "mcp", False):
+                raise
+            report["mcp_registered"] = False
+            report["mcp"] = (f"MCP server not registered: {exc}; the hooks are installed. Run `memcue install "
+                             f"{harness}` again once it is (or --no-mcp to skip this)")
+    elif action == "install":
+        report["mcp_registered"] = False
+    elif args.project is None or not load_record(state_dir, harness):
+        report["mcp"] = mcp_servers.unregister(harness, state_dir)
 
 
 def _run(args: argparse.Namespace, action: str) -> int:
@@ -87,8 +122,11 @@ def _run(args: argparse.Namespace, action: str) -> int:
                       f"folder): install one first, or name it (memcue install {NAMES[0]})")
     for harness in harnesses:
         try:
-            fn = inst.install if action == "install" else inst.uninstall
-            report = fn(harness, state_dir, dry_run=args.dry_run, project=project)
+            if action == "install":
+                report = inst.install(harness, state_dir, dry_run=args.dry_run, project=project,
+                                      mcp=_mcp_wanted(harness, args))
+            else:
+                report = inst.uninstall(harness, state_dir, dry_run=args.dry_run, project=project)
             reports.append(report)
             # Last in, first out: an uninstall takes the MCP table off before it gives config.toml back.
             steps = [_codex_trust, _mcp] if action == "install" else [_mcp, _codex_trust]
@@ -112,7 +150,8 @@ def _said(r: dict[str, Any], action: str, args: argparse.Namespace) -> str:
     files = r.get("files") or []
     if args.dry_run:
         out = r["diff"] or f"{r['path']}: no change\n"
-        later = [flag for flag in ("--mcp", "--trust") if getattr(args, flag[2:], False)]
+        later = (["the MCP server's registration"] if action == "install" and _mcp_wanted(r["harness"], args)
+                 else []) + (["--trust"] if getattr(args, "trust", False) else [])
         if later:
             out += (f"{r['harness']}: {' and '.join(later)} not shown: the harness itself makes those changes "
                     "when you run the install\n")
@@ -146,8 +185,8 @@ def register(add: AddCommand) -> None:
     """Register ``install``, ``uninstall`` and ``doctor``."""
     from memcue.install import HARNESS_CHOICES
 
-    for action, text in (("install", "Wire memcue into a harness (Claude Code, Codex: hooks; Hermes: memory "
-                                     "provider): merged, backed up, atomic; `all` = every harness found."),
+    for action, text in (("install", "Wire memcue into a harness (Claude Code, Codex: hooks and MCP server; Hermes: "
+                                     "memory provider): merged, backed up, atomic; `all` = every harness found."),
                          ("uninstall", "Take memcue out again (the original files back when untouched).")):
         p = add(action, text)
         p.add_argument("harness", choices=HARNESS_CHOICES, help=f"{', '.join(HARNESS_CHOICES[:-1])}, or all")
@@ -157,9 +196,16 @@ def register(add: AddCommand) -> None:
                             "<git top-level of DIR, default here>/.claude/settings.local.json, which install "
                             "lists in the repository's .git/info/exclude)")
         if action == "install":
-            p.add_argument("--mcp", action="store_true",
-                           help="also register memcue's MCP server (`memcue mcp`: recall, remember, fetch, forget "
-                                "... as tools) through the harness's own CLI (claude mcp add, codex mcp add)")
+            mcp = p.add_mutually_exclusive_group()
+            mcp.add_argument("--no-mcp", action="store_true",
+                             help="do not register memcue's MCP server (`memcue mcp`: recall, remember, fetch, "
+                                  "forget ... as tools). By default Claude Code and Codex get it (user-level "
+                                  "installs; Claude Code through `claude mcp add`, with a permission rule allowing "
+                                  "memcue's own tools, mcp__memcue__*, in the settings file; Codex in config.toml)")
+            mcp.add_argument("--mcp", action="store_true",
+                             help="kept for compatibility: the MCP server is registered by default now. Given "
+                                  "explicitly, a missing harness program is an error, and Hermes and --project "
+                                  "installs register it too")
             p.add_argument("--trust", action="store_true",
                            help="Codex: also trust memcue's hooks through `codex app-server` (Codex skips untrusted "
                                 "hooks without a word); without it, run /hooks in Codex")

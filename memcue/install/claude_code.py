@@ -1,9 +1,12 @@
 """Wiring memcue into Claude Code: ``$CLAUDE_CONFIG_DIR/settings.json`` (default ``~/.claude/settings.json``).
 
 The file's hooks section is edited by ``install.edits.hooks_json`` (cases C11, C12, C15). Claude Code's
-UserPromptSubmit timeout defaults to 30 s, so memcue always writes one (the registry's timeouts). What differs
-from the defaults (``install.base``): a per-project settings file kept out of git, and the MCP server
-registered through ``claude mcp add`` and read from ``.claude.json``.
+UserPromptSubmit timeout defaults to 30 s, so memcue always writes one (the registry's timeouts). With the MCP
+server (the default), the same file's ``permissions.allow`` gets ``ALLOW_RULE``, which allows memcue's own MCP
+tools and nothing else: without it ``claude -p`` denies them (no one is there to approve). What memcue added
+(the rule, and ``allow``/``permissions`` when it created them) is kept in the install state, so an uninstall
+takes back exactly that. What differs from the defaults (``install.base``): a per-project settings file kept
+out of git, and the MCP server registered through ``claude mcp add`` and read from ``.claude.json``.
 """
 
 from __future__ import annotations
@@ -22,10 +25,17 @@ from memcue.install.edits.hooks_json import dump, parse
 NAME = "claude-code"
 #: Claude Code event -> (memcue event, timeout in s), from the registry.
 EVENTS = hook_events(NAME)
+#: The permission rule for every tool of memcue's MCP server (``mcp__<server>__*``, Claude Code 2.1.332's
+#: form for all tools of one server), and only those.
+ALLOW_RULE = f"mcp__{mcp_servers.SERVER}__*"
+#: Rules that also allow every tool of memcue's server (doctor accepts either).
+_ALLOWING = (ALLOW_RULE, f"mcp__{mcp_servers.SERVER}")
+#: memcue registers its MCP server with Claude Code unless told not to.
+MCP_BY_DEFAULT = True
 
-__all__ = ["EVENTS", "NAME", "check", "dump", "files", "install", "install_note", "install_state", "keep_out_of_git",
-           "mcp_add", "mcp_registered", "mcp_remove", "merged_project_files", "parse", "project_settings_path",
-           "settings_path", "uninstall"]
+__all__ = ["ALLOW_RULE", "EVENTS", "MCP_BY_DEFAULT", "NAME", "allowed", "check", "dump", "files", "install",
+           "install_note", "install_state", "keep_out_of_git", "mcp_add", "mcp_registered", "mcp_remove",
+           "merged_project_files", "parse", "project_settings_path", "settings_path", "uninstall"]
 
 
 def settings_path() -> Path:
@@ -65,20 +75,83 @@ def keep_out_of_git(project: Path) -> str:
     return f"{EXCLUDE_LINE} added to {exclude}, so git leaves this personal file alone"
 
 
-def install(settings: dict[str, Any], path: Path, python: str | None = None) -> dict[str, Any]:
-    """``settings`` with memcue's Claude Code hooks present and current (see ``hooks_json.install``)."""
-    return hooks_json.install(settings, path, NAME, EVENTS, python)
+def install(settings: dict[str, Any], path: Path, python: str | None = None, mcp: bool = True) -> dict[str, Any]:
+    """``settings`` with memcue's Claude Code hooks present and current (see ``hooks_json.install``), and with
+    ``mcp`` ``ALLOW_RULE`` in ``permissions.allow`` (appended; the user's rules kept as they are). Raises
+    ``InstallError`` when ``permissions`` or its ``allow`` has an unexpected shape."""
+    settings = hooks_json.install(settings, path, NAME, EVENTS, python)
+    if mcp:
+        permissions = settings.setdefault("permissions", {})
+        if not isinstance(permissions, dict) or not isinstance(permissions.setdefault("allow", []), list):
+            raise InstallError(f'{path}: "permissions" is not an object with an "allow" list; memcue changed '
+                               "nothing")
+        if ALLOW_RULE not in permissions["allow"]:
+            permissions["allow"].append(ALLOW_RULE)
+    return settings
+
+
+def install_state(settings: dict[str, Any], recorded: dict[str, Any]) -> dict[str, Any]:
+    """What the first install found of ``permissions`` (``recorded``: an earlier install's, kept): ``{"allow":
+    {"rule": bool, "allow": bool, "permissions": bool}}``, whether ``ALLOW_RULE``, ``permissions.allow`` and
+    ``permissions`` were there before memcue."""
+    if recorded.get("allow"):
+        return recorded
+    permissions = settings.get("permissions")
+    allow = permissions.get("allow") if isinstance(permissions, dict) else None
+    return {"allow": {"rule": isinstance(allow, list) and ALLOW_RULE in allow, "allow": allow is not None,
+                      "permissions": permissions is not None}}
 
 
 def uninstall(settings: dict[str, Any], path: Path, state: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``settings`` without memcue's Claude Code hooks (see ``hooks_json.uninstall``)."""
-    return hooks_json.uninstall(settings, path, EVENTS)
+    """``settings`` without memcue's Claude Code hooks (see ``hooks_json.uninstall``) and without what the
+    install added to ``permissions`` (``state``: ``install_state``'s; without one, ``ALLOW_RULE`` and the
+    ``allow`` list and ``permissions`` it leaves empty go)."""
+    settings = hooks_json.uninstall(settings, path, EVENTS)
+    found = (state or {}).get("allow") or {}
+    permissions = settings.get("permissions")
+    if found.get("rule") or not isinstance(permissions, dict) or not isinstance(permissions.get("allow"), list):
+        return settings
+    permissions["allow"] = [rule for rule in permissions["allow"] if rule != ALLOW_RULE]
+    if not permissions["allow"] and not found.get("allow"):
+        del permissions["allow"]
+    if not permissions and not found.get("permissions"):
+        del settings["permissions"]
+    return settings
+
+
+def allowed(settings: Any) -> bool:
+    """True when ``settings`` (a parsed settings file) allows every tool of memcue's MCP server."""
+    permissions = settings.get("permissions") if isinstance(settings, dict) else None
+    allow = permissions.get("allow") if isinstance(permissions, dict) else None
+    return isinstance(allow, list) and any(rule in _ALLOWING for rule in allow)
 
 
 def check() -> dict[str, Any]:
     """Doctor's finding: memcue's hooks present and current in ``settings_path()``, and registered once with the
-    project settings Claude Code merges for the current directory (``doctor.check_hooks_file``)."""
-    return doctor.check_hooks_file(NAME, also=merged_project_files(Path.cwd()))
+    project settings Claude Code merges for the current directory (``doctor.check_hooks_file``); with memcue's
+    MCP server registered, whether a settings file Claude Code reads allows its tools (``mcp_allowed``; a
+    warning when none does: ``claude -p`` denies them)."""
+    found = doctor.check_hooks_file(NAME, also=merged_project_files(Path.cwd()))
+    if not found.get("mcp"):
+        return found
+    files = [settings_path(), *merged_project_files(Path.cwd())]
+    found["mcp_allowed"] = any(allowed(_parsed(path)) for path in dict.fromkeys(files))
+    if found["mcp_allowed"]:
+        found["message"] += " and its tools allowed"
+    else:
+        found["message"] += (f", but its tools are not allowed ({ALLOW_RULE} in permissions.allow): `claude -p` "
+                             f"denies them. Run `memcue install {NAME}`")
+        found["status"] = doctor.WARN if found["status"] == doctor.OK else found["status"]
+    return found
+
+
+def _parsed(path: Path) -> Any:
+    """``path`` parsed, or None when it is missing or not readable JSON."""
+    try:
+        data = path.read_bytes()
+        return parse(data, path)[0]
+    except (OSError, InstallError):
+        return None
 
 
 def merged_project_files(cwd: Path) -> list[Path]:
@@ -116,5 +189,4 @@ def mcp_remove(state_dir: Path) -> str:
 
 
 files = base.no_files
-install_state = base.no_state
 install_note = base.no_note

@@ -26,8 +26,10 @@ from memcue.install.edits.hooks_json import dump, parse
 NAME = "codex"
 #: Codex event -> (memcue event, timeout in s), from the registry (SessionEnd 3 s: Codex's own cap).
 EVENTS = hook_events(NAME)
+#: memcue registers its MCP server with Codex unless told not to.
+MCP_BY_DEFAULT = True
 
-__all__ = ["EVENTS", "NAME", "check", "config_path", "dump", "files", "install", "install_note",
+__all__ = ["EVENTS", "MCP_BY_DEFAULT", "NAME", "check", "config_path", "dump", "files", "install", "install_note",
            "install_state", "keep_out_of_git", "mcp_add", "mcp_registered", "mcp_remove", "parse",
            "project_settings_path", "settings_path", "uninstall"]
 
@@ -43,8 +45,9 @@ def config_path() -> Path:
     return settings_path().with_name("config.toml")
 
 
-def install(settings: dict[str, Any], path: Path, python: str | None = None) -> dict[str, Any]:
-    """``settings`` with memcue's Codex hooks present and current (see ``hooks_json.install``)."""
+def install(settings: dict[str, Any], path: Path, python: str | None = None, mcp: bool = True) -> dict[str, Any]:
+    """``settings`` with memcue's Codex hooks present and current (see ``hooks_json.install``); ``mcp`` changes
+    nothing here (the server's table goes into ``config.toml``, ``mcp_add``)."""
     return hooks_json.install(settings, path, NAME, EVENTS, python)
 
 

@@ -135,8 +135,8 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
     found = (trusted(name, path, program_version) if trusted is not None else
              finding(name, OK, f"hooks current in {path}", path=str(path), version=program_version, installed=True))
     found["mcp"] = _mcp_server(name)
-    if found["mcp"]:
-        found["message"] += "; MCP server registered"
+    found["message"] += ("; MCP server registered" if found["mcp"] else
+                         f"; MCP server not registered (`memcue install {name}` registers it)")
     return found
 
 

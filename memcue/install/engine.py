@@ -118,8 +118,9 @@ def _remove_file(path: Path) -> None:
 
 
 def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str | None = None,
-            project: Path | None = None) -> dict[str, Any]:
-    """Install memcue's hooks for ``harness`` (into ``project``'s own settings when given); returns
+            project: Path | None = None, mcp: bool = False) -> dict[str, Any]:
+    """Install memcue's hooks for ``harness`` (into ``project``'s own settings when given; ``mcp``: with what
+    the harness's config needs for memcue's MCP server, ``Installer.install``); returns
     ``{"harness", "path", "changed", "backup", "diff", "dry_run", "note", "files", "created"}`` (``files``: the
     whole files memcue owns for this harness, paths as strings; ``created``: the config file did not exist).
     ``state_dir`` holds the install record (the data dir). Raises ``InstallError`` (nothing written)."""
@@ -127,7 +128,7 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
     old = read_bytes(path)
     settings, style = mod.parse(old, path)
     wanted, _ = mod.parse(old, path)  # a second parse, not a deepcopy: ruamel's merge keys do not survive one
-    wanted = mod.install(wanted, path, python)
+    wanted = mod.install(wanted, path, python, mcp=mcp)
     config_changed = old is None or wanted != settings
     new = mod.dump(wanted, style) if config_changed else old
     owned = _owned_files(mod, python)

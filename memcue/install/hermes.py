@@ -38,14 +38,16 @@ PROVIDER = "memcue"
 PLUGIN_SOURCE = Path(__file__).resolve().parent / "templates" / "hermes_plugin.py"
 #: What ``memcue install hermes --mcp`` says.
 MCP_NOTE = "Hermes: no MCP server needed (its memory provider gives the agent memcue_recall and memcue_remember)"
+#: Hermes needs no MCP server: ``memcue install hermes`` registers none unless asked (``--mcp``: ``MCP_NOTE``).
+MCP_BY_DEFAULT = False
 #: What to add by hand when memcue will not rewrite the file.
 MANUAL_LINES = f"memory:\n  provider: {PROVIDER}\n"
 #: Lines an install or uninstall may change: the top-level ``memory:`` key and an indented ``provider:`` key.
 _OUR_LINE = re.compile(r"memory\s*:|[ \t]+provider\s*:")
 _CONSTANT = {name: re.compile(rf"^{name} = .*$", re.MULTILINE) for name in ("MEMCUE_PYTHON", "MEMCUE_LAUNCH")}
 
-__all__ = ["EVENTS", "NAME", "PROVIDER", "check", "dump", "files", "install", "install_note", "install_state",
-           "keep_out_of_git", "mcp_add", "mcp_registered", "mcp_remove", "parse", "plugin_path",
+__all__ = ["EVENTS", "MCP_BY_DEFAULT", "NAME", "PROVIDER", "check", "dump", "files", "install", "install_note",
+           "install_state", "keep_out_of_git", "mcp_add", "mcp_registered", "mcp_remove", "parse", "plugin_path",
            "project_settings_path", "settings_path", "uninstall"]
 
 
@@ -106,9 +108,10 @@ def dump(settings: CommentedMap, style: dict[str, Any]) -> bytes:
                        f"changed. {how}")
 
 
-def install(settings: CommentedMap, path: Path, python: str | None = None) -> CommentedMap:
+def install(settings: CommentedMap, path: Path, python: str | None = None, mcp: bool = False) -> CommentedMap:
     """``settings`` with ``memory.provider: memcue`` (edited in place and returned): the value replaced where
-    the key exists, else the key put first in ``memory`` (which is created when absent)."""
+    the key exists, else the key put first in ``memory`` (which is created when absent). ``mcp`` changes
+    nothing (Hermes needs no MCP server)."""
     memory = _memory(settings, path)
     if memory is None:
         settings["memory"] = CommentedMap(provider=PROVIDER)

@@ -1,6 +1,7 @@
 """Registering memcue's MCP server (``memcue mcp``) with a harness: the shared steps and the CLI way.
 
-``memcue install <harness> --mcp`` asks the harness's installer (``mcp_registered``, ``mcp_add``,
+``memcue install <harness>`` (unless ``--no-mcp``; for the harnesses whose ``MCP_BY_DEFAULT`` is set) asks the
+harness's installer (``mcp_registered``, ``mcp_add``,
 ``mcp_remove``; ``install.protocol.Installer``) after the steps every harness shares: a server of ours already
 current is left alone, one named ``memcue`` that is not ours is refused. Claude Code registers it through its own
 CLI (``cli_add``: ``claude mcp add -s user …``, which writes its ``.claude.json``); Codex through an appended
@@ -27,8 +28,8 @@ SERVER = "memcue"
 #: Seconds a harness CLI call may take.
 CLI_TIMEOUT_S = 60.0
 
-__all__ = ["SERVER", "cli_add", "cli_remove", "is_ours", "program", "record_name", "register", "registered",
-           "run", "server_command", "unregister"]
+__all__ = ["SERVER", "ProgramMissing", "cli_add", "cli_remove", "is_ours", "program", "record_name", "register",
+           "registered", "run", "server_command", "unregister"]
 
 
 def server_command(python: str | None = None) -> list[str]:
@@ -41,12 +42,18 @@ def record_name(harness: str) -> str:
     return f"mcp-{harness}"
 
 
+class ProgramMissing(InstallError):
+    """The harness's program, through which memcue registers its MCP server, is not on PATH."""
+
+
 def program(harness: str) -> str:
-    """The path of ``harness``'s program (its registry row's). Raises ``InstallError`` when it is not on PATH."""
+    """The path of ``harness``'s program (its registry row's). Raises ``ProgramMissing`` when it is not on
+    PATH."""
     name = HARNESSES[harness].program
     path = shutil.which(name)
     if path is None:
-        raise InstallError(f"--mcp needs the `{name}` program on PATH (the harness registers the server itself)")
+        raise ProgramMissing(f"registering memcue's MCP server needs the `{name}` program on PATH (the harness "
+                             "registers the server itself)")
     return path
 
 

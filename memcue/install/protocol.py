@@ -24,6 +24,8 @@ class Installer(Protocol):
 
     NAME: str
     EVENTS: dict[str, tuple[str, int | None]]
+    #: True when ``memcue install <harness>`` registers memcue's MCP server unless told ``--no-mcp``.
+    MCP_BY_DEFAULT: bool
 
     def settings_path(self) -> Path:
         """The user's config file memcue edits."""
@@ -47,9 +49,10 @@ class Installer(Protocol):
         """The file's bytes for ``settings`` in ``style``."""
         ...
 
-    def install(self, settings: Any, path: Path, python: str | None = None) -> Any:
+    def install(self, settings: Any, path: Path, python: str | None = None, mcp: bool = True) -> Any:
         """``settings`` with memcue wired in (edited in place and returned); ``python`` the interpreter the
-        hook runs with (default: this one)."""
+        hook runs with (default: this one); ``mcp``: memcue's MCP server is (to be) registered, so what the
+        harness needs in this file to let the agent use it goes in too (Claude Code: its permission rule)."""
         ...
 
     def uninstall(self, settings: Any, path: Path, state: dict[str, Any] | None = None) -> Any:

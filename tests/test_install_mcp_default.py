@@ -1,0 +1,120 @@
+"""``memcue install claude-code|codex`` registers memcue's MCP server by default (issue 14): Claude Code's
+settings allow memcue's own MCP tools (``mcp__memcue__*``, nothing broader) and an uninstall takes back exactly
+that; ``--no-mcp`` opts out; a missing harness program does not fail the default install; doctor says whether
+the server is registered and allowed. Real files in a temporary HOME, through the real CLI; no harness program
+on PATH (the real ``claude`` is driven in tests/test_real_claude_code.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+USER = ('{\n  "permissions": {\n    "allow": ["Bash(git status)", "Read(~/notes/**)"],\n    "deny": ["WebFetch"]\n'
+        '  }\n}\n')
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "CODEX_HOME": str(tmp_path / "codex"), "MEMCUE_HOME": str(tmp_path / "home"),
+           "PATH": "/usr/bin:/bin"}  # no claude, no codex
+    return subprocess.run([sys.executable, "-m", "memcue", *args], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+
+
+def _settings(tmp_path: Path) -> Path:
+    path = tmp_path / "claude" / "settings.json"
+    path.parent.mkdir(exist_ok=True)
+    return path
+
+
+def test_default_install_allows_memcues_tools_and_survives_a_missing_claude(tmp_path: Path) -> None:
+    path = _settings(tmp_path)
+    path.write_text(USER)
+    run = _cli(tmp_path, "install", "claude-code", "--json")
+    assert run.returncode == 0, run.stderr
+    (report,) = json.loads(run.stdout)["data"]
+    assert report["mcp_registered"] is False
+    assert "not registered" in report["mcp"] and "`claude` program on PATH" in report["mcp"]
+    settings = json.loads(path.read_text())
+    assert settings["permissions"] == {"allow": ["Bash(git status)", "Read(~/notes/**)", "mcp__memcue__*"],
+                                       "deny": ["WebFetch"]}
+    assert "UserPromptSubmit" in settings["hooks"], "the hooks are installed all the same"
+    text = _cli(tmp_path, "install", "claude-code")
+    assert text.returncode == 0 and "claude-code: MCP server not registered" in text.stdout
+    assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
+    assert path.read_text() == USER
+    explicit = _cli(tmp_path, "install", "claude-code", "--mcp")  # asked for by name: still an error
+    assert explicit.returncode == 1 and "`claude` program on PATH" in explicit.stderr
+    assert _cli(tmp_path, "install", "claude-code", "--mcp", "--no-mcp").returncode == 2  # one or the other
+
+
+def test_no_mcp_adds_no_permission_and_registers_nothing(tmp_path: Path) -> None:
+    path = _settings(tmp_path)
+    path.write_text(USER)
+    run = _cli(tmp_path, "install", "claude-code", "--no-mcp", "--json")
+    assert run.returncode == 0, run.stderr
+    (report,) = json.loads(run.stdout)["data"]
+    assert report["mcp_registered"] is False and "mcp" not in report
+    assert json.loads(path.read_text())["permissions"] == json.loads(USER)["permissions"]
+    codex = _cli(tmp_path, "install", "codex", "--no-mcp")
+    assert codex.returncode == 0 and not (tmp_path / "codex" / "config.toml").exists()
+
+
+def test_surgical_uninstall_takes_back_only_what_memcue_added(tmp_path: Path) -> None:
+    """The file edited after the install (so no byte-for-byte restore): the user's rules stay (one that already
+    allowed memcue's tools too), ours goes, and the ``permissions``/``allow`` memcue created go with it."""
+    path = _settings(tmp_path)
+    mine = {"permissions": {"allow": ["mcp__memcue__*", "Bash(ls)"]}}
+    for original, allow in ((USER, ["Bash(git status)", "Read(~/notes/**)", "mcp__memcue__*"]),
+                            ('{"model": "opus"}\n', ["mcp__memcue__*"]),
+                            ('{"permissions": {"deny": []}}\n', ["mcp__memcue__*"]),
+                            (json.dumps(mine), ["mcp__memcue__*", "Bash(ls)"])):
+        path.write_text(original)
+        assert _cli(tmp_path, "install", "claude-code").returncode == 0
+        edited = json.loads(path.read_text())
+        assert edited["permissions"]["allow"] == allow, original
+        edited["env"] = {"A": "1"}  # the user changes something after the install
+        path.write_text(json.dumps(edited, indent=4) + "\n")
+        assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
+        assert json.loads(path.read_text()) == {**json.loads(original), "env": {"A": "1"}}, original
+
+
+def test_codex_gets_the_server_by_default_and_config_toml_back_byte_for_byte(tmp_path: Path) -> None:
+    config = tmp_path / "codex" / "config.toml"
+    config.parent.mkdir()
+    original = '# mine\nmodel = "o5"\n\n[mcp_servers.other]\ncommand = "other"  # keep\n'
+    config.write_text(original)
+    run = _cli(tmp_path, "install", "codex", "--json")
+    assert run.returncode == 0, run.stderr
+    (report,) = json.loads(run.stdout)["data"]
+    assert report["mcp_registered"] is True and "[mcp_servers.memcue]" in config.read_text()
+    assert config.read_text().startswith(original)
+    assert _cli(tmp_path, "uninstall", "codex").returncode == 0
+    assert config.read_text() == original
+
+
+def test_doctor_says_registered_and_whether_allowed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    entry = {"type": "stdio", "command": sys.executable, "args": ["-m", "memcue", "mcp"],
+             "env": {"MEMCUE_HOME": str(home)}}
+    path = _settings(tmp_path)
+    assert _cli(tmp_path, "install", "claude-code", "--no-mcp").returncode == 0
+
+    def claude_finding() -> dict:
+        out = _cli(tmp_path, "doctor", "--json")
+        return {f["area"]: f for f in json.loads(out.stdout)["data"]["findings"]}["claude-code"]
+
+    found = claude_finding()
+    assert found["mcp"] is False and "MCP server not registered" in found["message"]
+    # Registered (as `claude mcp add -s user` writes it) but not allowed: claude -p would deny its tools.
+    (tmp_path / "claude" / ".claude.json").write_text(json.dumps({"mcpServers": {"memcue": entry}}))
+    found = claude_finding()
+    assert found["status"] == "warn" and found["mcp_allowed"] is False and "mcp__memcue__*" in found["message"]
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0  # the default adds the rule
+    found = claude_finding()
+    assert found["status"] == "ok" and found["mcp_allowed"] is True
+    assert "MCP server registered and its tools allowed" in found["message"]
+    assert "mcp__memcue__*" in json.loads(path.read_text())["permissions"]["allow"]
