@@ -88,7 +88,7 @@ def test_C15_the_resumed_pointer_counts_only_memories_that_can_answer(home: Path
         for i in range(10):  # ten prompts, captured as ``request`` rows: not memories that can answer
             _ask(home, project, "s1", f"question {i}: what is the cron schedule of job {i}?")
         sc.client.remember("session ended", project=str(project))  # bookkeeping
-        for kind in ("event", "response"):
+        for kind in ("event", "response", "episode"):
             sc.client.remember(f"a captured {kind} of the session about invoices", project=str(project), kind=kind)
         rows = sc.client.list_recent(project=str(project), include_bookkeeping=True, limit=100)["results"]
         resumed = _start(home, project, "s1", "resume")

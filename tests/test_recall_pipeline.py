@@ -87,7 +87,7 @@ def contents(answer: dict) -> list[str]:
     ("what am I working on?", "present_tense"),
     ("where did I leave off", "present_tense"),
     ("what did I ask you to do about the webhook?", "request_recall"),
-    ("what did we change last Friday?", "time"),
+    ("what did we change last Friday?", "work_recall"),
     ("when did we pin httpx", "time"),
     ("OPS-4821 status", "exact_term"),
     ("src/app/main.py", "exact_term"),
@@ -346,7 +346,8 @@ def test_valid_at_before_an_update_serves_the_old_version(tmp_path: Path) -> Non
 def test_a_time_in_the_question_prefers_memories_written_then(store: Store, embedder: Embedder) -> None:
     # NOW is Thursday 2026-05-28; "last week" is 05-18..05-25: the password procedure (10 days ago) is in it.
     answer = ask(store, embedder, "what did we change about the staging database password last week?")
-    assert answer["query_type"] == "time" and answer["channel_status"][TEMPORAL] == "ok"
+    assert answer["query_type"] == "work_recall" and answer["channel_status"][TEMPORAL] == "ok"
+    assert answer["channel_weights"] == classify.CHANNEL_WEIGHTS["time"], "a time question that asks what was done"
     top = answer["results"][0]
     assert "rotate the staging database password" in top["content"] and top["tier"] == "supported"
     # The linting convention (15 days ago) is outside the window: never supported for this question.

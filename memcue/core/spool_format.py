@@ -9,7 +9,8 @@ A spool file holds one JSON object per line::
 ``spool_id`` (32 hex digits in UUID form: version 4 when random, 8 when the hook derived it from the event)
 becomes the stored memory's ``source_id``, so a record read twice is stored once. ``op`` is
 ``remember`` (the only operation; a record without one counts as ``remember``). ``kind`` is ``request`` for a
-captured prompt, ``event`` for a session end, ``response`` for an agent's answer. ``content`` holds at most
+captured prompt, ``event`` for a session end, ``episode`` for an agent's answer (``response`` in records
+spooled before episodes existed). ``content`` holds at most
 ``memcue.core.limits.CAPTURE_MAX_CHARS`` characters (``remember_prompt`` cuts a longer text, with a marker).
 
 Standard library only (the hook imports it when the sidecar cannot be reached).

@@ -319,17 +319,18 @@ def _prompt_outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcom
 
 
 def _capture(event: HookEvent) -> None:
-    """Spool what a capture-only event records. SessionEnd becomes a "Session ended" row, Stop the turn's
-    answer (``last_assistant_message``) a ``response``, cut like every captured text at
-    ``core.limits.CAPTURE_MAX_CHARS`` by the spool record builder; both are bookkeeping rows (flagged at write,
-    never an answer to a question): the record of the session, kept. The record's ``spool_id`` is the event's
-    ``request_id``, so the copy a twin hook spools for the same delivery is stored once."""
+    """Spool what a capture-only event records. SessionEnd becomes a "Session ended" row (bookkeeping: the
+    record of the session, kept); Stop the turn's answer (``last_assistant_message``) an ``episode`` (it answers
+    only "what did we do about X?"; a trivial one is flagged bookkeeping at write). Both are cut like every
+    captured text at ``core.limits.CAPTURE_MAX_CHARS`` by the spool record builder. The record carries its
+    provenance: ``source`` "hook:<harness>", the session, and as ``spool_id`` the event's ``request_id`` (the
+    turn's id), so the copy a twin hook spools for the same delivery is stored once."""
     if not event.project:
         return
     if event.event == SESSION_END:
         text, kind = f"Session ended (reason: {event.extra.get('reason') or 'other'})", "event"
     elif event.event == STOP and str(event.extra.get("last_assistant_message") or "").strip():
-        text, kind = str(event.extra["last_assistant_message"]), "response"
+        text, kind = str(event.extra["last_assistant_message"]), "episode"
     else:
         return
     from memcue.core import spool_format

@@ -104,14 +104,14 @@ class NearCheck:
 
 def find_near_duplicate(store: Store, index: VectorIndex, embedder: Embedder | None, memory: NewMemory) -> NearCheck:
     """Look for a stored near-duplicate of ``memory`` (see the module docstring). Skipped (a ``NearCheck``
-    with only ``prepared``) while the model warms up, without a bound vector table, and for captured prompts
-    and record kinds; the memory is prepared for the store in every case. Raises what embedding and the
+    with only ``prepared``) while the model warms up, without a bound vector table, and for captured prompts,
+    episodes and record kinds; the memory is prepared for the store in every case. Raises what embedding and the
     store's reads raise."""
     prepared = prepare_write(memory)
     if embedder is None or embedder.state != "ready" or store.vector_dim is None:
         return NearCheck(prepared=prepared)
     text, project = prepared.content, prepared.project
-    if memory.kind in ("request", *RECORD_KINDS) or not text.strip():
+    if memory.kind in ("request", "episode", *RECORD_KINDS) or not text.strip():
         return NearCheck(prepared=prepared)
     vector = embedder.embed([text])[0]
     if vector.shape[0] != store.vector_dim:

@@ -7,7 +7,9 @@ more than ``INJECT_COSINE_GAP`` below the best injected result's is left out (it
 not this prompt). The gap applies to results supported by closeness only: one supported because it
 carries the prompt's rare words (``support`` "words") stays. Results without a cosine (keyword-only
 answers) are kept. When the prompt asks what the
-user requested earlier and captured prompts answer it, only those are injected.
+user requested earlier and captured prompts answer it, only those are injected. The agent's captured answers
+(``episode``) are injected only for a prompt that asks what was done (``work_recall``), after the saved
+memories; for every other prompt (a task, an ordinary question) they are left out.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ def injectable(answer: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     if answer.get("tier") != "supported":
         return []
     chosen = [r for r in answer["results"] if r.get("tier") == "supported"]
+    if answer.get("query_type") != "work_recall":
+        chosen = [r for r in chosen if r.get("memory_kind") != "episode"]
     if answer.get("query_type") == "request_recall" and any(r.get("memory_kind") == "request" for r in chosen):
         chosen = [r for r in chosen if r.get("memory_kind") == "request"]
     cosines = [r["channel_scores"].get("semantic") for r in chosen]

@@ -213,11 +213,11 @@ class HookService:
 
     def _session_rows(self, project: str) -> list[dict[str, Any]]:
         """The session-start block's memories, each once: pinned, the newest (no bookkeeping, no captured
-        prompts), then the supported answers of a recall on the project's name (blocking)."""
+        prompts or episodes), then the supported answers of a recall on the project's name (blocking)."""
         backend, now = self.backend, time.time()
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
         recent = backend.list_memories(project=project, limit=SESSION_RECENT, include_bookkeeping=False,
-                                       kinds_excluded=("request",))
+                                       kinds_excluded=("request", "episode"))
         name = os.path.basename(project.rstrip("/")) if project else ""
         named = []
         if name:

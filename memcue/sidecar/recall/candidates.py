@@ -1,8 +1,9 @@
 """Candidates: the channels run side by side, fused by weighted reciprocal rank fusion, and what each
 candidate has going for it (the ``Evidence`` the floor checks).
 
-Bookkeeping rows are never candidates (they are not indexed); captured prompts (kind ``request``) are left
-out unless asked for. A channel that misses ``RecallRequest.channel_timeout_s`` is reported ``timeout``
+Bookkeeping rows are never candidates (they are not indexed); captured prompts (kind ``request``) and the
+agent's captured answers (kind ``episode``) are left out unless the question asks for them
+(``QueryClass.excluded_kinds``). A channel that misses ``RecallRequest.channel_timeout_s`` is reported ``timeout``
 and listed in ``incomplete_channels``; the recall goes on with the rest.
 """
 
@@ -86,7 +87,7 @@ def gather(store: Store, embedder: Embedder | None, req: RecallRequest, services
     vector = _embed(store, embedder, req)
     ctx = ChannelContext(store=store, query=req.query, keywords=searched, project=req.project,
                          k=CHANNEL_DEPTH * (3 if filters.active else 1),
-                         exclude_kinds=() if (req.include_requests or qc.asks_requests) else ("request",),
+                         exclude_kinds=qc.excluded_kinds(req.include_requests),
                          now=now, vector=vector, embedder=embedder, include_superseded=filters.include_superseded,
                          vectors=services.vectors)
     names = tuple(n for n in ALL_CHANNELS

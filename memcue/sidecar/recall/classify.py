@@ -6,6 +6,8 @@ and a request's ``weights`` override it). Types:
 
 - ``present_tense``: "what am I working on?" — answered from the project's newest real memories;
 - ``request_recall``: "what did I ask you to do about X?" — captured prompts come first;
+- ``work_recall``: "what did we do about the importer?", "how did you fix the flaky login test?" — the agent's
+  captured answers (``episode`` rows) may answer, ranked below saved memories (``WORK_PATTERNS``);
 - ``time``: the question names a time ("last Friday", "in March", "when did …");
 - ``exact_term``: a short query naming an identifier (digits, paths, snake_case, dotted names);
 - ``multi_hop``: the question ties several named things together ("Caroline and Melanie", "both");
@@ -22,9 +24,13 @@ from memcue.sidecar.recall.channels import BM25, GRAPH, HOPFIELD, SEMANTIC, TEMP
 from memcue.sidecar.recall.query import compounds, content_terms
 from memcue.sidecar.store import extract_entities
 
-PRESENT_TENSE, REQUEST_RECALL, TIME, EXACT_TERM, MULTI_HOP, MEANING = (
-    "present_tense", "request_recall", "time", "exact_term", "multi_hop", "meaning")
-QUERY_TYPES = (PRESENT_TENSE, REQUEST_RECALL, TIME, EXACT_TERM, MULTI_HOP, MEANING)
+PRESENT_TENSE, REQUEST_RECALL, WORK_RECALL, TIME, EXACT_TERM, MULTI_HOP, MEANING = (
+    "present_tense", "request_recall", "work_recall", "time", "exact_term", "multi_hop", "meaning")
+QUERY_TYPES = (PRESENT_TENSE, REQUEST_RECALL, WORK_RECALL, TIME, EXACT_TERM, MULTI_HOP, MEANING)
+#: Captured kinds that answer only the question type that asks for them: a captured prompt (``request``)
+#: answers "what did I ask…", an agent's answer kept as an ``episode`` answers "what did we do…". Every other
+#: recall leaves them out (unless a request asks for captured prompts: ``include_requests``).
+ASKED_KINDS = {REQUEST_RECALL: "request", WORK_RECALL: "episode"}
 
 #: Channel weights per query type for weighted RRF. BM25 is the anchor (1.0) because on LoCoMo it is the
 #: strongest single channel for the default MiniLM model; semantic below it (equal weights ranked below
@@ -39,6 +45,9 @@ CHANNEL_WEIGHTS: dict[str, dict[str, float]] = {
     MULTI_HOP: {SEMANTIC: 0.5, BM25: 1.0, TEMPORAL: 0.2, GRAPH: 0.5, HOPFIELD: 0.1},
     PRESENT_TENSE: {SEMANTIC: 0.5, BM25: 1.0, TEMPORAL: 0.5, GRAPH: 0.3, HOPFIELD: 0.0},
     REQUEST_RECALL: {SEMANTIC: 0.6, BM25: 1.0, TEMPORAL: 0.3, GRAPH: 0.3, HOPFIELD: 0.0},
+    # As ``meaning``; one that names a time ("what did we change last Friday?") takes the ``time`` weights
+    # (``classify``): these questions differ from those only in the kinds that may answer them.
+    WORK_RECALL: {SEMANTIC: 0.5, BM25: 1.0, TEMPORAL: 0.2, GRAPH: 0.3, HOPFIELD: 0.05},
 }
 
 _PRESENT = re.compile(
@@ -58,6 +67,20 @@ _REQUEST = re.compile(
     r"|\bwhat\s+was\s+my\s+(?:last|previous|earlier)?\s*(?:request|prompt|question)\b",
     re.IGNORECASE,
 )
+#: "What was done" questions, kept narrow: a question word (what/how/which), a past tense of do, have or be,
+#: we or you (or "the agent"), then a verb of work. "what did we do about the importer?", "how did we fix the
+#: flaky login test?", "what did you change in billing yesterday?", "what have we done on the cron?", "what
+#: was changed in billing?", "which files did you touch?". "why did we pick Postgres?" (a reason: saved
+#: decisions answer it), "what do we use for queues?" (present) and "did you run the tests?" do not match.
+WORK_PATTERNS = (
+    r"\b(?:what|how|which\s+\w+)\s+(?:did|have|had)\s+(?:we|you|the\s+agent)\s+(?:\w+\s+)?"
+    r"(?:do|done|did|change|changed|fix|fixed|solve|solved|resolve|resolved|handle|handled|implement|implemented"
+    r"|build|built|edit|edited|touch|touched|update|updated|refactor|refactored|patch|patched|debug|debugged"
+    r"|end\s+up\s+doing|try|tried|work\s+on|worked\s+on)\b",
+    r"\bwhat\s+(?:was|were|got)\s+(?:done|changed|fixed)\b",
+    r"\bwhat\s+(?:changes|fixes)\s+did\s+(?:we|you)\s+make\b",
+)
+_WORK = re.compile("|".join(WORK_PATTERNS), re.IGNORECASE)
 _TIME = re.compile(
     r"\b(?:when|yesterday|today|tonight|ago|last\s+(?:week|month|year|time|night|monday|tuesday|wednesday|thursday"
     r"|friday|saturday|sunday)|this\s+(?:week|month|year|morning)|since|recently|earliest|latest|before\s+the"
@@ -81,6 +104,31 @@ class QueryClass:
         """True when the question asks what the user requested (captured prompts answer it first)."""
         return self.query_type == REQUEST_RECALL
 
+    @property
+    def asked_kind(self) -> str | None:
+        """The captured kind this question asks for (``ASKED_KINDS``): "request", "episode" or None."""
+        return ASKED_KINDS.get(self.query_type)
+
+    def excluded_kinds(self, include_requests: bool = False) -> tuple[str, ...]:
+        """The captured kinds recall leaves out for this question: those of ``ASKED_KINDS`` it does not ask
+        for; captured prompts stay in when ``include_requests``."""
+        return tuple(k for k in ASKED_KINDS.values()
+                     if k != self.asked_kind and not (include_requests and k == "request"))
+
+    def rank_group(self, kind: str) -> int:
+        """0 for a result of ``kind`` that comes first, 1 for one ranked below: captured prompts come first for
+        a request question; otherwise saved memories come first and captured kinds (prompts, episodes) after."""
+        if self.asks_requests:
+            return 0 if kind == "request" else 1
+        return 1 if kind in ASKED_KINDS.values() else 0
+
+    def answers_with(self, kind: str) -> bool:
+        """True when a result of ``kind`` is an answer of the kind this question asks for: captured prompts for
+        a request question; saved memories, and episodes for a "what was done" question, otherwise."""
+        if self.asks_requests:
+            return kind == "request"
+        return kind not in ASKED_KINDS.values() or kind == self.asked_kind
+
 
 def query_type(text: str) -> str:
     """The type of ``text`` (see the module docstring), checked in that order."""
@@ -88,6 +136,8 @@ def query_type(text: str) -> str:
         return PRESENT_TENSE
     if _REQUEST.search(text):
         return REQUEST_RECALL
+    if _WORK.search(text):
+        return WORK_RECALL
     if _TIME.search(text):
         return TIME
     terms = content_terms(text)
@@ -102,11 +152,13 @@ def query_type(text: str) -> str:
 
 def classify(text: str, overrides: Mapping[str, Mapping[str, float]] | None = None,
              request_weights: Mapping[str, float] | None = None) -> QueryClass:
-    """Classify ``text`` and pick its weights: ``CHANNEL_WEIGHTS[type]``, then ``overrides[type]`` (config),
+    """Classify ``text`` and pick its weights: ``CHANNEL_WEIGHTS[type]`` (``time``'s for a ``work_recall``
+    question naming a time), then ``overrides[type]`` (config),
     then ``request_weights`` (one request). Unknown channel names are ignored; weights must be >= 0
     (``ValueError`` otherwise)."""
     qtype = query_type(text)
-    weights = dict(CHANNEL_WEIGHTS[qtype])
+    timed = qtype == WORK_RECALL and _TIME.search(text) is not None
+    weights = dict(CHANNEL_WEIGHTS[TIME if timed else qtype])
     for layer in ((overrides or {}).get(qtype) or {}, request_weights or {}):
         for name, value in layer.items():
             if name in weights:

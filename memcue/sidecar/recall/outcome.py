@@ -10,7 +10,7 @@ from memcue.core.session_ids import is_synthetic
 from memcue.sidecar.recall.boosts import Boosted
 from memcue.sidecar.recall.candidates import Candidates
 from memcue.sidecar.recall.channels import SEMANTIC, TEMPORAL
-from memcue.sidecar.recall.classify import QueryClass
+from memcue.sidecar.recall.classify import ASKED_KINDS, QueryClass
 from memcue.sidecar.recall.contract import (
     NOTE_EMPTY_QUERY,
     NOTE_NO_CANDIDATES,
@@ -55,7 +55,7 @@ def _pinned(store: Store, req: RecallRequest, now: float, judged: list[dict[str,
     """The scope's pinned memories not already among ``judged``, newest first, as related results."""
     seen = {r["memory_id"] for r in judged}
     rows = store.list_memories(project=req.project, limit=RELATED_LIMIT * 2, include_bookkeeping=False,
-                               pinned_only=True, kinds_excluded=("request",))
+                               pinned_only=True, kinds_excluded=tuple(ASKED_KINDS.values()))
     out = []
     for row in rows:
         if row["id"] not in seen and req.filters.keeps(row):
@@ -87,11 +87,12 @@ def finish(store: Store, req: RecallRequest, services: RecallServices, qc: Query
            boosted: Boosted, reranked: Reranked, judged: Judged, now: float, started: float, warming: bool
            ) -> dict[str, Any]:
     """The contract response from the judged results. Captured prompts answer "what did I ask…" first;
-    otherwise they rank below saved memories. While ``warming``, the results are shown unjudged
+    otherwise they, and episodes (for "what did we do…"), rank below saved memories (``QueryClass.rank_group``).
+    While ``warming``, the results are shown unjudged
     (``shortcuts.warming_answer``). A supported answer is offered to the session's working set (not for
     synthetic sessions). ``now``: asking time (Unix s); ``started``: ``time.perf_counter()`` at the start."""
     items = judged.items
-    items.sort(key=lambda r: (r["memory_kind"] == "request") != qc.asks_requests)
+    items.sort(key=lambda r: qc.rank_group(r["memory_kind"]))
     supported = _supported(items, now, ranking_on(services.config.ranking))
     if warming and (supported or items):
         return warming_answer(req, qc, supported or items, found.channels, found.incomplete, started,

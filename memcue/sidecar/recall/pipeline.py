@@ -49,5 +49,5 @@ def recall(store: Store, embedder: Embedder | None, req: RecallRequest,
     # Judge lazily (stop at ``limit`` answers) unless the ranking mode re-orders answers by similarity or
     # warming shows results unjudged.
     judged = judge_all(req.query, req.result_limit, services.config.support_gate, found, boosted, reranked, now,
-                       asks_requests=qc.asks_requests, lazy=not ranking_on(services.config.ranking) and not warming)
+                       qc=qc, lazy=not ranking_on(services.config.ranking) and not warming)
     return finish(store, req, services, qc, found, boosted, reranked, judged, now, started, warming)

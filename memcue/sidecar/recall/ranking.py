@@ -29,6 +29,7 @@ TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 KIND_CLASS = {
     # what happened: events, observations, captured prompts
     "note": EPISODIC, "event": EPISODIC, "session": EPISODIC, "request": EPISODIC, "prompt": EPISODIC,
+    "episode": EPISODIC,
     "bug": EPISODIC, "observation": EPISODIC, "todo": EPISODIC, "task": EPISODIC,
     # what is true: decisions, facts, preferences
     "decision": SEMANTIC, "fact": SEMANTIC, "preference": SEMANTIC, "convention": SEMANTIC,

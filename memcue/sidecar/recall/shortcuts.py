@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from memcue.sidecar.recall.channels import ALL_CHANNELS, SEMANTIC, ChannelResult
-from memcue.sidecar.recall.classify import PRESENT_TENSE, REQUEST_RECALL, QueryClass
+from memcue.sidecar.recall.classify import ASKED_KINDS, PRESENT_TENSE, REQUEST_RECALL, QueryClass
 from memcue.sidecar.recall.contract import NOTE_NO_CANDIDATES, NOTE_WARMING, contract_response, result_item
 from memcue.sidecar.recall.query import TIME_WORDS, keyword_query
 from memcue.sidecar.recall.request import RecallRequest
@@ -57,14 +57,15 @@ def early_answer(store: Store, req: RecallRequest, qc: QueryClass, now: float, s
 
 def _newest(store: Store, req: RecallRequest, qc: QueryClass, now: float, started: float, *,
             requests: bool) -> dict[str, Any]:
-    """Answer "what am I working on?" from the project's newest real memories (no bookkeeping, no prompts),
+    """Answer "what am I working on?" from the project's newest real memories (no bookkeeping, no prompts, no
+    episodes),
     or, with ``requests``, "what did I ask for?" (no topic) from the newest captured prompts."""
     if requests:
         rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
                                    kind="request")
     else:
         rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
-                                   kinds_excluded=("request",))
+                                   kinds_excluded=tuple(ASKED_KINDS.values()))
     rows = [r for r in rows if req.filters.keeps(r)][:min(PRESENT_LIMIT, req.limit)]
     if rows:
         rows = [r for r in rows if r["created_at"] >= rows[0]["created_at"] - PRESENT_SPAN_S]

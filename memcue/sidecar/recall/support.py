@@ -37,6 +37,7 @@ from memcue.sidecar.recall.query import cue_terms, key_terms
 if TYPE_CHECKING:
     from memcue.sidecar.recall.boosts import Boosted
     from memcue.sidecar.recall.candidates import Candidates
+    from memcue.sidecar.recall.classify import QueryClass
     from memcue.sidecar.recall.rerank import Reranked
 
 SUPPORTED, WEAK, RELATED = "supported", "weak", "related"
@@ -184,10 +185,10 @@ class Judged:
 
 
 def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Boosted, reranked: Reranked,
-              now: float, *, asks_requests: bool, lazy: bool) -> Judged:
+              now: float, *, qc: QueryClass, lazy: bool) -> Judged:
     """Judge ``reranked.survivors`` in rank order (``gate`` False labels all supported, reason "gate_off").
-    With ``lazy``, stop once ``limit`` answers (supported or weak, of the asked kind: captured prompts when
-    ``asks_requests``, else saved memories) are found: what comes after could not be shown. ``now``: asking
+    With ``lazy``, stop once ``limit`` answers (supported or weak, of the kinds ``qc`` asks for:
+    ``QueryClass.answers_with``) are found: what comes after could not be shown. ``now``: asking
     time (Unix s) for the results' age labels."""
     keys, gibberish = key_terms(found.doc_freq, found.terms) if reranked.survivors else ([], False)
     question = is_question(query)
@@ -212,7 +213,7 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
         if boosted.unknown:
             item["unknown_names"] = boosted.unknown
         items.append(item)
-        if label in (SUPPORTED, WEAK) and (row["kind"] == "request") == asks_requests:
+        if label in (SUPPORTED, WEAK) and qc.answers_with(row["kind"]):
             answers += 1
     return Judged(items, keys)
 

@@ -57,6 +57,14 @@ _REASONING = re.compile(
 )
 #: Longest text still considered a bookkeeping line (characters); longer text is a real memory.
 MAX_BOOKKEEPING_CHARS = 300
+#: Fewest words an agent's answer needs to be kept as an episode that can answer; a shorter one ("Done.", "ok",
+#: "All tests pass.") says nothing a later "what did we do about X?" could use, and is a bookkeeping row.
+MIN_EPISODE_WORDS = 6
+
+
+def is_trivial_answer(text: str) -> bool:
+    """True when an agent's answer ``text`` has fewer than ``MIN_EPISODE_WORDS`` words (empty included)."""
+    return len(re.findall(r"\w+", text)) < MIN_EPISODE_WORDS
 
 
 def is_bookkeeping(text: str) -> bool:

@@ -9,9 +9,9 @@ CAPTURED_KINDS``) to ``memcue.core.limits.CAPTURE_MAX_CHARS`` at a line or word,
 left out (after redaction, so a secret is never cut into a piece the redactor no longer knows; a captured text
 far over the cap is first cut to ``PRECUT_CHARS`` at a line, so a pasted megabyte costs the redactor no more than
 a long answer, and what is stored then ends at least ``PRECUT_GUARD_CHARS`` before that cut); flag bookkeeping
-rows (a prompt that was only a pasted block, a record kind, or a line a tool writes about itself:
-``bookkeeping``); the digest that finds the same text written again in the same project; and the entities the
-text names (``entities.extract_entities``, for the entity graph).
+rows (a prompt that was only a pasted block, a record kind, an agent's answer too short to be an episode, or a
+line a tool writes about itself: ``bookkeeping``); the digest that finds the same text written again in the
+same project; and the entities the text names (``entities.extract_entities``, for the entity graph).
 
 All of it is text work done before the store takes its writer lock, so a long text never holds up other
 writers, and only the SQL runs under the lock.
@@ -25,9 +25,9 @@ from typing import Any
 
 from memcue.core.limits import CAPTURE_MAX_CHARS, cap_text
 from memcue.core.text import sanitize_text
-from memcue.sidecar.store.write.bookkeeping import is_bookkeeping
+from memcue.sidecar.store.write.bookkeeping import is_bookkeeping, is_trivial_answer
 from memcue.sidecar.store.write.entities import extract_entities
-from memcue.sidecar.store.write.records import CAPTURED_KINDS, RECORD_KINDS, NewMemory
+from memcue.sidecar.store.write.records import CAPTURED_KINDS, EPISODE, RECORD_KINDS, NewMemory
 from memcue.sidecar.store.write.redaction import redact
 from memcue.sidecar.store.write.strip import strip_injected
 
@@ -72,7 +72,8 @@ def prepare_write(memory: NewMemory) -> PreparedWrite:
     precut = captured and len(content) > PRECUT_CHARS
     secrets = redact(cap_text(content, PRECUT_CHARS) if precut else content)
     content = _captured_cut(secrets.text, len(content), precut) if captured else secrets.text
-    bookkeeping = only_block or memory.kind in RECORD_KINDS or is_bookkeeping(content)
+    bookkeeping = (only_block or memory.kind in RECORD_KINDS or is_bookkeeping(content)
+                   or (memory.kind == EPISODE and is_trivial_answer(content)))
     return PreparedWrite(
         memory=memory,
         content=content,

@@ -9,12 +9,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Kinds that are a record of the session rather than knowledge: stored as bookkeeping rows (never an answer,
-#: never embedded). ``response``: an agent's answer captured at Stop (hooks/run.py).
+#: never embedded). ``response``: an agent's answer as captured at Stop before answers were kept as episodes;
+#: such rows stay as they were stored.
 RECORD_KINDS = ("response",)
+#: The kind of the agent's final answer of a turn, captured at Stop (hooks/run.py): recallable only for a
+#: question that asks what was done (``recall.classify.WORK_RECALL``), ranked below saved memories, never
+#: injected for other prompts and not counted by the session pointer (``Store.doc_count``). A trivial answer
+#: (fewer than ``bookkeeping.MIN_EPISODE_WORDS`` words: "Done.", "ok") is stored as a bookkeeping row.
+EPISODE = "episode"
 #: Kinds captured from a session rather than written on purpose: a prompt (``request``), an agent's answer
-#: (``response``), a session event (``event``). Their text is cut to ``memcue.core.limits.CAPTURE_MAX_CHARS``
-#: when prepared (``store.write.prepare``), whichever route or spool record brings them.
-CAPTURED_KINDS = ("request", "response", "event")
+#: (``episode``; ``response`` in older rows), a session event (``event``). Their text is cut to
+#: ``memcue.core.limits.CAPTURE_MAX_CHARS`` when prepared (``store.write.prepare``), whichever route or spool
+#: record brings them.
+CAPTURED_KINDS = ("request", "response", "event", EPISODE)
 
 
 @dataclass

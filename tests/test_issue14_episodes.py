@@ -1,0 +1,116 @@
+"""Issue 14: the agent's final answer of a turn, kept as an ``episode``, through real parts.
+
+A Stop payload's answer becomes an ``episode`` row (cut, redacted, with its provenance); a later "what did we
+do about X?" prompt through the real prompt hook gets it, below a saved memory on the same topic; an ordinary
+question or a task prompt on the same topic never gets it; a trivial answer ("Done.") stays bookkeeping.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
+
+from memcue.sidecar.recall.classify import query_type
+from memcue.sidecar.store import NewMemory, prepare_write
+
+SESSION = "5a1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+LATER = "8d2b7c1a-0f3e-4a59-b6c7-2e1d0c9b8a7f"
+ANSWER = ("I fixed the CSV importer creating duplicate customers: it now deduplicates rows on the external "
+          "customer id before the insert, and a regression test covers a file with the same customer twice. "
+          "The staging token sk_live_4eC39HqLyjWDarjtT1zdp7dc was not needed.")
+EPISODE_MARK = "deduplicates rows on the external customer id"
+SAVED = ("The CSV importer must treat the external customer id as the customer's identity: "
+         "never create a second customer for the same external id")
+WORK_QUESTION = "what did we do about the CSV importer duplicate customers?"
+ORDINARY_QUESTION = "how does the CSV importer deduplicate rows on the external customer id?"
+TASK_PROMPT = "make the CSV importer deduplicate rows on the external customer id faster"
+
+
+def _stop(project: Path, answer: str, session: str = SESSION) -> None:
+    proc = run_hook({"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": str(project),
+                     "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": answer},
+                    "stop")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+
+
+def _rows(sc: Sidecar, kind: str, count: int) -> list[dict]:
+    deadline = time.monotonic() + 30
+    while True:
+        rows = sc.client.list_recent(all_projects=True, kind=kind, include_bookkeeping=True)["results"]
+        if len(rows) >= count or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.1)
+
+
+def _provenance(home: Path) -> list[tuple]:
+    with sqlite3.connect(f"file:{home / 'memcue.db'}?mode=ro", uri=True) as db:
+        return db.execute("SELECT kind, source, session_id, length(source_id), bookkeeping FROM memories"
+                          " WHERE kind = 'episode'").fetchall()
+
+
+def test_an_answer_is_an_episode_injected_only_for_what_was_done(sidecar: Sidecar, home: Path,
+                                                                 tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    sidecar.client.wait_idle(120)
+    sidecar.client.remember(SAVED, project=str(project), kind="decision")
+    _stop(project, ANSWER)
+    [episode] = _rows(sidecar, "episode", 1)
+    assert not episode["bookkeeping"] and episode["session_id"] == SESSION
+    assert "sk_live_4eC39HqLyjWDarjtT1zdp7dc" not in episode["content"], "redacted before it is stored"
+    assert _provenance(home) == [("episode", "hook:claude-code", SESSION, 32, 0)]
+    sidecar.client.wait_idle(120)
+    # Each prompt in a session of its own (a session is not given the same memory twice).
+    for n, prompt in enumerate((ORDINARY_QUESTION, TASK_PROMPT)):
+        context = context_of(run_hook(prompt_payload(prompt, str(project), session_id=f"{LATER[:-1]}{n}")))
+        assert EPISODE_MARK not in context, (prompt, context)
+    asked = context_of(run_hook(prompt_payload(WORK_QUESTION, str(project), session_id=LATER)))
+    assert EPISODE_MARK in asked, asked
+    assert "external customer id as the customer's identity" in asked, asked
+    assert asked.index("customer's identity") < asked.index(EPISODE_MARK), "the saved memory ranks first"
+    answer = sidecar.client.recall(ORDINARY_QUESTION, project=str(project))
+    assert all(r["memory_kind"] != "episode" for r in answer["results"]), "episodes answer only what was done"
+    started = sidecar.client.recall("what am I working on?", project=str(project))
+    assert all(r["memory_kind"] != "episode" for r in started["results"])
+
+
+def test_a_trivial_answer_stays_bookkeeping(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        _stop(project, "Done.")
+        _stop(project, ANSWER, session="other-session")
+        rows = _rows(sc, "episode", 2)
+        health = sc.client.health()["counts"]
+    finally:
+        sc.stop()
+    flags = {r["content"][:5]: r["bookkeeping"] for r in rows}
+    assert flags == {"Done.": True, "I fix": False}
+    assert health["bookkeeping"] == 1
+
+
+def test_only_a_trivial_episode_is_bookkeeping() -> None:
+    cases = [("Done.", True), ("ok", True), ("", True), ("All tests pass now.", True),
+             ("I fixed the importer retry bug by capping backoff at 30 s.", False)]
+    assert [prepare_write(NewMemory(content=t, kind="episode")).bookkeeping for t, _ in cases] == [
+        trivial for _, trivial in cases]
+    # Rows of the older kind stay what they were: bookkeeping, whatever they say.
+    assert all(prepare_write(NewMemory(content=t or "x", kind="response")).bookkeeping for t, _ in cases)
+
+
+WORK_QUESTIONS = ("what did we do about the importer?", "how did we fix the flaky login test last week?",
+                  "what did you change in billing yesterday?", "what have we done on the cron job?",
+                  "which files did you touch in billing?", "what was changed in the invoice service?")
+OTHER_PROMPTS = ("why did we switch the billing queue to SQS?", "what do we use for queues?",
+                 "did you run the tests?", "what did we decide about money columns?", "fix the importer",
+                 "how do we deploy billing?", "what did I ask you to do about the webhook?",
+                 "change the importer to skip duplicates")
+
+
+def test_what_was_done_questions_and_only_they_ask_for_episodes() -> None:
+    assert {q: query_type(q) for q in WORK_QUESTIONS} == dict.fromkeys(WORK_QUESTIONS, "work_recall")
+    assert [p for p in OTHER_PROMPTS if query_type(p) == "work_recall"] == []
