@@ -7,6 +7,7 @@ question or a task prompt on the same topic never gets it; a trivial answer ("Do
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -45,6 +46,13 @@ def _rows(sc: Sidecar, kind: str, count: int) -> list[dict]:
         time.sleep(0.1)
 
 
+def _ask(prompt: str, project: Path, session: str) -> str:
+    """The context the real prompt hook gives ``prompt`` (a generous deadline: two busy cores must not turn a
+    slow answer into an empty one)."""
+    env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+    return context_of(run_hook(prompt_payload(prompt, str(project), session_id=session), env=env))
+
+
 def _provenance(home: Path) -> list[tuple]:
     with sqlite3.connect(f"file:{home / 'memcue.db'}?mode=ro", uri=True) as db:
         return db.execute("SELECT kind, source, session_id, length(source_id), bookkeeping FROM memories"
@@ -65,16 +73,21 @@ def test_an_answer_is_an_episode_injected_only_for_what_was_done(sidecar: Sideca
     sidecar.client.wait_idle(120)
     # Each prompt in a session of its own (a session is not given the same memory twice).
     for n, prompt in enumerate((ORDINARY_QUESTION, TASK_PROMPT)):
-        context = context_of(run_hook(prompt_payload(prompt, str(project), session_id=f"{LATER[:-1]}{n}")))
+        context = _ask(prompt, project, f"{LATER[:-1]}{n}")
         assert EPISODE_MARK not in context, (prompt, context)
-    asked = context_of(run_hook(prompt_payload(WORK_QUESTION, str(project), session_id=LATER)))
+    asked = _ask(WORK_QUESTION, project, LATER)
     assert EPISODE_MARK in asked, asked
     assert "external customer id as the customer's identity" in asked, asked
     assert asked.index("customer's identity") < asked.index(EPISODE_MARK), "the saved memory ranks first"
     answer = sidecar.client.recall(ORDINARY_QUESTION, project=str(project))
     assert all(r["memory_kind"] != "episode" for r in answer["results"]), "episodes answer only what was done"
-    started = sidecar.client.recall("what am I working on?", project=str(project))
-    assert all(r["memory_kind"] != "episode" for r in started["results"])
+    working = sidecar.client.recall("what am I working on?", project=str(project))
+    assert all(r["memory_kind"] != "episode" for r in working["results"])
+    opened = run_hook({"session_id": "new-session", "transcript_path": "/tmp/new-session.jsonl",
+                       "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"},
+                      "session-start", env={**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"})
+    block = context_of(opened)
+    assert "customer's identity" in block and EPISODE_MARK not in block, block
 
 
 def test_a_trivial_answer_stays_bookkeeping(home: Path, tmp_path: Path) -> None:
