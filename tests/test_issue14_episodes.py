@@ -90,7 +90,8 @@ def test_an_answer_is_an_episode_injected_only_for_what_was_done(sidecar: Sideca
     assert "customer's identity" in block and EPISODE_MARK not in block, block
 
 
-def test_a_trivial_answer_stays_bookkeeping(home: Path, tmp_path: Path) -> None:
+def test_a_trivial_answer_stays_bookkeeping_and_what_did_we_do_gets_the_newest_episodes(home: Path,
+                                                                                       tmp_path: Path) -> None:
     project = tmp_path / "shop"
     project.mkdir()
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
@@ -99,11 +100,14 @@ def test_a_trivial_answer_stays_bookkeeping(home: Path, tmp_path: Path) -> None:
         _stop(project, ANSWER, session="other-session")
         rows = _rows(sc, "episode", 2)
         health = sc.client.health()["counts"]
+        latest = sc.client.recall("what did we do?", project=str(project))
     finally:
         sc.stop()
     flags = {r["content"][:5]: r["bookkeeping"] for r in rows}
     assert flags == {"Done.": True, "I fix": False}
     assert health["bookkeeping"] == 1
+    assert latest["answered_from"] == "newest_episodes" and latest["tier"] == "supported"
+    assert [r["content"][:5] for r in latest["results"]] == ["I fix"], "a trivial answer never answers"
 
 
 def test_only_a_trivial_episode_is_bookkeeping() -> None:

@@ -94,10 +94,12 @@ _MULTI = re.compile(r"\b(?:both|in\s+common|together|relationship|related\s+to|c
 
 @dataclass(frozen=True)
 class QueryClass:
-    """``query_type`` (one of ``QUERY_TYPES``) and the channel ``weights`` that go with it."""
+    """``query_type`` (one of ``QUERY_TYPES``), the channel ``weights`` that go with it, and ``timed``: the text
+    names a time ("yesterday", "last week"; what makes a question ``time``)."""
 
     query_type: str
     weights: dict[str, float] = field(default_factory=dict)
+    timed: bool = False
 
     @property
     def asks_requests(self) -> bool:
@@ -157,12 +159,12 @@ def classify(text: str, overrides: Mapping[str, Mapping[str, float]] | None = No
     then ``request_weights`` (one request). Unknown channel names are ignored; weights must be >= 0
     (``ValueError`` otherwise)."""
     qtype = query_type(text)
-    timed = qtype == WORK_RECALL and _TIME.search(text) is not None
-    weights = dict(CHANNEL_WEIGHTS[TIME if timed else qtype])
+    timed = _TIME.search(text) is not None
+    weights = dict(CHANNEL_WEIGHTS[TIME if timed and qtype == WORK_RECALL else qtype])
     for layer in ((overrides or {}).get(qtype) or {}, request_weights or {}):
         for name, value in layer.items():
             if name in weights:
                 if value < 0:
                     raise ValueError(f"channel weight for {name} must be >= 0, got {value}")
                 weights[name] = float(value)
-    return QueryClass(qtype, weights)
+    return QueryClass(qtype, weights, timed)

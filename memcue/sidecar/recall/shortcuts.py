@@ -1,5 +1,6 @@
-"""Answers that skip the ranking: a present-tense question ("what am I working on?") and a question about
-the user's own requests that names no topic ("what did I ask for?") are answered from the newest memories;
+"""Answers that skip the ranking: a present-tense question ("what am I working on?"), a question about
+the user's own requests that names no topic ("what did I ask for?") and one about what was done that names
+neither a topic nor a time ("what did we do?") are answered from the newest memories, prompts or episodes;
 while the embedding model warms up, keyword evidence is shown unjudged, as related."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from memcue.sidecar.recall.channels import ALL_CHANNELS, SEMANTIC, ChannelResult
-from memcue.sidecar.recall.classify import ASKED_KINDS, PRESENT_TENSE, REQUEST_RECALL, QueryClass
+from memcue.sidecar.recall.classify import ASKED_KINDS, PRESENT_TENSE, REQUEST_RECALL, WORK_RECALL, QueryClass
 from memcue.sidecar.recall.contract import NOTE_NO_CANDIDATES, NOTE_WARMING, contract_response, result_item
 from memcue.sidecar.recall.query import TIME_WORDS, keyword_query
 from memcue.sidecar.recall.request import RecallRequest
@@ -26,6 +27,10 @@ WARMING_LIMIT = 5
 #: no topic: "what did I ask for?", "what was my last prompt?").
 REQUEST_WORDS = frozenset("ask asked asking request requested requests tell told say said prompt prompts "
                           "question questions typed wanted ever last previous earlier first".split())
+#: Words that only say "what was done" ("what did we do?", "what did you change?", "what was fixed?").
+WORK_WORDS = frozenset("what how which did have has had was were we you i us do does done doing change changed "
+                       "changes fix fixed fixes work worked make made end up try tried just actually ever so far"
+                       .split())
 
 
 def is_warming(store: Store, embedder: Embedder | None) -> bool:
@@ -38,31 +43,40 @@ def is_warming(store: Store, embedder: Embedder | None) -> bool:
     return embedder.state == "warming" or store.vector_dim is None
 
 
-def names_no_topic(query: str) -> bool:
-    """True when ``query`` has no word beyond stop, time and request words."""
-    return not [t for t in keyword_query(query).terms if t not in REQUEST_WORDS and t not in TIME_WORDS]
+def names_no_topic(query: str, words: frozenset[str] = REQUEST_WORDS) -> bool:
+    """True when ``query`` has no word beyond stop, time and ``words`` (request words by default)."""
+    return not [t for t in keyword_query(query).terms if t not in words and t not in TIME_WORDS]
 
 
 def early_answer(store: Store, req: RecallRequest, qc: QueryClass, now: float, started: float
                  ) -> dict[str, Any] | None:
-    """The contract response for a present-tense question (when the semantic channel is asked for) or a
-    request question naming no topic; None for every other question. ``now``: asking time (Unix s);
-    ``started``: ``time.perf_counter()`` at the start of the recall."""
+    """The contract response for a present-tense question (when the semantic channel is asked for), a
+    request question naming no topic, or a "what was done" question naming neither a topic nor a time; None
+    for every other question. ``now``: asking time (Unix s); ``started``: ``time.perf_counter()`` at the
+    start of the recall."""
     if qc.query_type == PRESENT_TENSE and SEMANTIC in req.channels:
-        return _newest(store, req, qc, now, started, requests=False)
+        return _newest(store, req, qc, now, started, kind=None)
     if qc.query_type == REQUEST_RECALL and names_no_topic(req.query):
-        return _newest(store, req, qc, now, started, requests=True)
+        return _newest(store, req, qc, now, started, kind="request")
+    if qc.query_type == WORK_RECALL and not qc.timed and names_no_topic(req.query, WORK_WORDS):
+        return _newest(store, req, qc, now, started, kind="episode")
     return None
 
 
+#: What ``_newest`` answers from, per kind asked: the response's ``answered_from`` and the channels' note.
+_NEWEST = {None: ("newest_memories", "present-tense question: newest memories answer it"),
+           "request": ("newest_requests", "a question about your last requests: the newest prompts answer it"),
+           "episode": ("newest_episodes", "a question about what was done lately: the newest episodes answer it")}
+
+
 def _newest(store: Store, req: RecallRequest, qc: QueryClass, now: float, started: float, *,
-            requests: bool) -> dict[str, Any]:
-    """Answer "what am I working on?" from the project's newest real memories (no bookkeeping, no prompts, no
-    episodes),
-    or, with ``requests``, "what did I ask for?" (no topic) from the newest captured prompts."""
-    if requests:
+            kind: str | None) -> dict[str, Any]:
+    """Answer "what am I working on?" (``kind`` None) from the project's newest real memories (no bookkeeping,
+    no prompts, no episodes); "what did I ask for?" (``kind`` "request") or "what did we do?" ("episode"),
+    naming no topic, from the newest rows of that kind."""
+    if kind:
         rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
-                                   kind="request")
+                                   kind=kind)
     else:
         rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
                                    kinds_excluded=tuple(ASKED_KINDS.values()))
@@ -70,14 +84,12 @@ def _newest(store: Store, req: RecallRequest, qc: QueryClass, now: float, starte
     if rows:
         rows = [r for r in rows if r["created_at"] >= rows[0]["created_at"] - PRESENT_SPAN_S]
     results = [result_item(r, 1.0 / (i + 1), SUPPORTED, now, {}, []) for i, r in enumerate(rows)]
-    why = "a question about your last requests: the newest prompts answer it" if requests else \
-        "present-tense question: newest memories answer it"
+    answered_from, why = _NEWEST[kind]
     statuses = {name: ChannelResult(name, "disabled", note=why) for name in ALL_CHANNELS}
     tier = SUPPORTED if results else "none"
     return contract_response(req, results, tier, "" if results else NOTE_NO_CANDIDATES,
                              None if results else "no_candidates", qc, statuses, [], started, False, keys=[],
-                             reranker_status="off",
-                             extra={"answered_from": "newest_requests" if requests else "newest_memories"})
+                             reranker_status="off", extra={"answered_from": answered_from})
 
 
 def warming_answer(req: RecallRequest, qc: QueryClass, shown: list[dict[str, Any]],
