@@ -83,3 +83,13 @@ def parse_record(line: bytes) -> dict[str, object] | None:
         "source_id": str(rec.get("spool_id") or "") or None,
         "created_at": float(rec["ts"]) if isinstance(rec.get("ts"), int | float) else None,
     }
+
+
+def spool_name(harness: str, session_id: str) -> str:
+    """The spool file name of one writer: ``hook-<harness>-<sha1(session_id)[:12]>.jsonl``."""
+    import hashlib  # the spool is the failure path: keep these imports off every prompt's start-up
+    import re
+
+    name = re.sub(r"[^a-z0-9_-]", "_", harness.lower())[:40] or "unknown"
+    digest = hashlib.sha1(session_id.encode("utf-8", "replace")).hexdigest()[:12]
+    return f"hook-{name}-{digest}.jsonl"

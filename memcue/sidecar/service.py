@@ -42,6 +42,7 @@ from memcue.sidecar.recall import (
     recall,
     warm_up,
 )
+from memcue.sidecar.receipt import build_receipt, latest_session
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
@@ -349,6 +350,29 @@ class MemoryService:
         ``CandidateDecided``."""
         return await anyio.to_thread.run_sync(self._candidates.reject, candidate_id, reason, limiter=self._limiter)
 
+    # -- receipts ------------------------------------------------------------------------------
+    async def receipt(self, session_id: str | None, project: str | None) -> dict[str, Any]:
+        """The receipt of ``session_id`` (``receipt.build_receipt``), or without one of ``project``'s latest
+        session (every project's when None). Raises ``receipt.SessionNotFound``."""
+        def run() -> dict[str, Any]:
+            self._usage.flush()  # a block served a moment ago is in the receipt
+            return build_receipt(self._store, session_id or latest_session(self._store, project))
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def sessions(self, project: str | None, limit: int) -> dict[str, Any]:
+        """Recent sessions with their counts (``Store.sessions``): ``{"results": [session]}``."""
+        def run() -> dict[str, Any]:
+            self._usage.flush()
+            return {"results": self._store.sessions(project, limit)}
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def last_captures(self, sources: list[str]) -> dict[str, Any]:
+        """The newest capture per source (``Store.last_captures``): ``{"sources": {source: Unix s or None}}``."""
+        return {"sources": await anyio.to_thread.run_sync(self._store.last_captures, sources,
+                                                          limiter=self._limiter)}
+
     # -- recall --------------------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
         """Run the recall pipeline and shape the results by ``request.depth`` and ``request.max_tokens``
@@ -417,9 +441,10 @@ class MemoryService:
         return self._store.list_memories(**filters)
 
     def record_served(self, query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
-                      block: str = "") -> None:
+                      block: str = "", *, tokens: int = 0, skipped: str = "") -> None:
         """Queue a recall served for the usage log (``usage.served_recall``)."""
-        self._usage.record(served_recall(query_id, session_id, served_by, results, block))
+        self._usage.record(served_recall(query_id, session_id, served_by, results, block, tokens=tokens,
+                                         skipped=skipped))
 
 
 def _memory_item(row: dict[str, Any], now: float) -> dict[str, Any]:

@@ -187,3 +187,13 @@ class StoreProtocol(Protocol):
         """Mark pending candidates past ``expires_at`` expired; returns how many."""
     def next_candidate_expiry(self) -> float | None:
         """The earliest ``expires_at`` of a pending candidate, None when none is pending."""
+
+    # -- sessions
+    def session_memories(self, session_id: str) -> list[dict[str, Any]]:
+        """Rows stored with ``session_id``, oldest first."""
+    def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
+        """Recalls logged for ``session_id`` (tokens, skipped, items with content), oldest first."""
+    def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:
+        """Sessions that stored something, newest activity first, with their counts."""
+    def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
+        """The newest row's ``created_at`` per source, None for a source with no row."""
