@@ -21,6 +21,7 @@ class Backend:
         self.prompts: list[NewMemory] = []
         self.served: list[str] = []
         self.skipped: list[str] = []
+        self.tokens: list[int] = []
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
@@ -52,6 +53,7 @@ class Backend:
             self.skipped.append(skipped)
         elif served_by == "hook":
             self.served.append(query_id)
+            self.tokens.append(tokens)
 
 
 def test_a_prompt_is_captured_answered_once_per_session_and_timed() -> None:
@@ -69,4 +71,5 @@ def test_a_prompt_is_captured_answered_once_per_session_and_timed() -> None:
     assert second.context == "" and second.included == 0  # already in the conversation
     assert [m.content for m in backend.prompts] == [event["prompt"]] * 2 and backend.served == ["q1"]
     assert backend.skipped == [SKIP_SHOWN]  # the second prompt's receipt says why it got nothing
+    assert backend.tokens == [first.tokens] and first.tokens > 0  # the block's size goes to the usage log
     assert [t["included"] for t in hooks.timings.recent()] == [1, 0]

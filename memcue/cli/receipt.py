@@ -1,7 +1,8 @@
 """``memcue receipt``: what memcue did in one session. Thin over ``memcue.client.Client``.
 
 ``memcue receipt [SESSION]`` shows the session's receipt (without SESSION: this project's most recent session,
-``--project DIR`` another's, ``--all-projects`` the most recent of any): what was captured, its capture
+``--project DIR`` another's, ``--all-projects`` the most recent of any): what was captured, the memories saved
+in it, its capture
 candidates by state (promoted with their reason, held with why, rejected, expired), what was injected (memories
 per block, tokens), what was skipped and why, and what failed. Counts first, then a few items per section with
 ids and previews (``--full``: every item); ``--json`` gives everything. ``memcue receipt --list`` lists recent
@@ -52,6 +53,13 @@ def _captured(r: dict[str, Any], full: bool) -> list[str]:
                          for i in c["items"]], full)]
 
 
+def _saved(r: dict[str, Any], full: bool) -> list[str]:
+    c = r["saved"]
+    head = f"saved: {c['total']}" + (f" ({_counts(c['by_source'])})" if c["total"] else "")
+    return [head, *_cut([f"  #{i['id']} {i['kind']} ({i['source']}): {preview(i['content'], PREVIEW_CHARS)}"
+                         for i in c["items"]], full)]
+
+
 def _candidates(r: dict[str, Any], full: bool) -> list[str]:
     c = r["candidates"]
     head = f"candidates: {c['total']}" + (f" ({_counts(c['by_state'])}; signals: {_counts(c['by_signal'])})"
@@ -66,7 +74,7 @@ def _candidates(r: dict[str, Any], full: bool) -> list[str]:
 
 def _injected(r: dict[str, Any], full: bool) -> list[str]:
     c = r["injected"]
-    head = (f"injected: {c['memories']} memories in {c['blocks']} blocks, {c['tokens']} tokens"
+    head = (f"injected: {c['memories']} memories in {c['blocks']} block(s), {c['tokens']} tokens"
             + (f" ({_counts(c['tokens_by_block'])})" if c["blocks"] else ""))
     lines = []
     for b in c["items"]:
@@ -80,6 +88,7 @@ def _skipped_failed(r: dict[str, Any], full: bool) -> list[str]:
     s, f = r["skipped"], r["failed"]
     lines = [f"skipped: {s['total']}" + (f" ({_counts(s['by_reason'])})" if s["total"] else "")]
     lines += _cut([f"  candidate #{i['id']}: {i['reason']}: {preview(i['content'], 60)}" if i["what"] == "candidate"
+                   else f"  prompt #{i['id']}: {i['reason']}: {preview(i['content'], 60)}" if i.get("id")
                    else f"  prompt at {_when(i['created_at'])}: {i['reason']}" for i in s["items"]], full)
     lines.append(f"failed: {f['total']}")
     lines += [f"  {i['count']} {i['what']} of {i['harness']} ({i['file']}): {i['reason']}" for i in f["items"]]
@@ -91,7 +100,7 @@ def render(r: dict[str, Any], full: bool = False) -> str:
     harnesses = ", ".join(r["harnesses"]) or "no harness"
     head = (f"session {r['session_id']} ({harnesses}) in {r['project'] or '(global)'}, "
             f"{_when(r['first_at'])} to {_when(r['last_at'])}")
-    return "\n".join([head, *_captured(r, full), *_candidates(r, full), *_injected(r, full),
+    return "\n".join([head, *_captured(r, full), *_saved(r, full), *_candidates(r, full), *_injected(r, full),
                       *_skipped_failed(r, full)])
 
 
@@ -99,7 +108,7 @@ def render_sessions(sessions: list[dict[str, Any]]) -> str:
     """Recent sessions (``Client.sessions``), one line each."""
     if not sessions:
         return "(no session has stored anything yet)"
-    return "\n".join(f"{s['session_id']}  {_when(s['last_at'])}  captured {s['captured']} "
+    return "\n".join(f"{s['session_id']}  {_when(s['last_at'])}  captured {s['captured']}, stored {s['stored']} "
                      f"({_counts(s['by_kind'])}), candidates {s['candidates']}, recalls {s['recalls']}"
                      f"  {s['project'] or '(global)'}" for s in sessions)
 

@@ -1,4 +1,5 @@
-"""A session's receipt (DESIGN.md section 7): what memcue captured from one session, what became of its capture
+"""A session's receipt (DESIGN.md section 7): what memcue captured from one session (and the memories saved in
+it), what became of its capture
 candidates, what it injected (memories, tokens), what it skipped and why, and what failed.
 
 Built from the store only (no model, no recall): the session's rows (``Store.session_memories``), its
@@ -36,13 +37,24 @@ def _via(row: dict[str, Any]) -> str:
     return "live" if source.startswith("hook:") else (source or "unknown")
 
 
+def _item(r: dict[str, Any]) -> dict[str, Any]:
+    return {"id": r["id"], "kind": r["kind"], "via": _via(r), "source": r["source"], "created_at": r["created_at"],
+            "content": r["content"], "bookkeeping": r["bookkeeping"], "forgotten": r["forgotten"]}
+
+
 def _captured(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"total", "by_kind", "by_via", "items"}`` of the session's rows (``items``: id, kind, via, source, time,
-    content, bookkeeping, forgotten)."""
-    items = [{"id": r["id"], "kind": r["kind"], "via": _via(r), "source": r["source"], "created_at": r["created_at"],
-              "content": r["content"], "bookkeeping": r["bookkeeping"], "forgotten": r["forgotten"]} for r in rows]
+    """``{"total", "by_kind", "by_via", "items"}`` of the rows the session's hooks captured (prompts, answers,
+    session events; ``items``: id, kind, via, source, time, content, bookkeeping, forgotten)."""
+    items = [_item(r) for r in rows if _via(r) in ("live", "spool")]
     return {"total": len(items), "by_kind": dict(Counter(i["kind"] for i in items)),
             "by_via": dict(Counter(i["via"] for i in items)), "items": items}
+
+
+def _saved(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"total", "by_source", "items"}`` of the session's other rows: memories written by the gate (a promoted
+    candidate), the agent (MCP ``remember``) or a person."""
+    items = [_item(r) for r in rows if _via(r) not in ("live", "spool")]
+    return {"total": len(items), "by_source": dict(Counter(i["source"] for i in items)), "items": items}
 
 
 def _why(c: dict[str, Any]) -> str:
@@ -73,12 +85,24 @@ def _injected(recalls: list[dict[str, Any]]) -> dict[str, Any]:
             "tokens": sum(i["tokens"] for i in items), "tokens_by_block": dict(by_block), "items": items}
 
 
-def _skipped(recalls: list[dict[str, Any]], cands: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"total", "by_reason", "items"}``: prompts that got nothing (``what: prompt``) and statements held for
-    review (``what: candidate``)."""
-    items: list[dict[str, Any]] = [
-        {"what": "prompt", "query_id": r["query_id"], "created_at": r["created_at"], "reason": r["skipped"]}
-        for r in recalls if r["skipped"]]
+def _prompt_of(recall: dict[str, Any], requests: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The captured prompt a hook recall answered: the session's latest request row stored before the recall
+    was logged (a prompt is stored before its block is rendered), None when there is none."""
+    before = [r for r in requests if r["created_at"] <= recall["created_at"]]
+    return before[-1] if before else None
+
+
+def _skipped(recalls: list[dict[str, Any]], cands: list[dict[str, Any]],
+             rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"total", "by_reason", "items"}``: prompts that got nothing (``what: prompt``, with the prompt's row
+    ``id`` and ``content`` when found) and statements held for review (``what: candidate``)."""
+    requests = [r for r in rows if r["kind"] == "request" and _via(r) in ("live", "spool")]
+    items: list[dict[str, Any]] = []
+    for r in recalls:
+        if r["skipped"]:
+            prompt = _prompt_of(r, requests) or {}
+            items.append({"what": "prompt", "query_id": r["query_id"], "created_at": r["created_at"],
+                          "reason": r["skipped"], "id": prompt.get("id"), "content": prompt.get("content", "")})
     items += [{"what": "candidate", "id": c["id"], "created_at": c["created_at"], "reason": _why(c),
                "content": c["content"]} for c in cands
               if c["state"] == "pending" and (c.get("evidence") or {}).get("held")]
@@ -99,7 +123,7 @@ def _failed(store: StoreProtocol, session_id: str) -> dict[str, Any]:
 
 def build_receipt(store: StoreProtocol, session_id: str) -> dict[str, Any]:
     """The receipt of ``session_id``: ``{"session_id", "project", "harnesses", "first_at", "last_at",
-    "captured", "candidates", "injected", "skipped", "failed"}`` (times Unix s; each section has counts first,
+    "captured", "saved", "candidates", "injected", "skipped", "failed"}`` (times Unix s; each section has counts first,
     then ``items``). Raises ``SessionNotFound`` when nothing names the session (blocking)."""
     rows = store.session_memories(session_id)
     cands = store.list_candidates(session_id=session_id, limit=CANDIDATES_MAX)
@@ -113,8 +137,8 @@ def build_receipt(store: StoreProtocol, session_id: str) -> dict[str, Any]:
     harnesses |= {c["harness"] for c in cands if c.get("harness")}
     return {"session_id": session_id, "project": Counter(projects).most_common(1)[0][0] if projects else "",
             "harnesses": sorted(harnesses), "first_at": min(times, default=None), "last_at": max(times, default=None),
-            "captured": _captured(rows), "candidates": _candidates(cands), "injected": _injected(recalls),
-            "skipped": _skipped(recalls, cands), "failed": failed}
+            "captured": _captured(rows), "saved": _saved(rows), "candidates": _candidates(cands),
+            "injected": _injected(recalls), "skipped": _skipped(recalls, cands, rows), "failed": failed}
 
 
 def latest_session(store: StoreProtocol, project: str | None) -> str:

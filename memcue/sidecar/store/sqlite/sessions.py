@@ -52,23 +52,25 @@ class SessionReads:
 
     def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:
         """Sessions that stored something, newest activity first (of ``project`` exactly; every project when
-        None): ``{"session_id", "project", "first_at", "last_at", "captured", "by_kind", "candidates",
-        "recalls"}``."""
+        None): ``{"session_id", "project", "first_at", "last_at", "stored" (rows), "captured" (rows a hook
+        captured: source ``hook:*``), "by_kind", "candidates", "recalls"}``."""
         where, args = ("AND project = ?", [project]) if project is not None else ("", [])
         conn = self._db.reader()
         rows = conn.execute(
-            "SELECT session_id, project, min(created_at), max(created_at), count(*) FROM memories"
+            "SELECT session_id, project, min(created_at), max(created_at), count(*),"
+            " coalesce(sum(source LIKE 'hook:%'), 0) FROM memories"
             f" WHERE session_id != '' {where} GROUP BY session_id ORDER BY max(created_at) DESC LIMIT ?",
             (*args, int(limit))).fetchall()
         out = []
-        for sid, proj, first, last, count in rows:
+        for sid, proj, first, last, count, captured in rows:
             kinds = dict(conn.execute("SELECT kind, count(*) FROM memories WHERE session_id = ? GROUP BY kind",
                                       (sid,)).fetchall())
             [(candidates,)] = conn.execute("SELECT count(*) FROM candidates WHERE session_id = ?", (sid,)).fetchall()
             [(recalls,)] = conn.execute("SELECT count(*) FROM recall_log WHERE session_id = ?", (sid,)).fetchall()
             out.append({"session_id": sid, "project": proj, "first_at": first, "last_at": last,
-                        "captured": int(count), "by_kind": {str(k): int(n) for k, n in kinds.items()},
-                        "candidates": int(candidates), "recalls": int(recalls)})
+                        "stored": int(count), "captured": int(captured),
+                        "by_kind": {str(k): int(n) for k, n in kinds.items()}, "candidates": int(candidates),
+                        "recalls": int(recalls)})
         return out
 
     def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
