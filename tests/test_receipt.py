@@ -139,6 +139,9 @@ def test_spool_lines_that_could_not_be_read_are_in_the_receipt(home: Path, tmp_p
     try:
         receipt = _until(lambda: sc.client.receipt(SESSION)["failed"]["total"] and sc.client.receipt(SESSION))
         assert receipt and receipt["captured"]["by_via"] == {"spool": 1}
+        assert [(i["content"], i["reason"]) for i in receipt["skipped"]["items"]] == [
+            ("please look at the nightly export", "sidecar not reached in time: the prompt was spooled, nothing "
+                                                  "injected")]
         [failed] = receipt["failed"]["items"]
         assert (failed["harness"], failed["file"], failed["count"]) == ("claude-code", spooled.name, 1)
         assert f"1 spool lines of claude-code ({spooled.name})" in _cli("receipt", SESSION).stdout

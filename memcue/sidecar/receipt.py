@@ -21,8 +21,8 @@ from memcue.sidecar.store import StoreProtocol
 
 #: Candidates of one session a receipt lists, at most.
 CANDIDATES_MAX = 500
-#: Recent sessions ``sessions`` lists by default.
-SESSIONS_DEFAULT = 10
+#: Why a prompt stored from the spool got nothing: the hook could not ask the sidecar in time.
+SKIP_SPOOLED = "sidecar not reached in time: the prompt was spooled, nothing injected"
 
 
 class SessionNotFound(LookupError):
@@ -95,9 +95,12 @@ def _prompt_of(recall: dict[str, Any], requests: list[dict[str, Any]]) -> dict[s
 def _skipped(recalls: list[dict[str, Any]], cands: list[dict[str, Any]],
              rows: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"total", "by_reason", "items"}``: prompts that got nothing (``what: prompt``, with the prompt's row
-    ``id`` and ``content`` when found) and statements held for review (``what: candidate``)."""
+    ``id`` and ``content`` when found; a prompt that reached memcue only through the spool got nothing either)
+    and statements held for review (``what: candidate``)."""
     requests = [r for r in rows if r["kind"] == "request" and _via(r) in ("live", "spool")]
-    items: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = [
+        {"what": "prompt", "query_id": "", "created_at": r["created_at"], "reason": SKIP_SPOOLED, "id": r["id"],
+         "content": r["content"]} for r in requests if _via(r) == "spool"]
     for r in recalls:
         if r["skipped"]:
             prompt = _prompt_of(r, requests) or {}
