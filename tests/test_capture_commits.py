@@ -207,3 +207,17 @@ def test_commit_text_cuts_long_bodies_and_file_lists() -> None:
     raw = "\x1e" + "\x1f".join(["b" * 40, EMAIL, "Subject", "Body line\n", "\n\nx.py\ny.py\n"])
     assert parse_log(raw) == [Commit("b" * 40, EMAIL, "Subject", "Body line", ("x.py", "y.py"))]
 
+
+
+def test_a_huge_commit_and_a_pulled_commit_are_left_out(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    _start_session(repo)
+    _commit(repo, {f"vendor/lib{i}.js": f"{i}\n" for i in range(501)}, "Vendor the charting library")
+    _commit(repo, {"team.py": "x\n"}, "A teammate's change, pulled in",
+            env={"GIT_COMMITTER_EMAIL": "bo@example.com", "GIT_AUTHOR_EMAIL": "bo@example.com"})
+    mine = _commit(repo, {"chart.py": "use vendor\n"}, "Draw invoice charts with the vendored library")
+    _stop(repo, "Charts done.")
+    got = _until(lambda: _commit_candidates(keyword_sidecar))
+    assert [c["evidence"]["sha"] for c in got] == [mine]
+    note = _note(keyword_sidecar.root)
+    assert note is not None and "501 files changed" in note["reason"], note
