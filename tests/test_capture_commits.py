@@ -221,3 +221,16 @@ def test_a_huge_commit_and_a_pulled_commit_are_left_out(keyword_sidecar: Sidecar
     assert [c["evidence"]["sha"] for c in got] == [mine]
     note = _note(keyword_sidecar.root)
     assert note is not None and "501 files changed" in note["reason"], note
+
+
+def test_commits_in_a_linked_worktree_are_read_on_its_branch(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
+    """A linked worktree's project is its main repository; its commits are on its own branch, read in its cwd."""
+    repo = _repo(tmp_path)
+    tree = tmp_path / "billing-feature"
+    _git(repo, "worktree", "add", "-q", "-b", "feature", str(tree))
+    _start_session(tree)
+    sha = _commit(tree, {"refund.py": "partial\n"}, "Allow partial refunds on paid invoices")
+    _stop(tree, "Partial refunds work.")
+    got = _until(lambda: _commit_candidates(keyword_sidecar))
+    assert [(c["evidence"]["sha"], c["evidence"]["branch"], c["project"]) for c in got] == [
+        (sha, "feature", str(repo.resolve()))]

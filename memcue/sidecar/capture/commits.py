@@ -2,11 +2,11 @@
 
 When the spool reader stores a session's Stop or SessionEnd record (kinds ``CLOSING_KINDS``, written by
 ``hooks/run.py._capture``), ``queue`` notes the session (a deque append and a wake); the worker's step calls
-``run``, which reads git in the session's project folder (the hook's project is the git top-level of the event's
-``cwd``, ``core.project.resolve_project``, so no extra field is spooled). Read-only git, never a write to the
-repository: ``git -C <project>`` with ``GIT_OPTIONAL_LOCKS=0``, no pager, no prompt, the caller's ``GIT_*``
-variables dropped, ``core.fsmonitor`` off (``rev-parse`` and ``log`` run no hooks), each call cut at
-``GIT_TIMEOUT_S``.
+``run``, which reads git in the event's ``cwd`` (spooled with the record, kept in its ``metadata``; a linked
+worktree's project is its main repository, but the session's commits are on the worktree's branch), else in the
+project folder. Read-only git, never a write to the repository: ``git -C <folder>`` with
+``GIT_OPTIONAL_LOCKS=0``, no pager, no prompt, the caller's ``GIT_*`` variables dropped, ``core.fsmonitor`` off
+(``rev-parse``, ``log`` and ``config --get`` run no hooks), each call cut at ``GIT_TIMEOUT_S``.
 
 What is read: commits reachable from HEAD on a branch, no merges, committed since the session was first seen
 (``Store.session_first_seen``, at whole-second resolution, as git stores dates) and not reachable from the mark
@@ -92,6 +92,7 @@ class Commit:
 @dataclass(frozen=True)
 class _Closing:
     project: str
+    folder: str
     session_id: str
     harness: str
 
@@ -117,9 +118,10 @@ class CommitSignal:
         source = memory.source or ""
         if memory.kind not in CLOSING_KINDS or not source.startswith("hook:") or not memory.session_id:
             return
-        if not memory.project.startswith("/"):
+        folder = str(memory.metadata.get("cwd") or "") or memory.project
+        if not folder.startswith("/"):
             return
-        item = _Closing(memory.project, memory.session_id, source.split(":", 1)[1])
+        item = _Closing(memory.project, folder, memory.session_id, source.split(":", 1)[1])
         with self._lock:
             if item in self._queue:
                 return
@@ -144,19 +146,20 @@ class CommitSignal:
                     return added
                 item = self._queue.popleft()
             try:
-                added += self.capture(item.project, item.session_id, item.harness)
+                added += self.capture(item.project, item.session_id, item.harness, folder=item.folder)
             except GitUnusable as exc:
                 self._note(item.session_id, str(exc))
             except Exception as exc:  # noqa: BLE001 - one bad repository must not stop the worker
                 log.exception("reading commits for session %s failed", item.session_id)
                 self._note(item.session_id, f"reading git failed: {type(exc).__name__}")
 
-    def capture(self, project: str, session_id: str, harness: str) -> int:
-        """Hold and promote the commits of ``session_id`` in ``project`` now (blocking); returns the candidates
-        added. Raises ``GitUnusable`` with the reason when git cannot be read."""
+    def capture(self, project: str, session_id: str, harness: str, *, folder: str = "") -> int:
+        """Hold and promote the commits of ``session_id`` now (blocking): git is read in ``folder`` (the event's
+        cwd; default ``project``), the candidates belong to ``project``. Returns the candidates added. Raises
+        ``GitUnusable`` with the reason when git cannot be read."""
         spent = time.perf_counter()
         try:
-            return self._capture(project, session_id, harness)
+            return self._capture(project, folder or project, session_id, harness)
         finally:
             self.last_git_ms = (time.perf_counter() - spent) * 1000
 
@@ -168,16 +171,16 @@ class CommitSignal:
         except ValueError:
             return None
 
-    def _capture(self, project: str, session_id: str, harness: str) -> int:
+    def _capture(self, project: str, folder: str, session_id: str, harness: str) -> int:
         since = self._store.session_first_seen(session_id)
         if since is None:
             return 0
-        head, branch = self._head(project)
+        head, branch = self._head(folder)
         mark = self._store.get_meta(MARK_KEY + session_id)
         if mark == head:
             return 0
-        commits = self._log(project, int(since), mark)
-        mine = self._committer(project)
+        commits = self._log(folder, int(since), mark)
+        mine = self._committer(folder)
         if mine:
             commits = [c for c in commits if c.email.lower() == mine]
         huge = [c for c in commits if len(c.files) > HUGE_COMMIT_FILES]
