@@ -234,3 +234,32 @@ def test_commits_in_a_linked_worktree_are_read_on_its_branch(keyword_sidecar: Si
     got = _until(lambda: _commit_candidates(keyword_sidecar))
     assert [(c["evidence"]["sha"], c["evidence"]["branch"], c["project"]) for c in got] == [
         (sha, "feature", str(repo.resolve()))]
+
+
+def test_a_read_that_broke_off_is_promoted_by_the_next_stop(tmp_path: Path) -> None:
+    """In process, on a real store: the first promotion fails (the mark stays), the next read promotes the
+    candidate it held instead of leaving it pending."""
+    from memcue.sidecar.capture.commits import CommitSignal
+    from memcue.sidecar.capture.gate import Gate
+    from memcue.sidecar.store import NewMemory
+    from memcue.sidecar.store.sqlite.store import Store
+
+    repo = _repo(tmp_path)
+    store = Store(tmp_path / "m.db", want_vec=False)
+    store.remember_many([NewMemory(content="start", kind="request", project=str(repo), session_id=SESSION,
+                                   created_at=time.time() - 2)])
+    _commit(repo, {"a.py": "1\n"}, "Cache the exchange rates for an hour")
+    broken = [True]
+
+    def remember(memory: NewMemory) -> Any:
+        if broken.pop() if broken else False:
+            raise OSError("disk full")
+        return store.remember_many([memory])[0]
+
+    signal = CommitSignal(store, Gate(store, remember))
+    with pytest.raises(OSError):
+        signal.capture(str(repo), SESSION, "claude-code")
+    assert [c["state"] for c in store.list_candidates()] == ["pending"]
+    assert signal.capture(str(repo), SESSION, "claude-code") == 0  # held already: nothing added
+    assert [c["state"] for c in store.list_candidates()] == ["promoted"]
+    store.close()

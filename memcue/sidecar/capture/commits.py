@@ -151,7 +151,7 @@ class CommitSignal:
                 self._note(item.session_id, str(exc))
             except Exception as exc:  # noqa: BLE001 - one bad repository must not stop the worker
                 log.exception("reading commits for session %s failed", item.session_id)
-                self._note(item.session_id, f"reading git failed: {type(exc).__name__}")
+                self._note(item.session_id, f"capturing commits failed: {type(exc).__name__}")
 
     def capture(self, project: str, session_id: str, harness: str, *, folder: str = "") -> int:
         """Hold and promote the commits of ``session_id`` now (blocking): git is read in ``folder`` (the event's
@@ -201,9 +201,12 @@ class CommitSignal:
             return 0
         count = 0
         for got in self._store.add_candidates(news):
-            if not got.added:
-                continue  # read before (another Stop, another session in the same repository)
-            count += 1
+            if got.added:
+                count += 1
+            else:  # read before (another Stop, another session): promote it only if that read broke off
+                held = self._store.get_candidate(got.id)
+                if held is None or held["state"] != "pending":
+                    continue
             try:
                 self._gate.promote(got.id, COMMIT_LANDED)
             except CandidateDecided:
