@@ -26,7 +26,7 @@ import numpy as np
 from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar.answer_check import AnswerChecker
-from memcue.sidecar.capture import Gate, PromptStatements, SpoolReader
+from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, SpoolReader
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
@@ -97,8 +97,9 @@ class MemoryService:
         #: The promotion gate (writes through ``_remember_one``) and the prompt-statement signal the worker runs.
         self._candidates = Gate(self._store, self._remember_one)
         self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
+        self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake())
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
-                             SpoolReader(locations.spool_dir, self._store, on_stored=self._statements.queue),
+                             SpoolReader(locations.spool_dir, self._store, on_stored=self._spooled),
                              self._usage, self._gate, capture=self._capture_step)
         self._usage.on_record = self._worker.wake
         store = self._store
@@ -226,6 +227,11 @@ class MemoryService:
         self._statements.queue(memory, result)  # read for statements by the worker, off the hook's answer
         return result
 
+    def _spooled(self, memory: NewMemory, result: WriteResult) -> None:
+        """A spooled record was stored: a prompt is read for statements, a Stop/SessionEnd for commits."""
+        self._statements.queue(memory, result)
+        self._commits.queue(memory, result)
+
     def _capture_step(self) -> None:
         """The worker's capture work: queued prompts read for statements (once no question ran for
         ``QUIET_GAP_S``: a prompt's recall first, its statements a moment later), pending candidates past their
@@ -233,6 +239,8 @@ class MemoryService:
         if self._statements.waiting:
             self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
             self._statements.run()
+        if self._commits.waiting:
+            self._commits.run()
         self._candidates.expire_due()
 
     def _write_with_vector(self, memory: NewMemory | PreparedWrite,

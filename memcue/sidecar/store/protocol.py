@@ -123,6 +123,8 @@ class StoreProtocol(Protocol):
     def session_context(self, session_id: str, memory_id: int, created_at: float, limit: int
                         ) -> list[tuple[int, str]]:
         """Other current memories of the session nearest to ``created_at``: ``(id, content)``."""
+    def session_first_seen(self, session_id: str) -> float | None:
+        """The session's earliest stored memory or logged recall (Unix s); None when unknown."""
 
     # -- entity graph
     def scope_size(self, project: str | None, include_superseded: bool = False) -> int:

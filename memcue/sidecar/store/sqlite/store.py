@@ -207,6 +207,10 @@ class Store:
         """See ``Timeline.session_context``."""
         return self._timeline.session_context(session_id, memory_id, created_at, limit)
 
+    def session_first_seen(self, session_id: str) -> float | None:
+        """See ``Timeline.session_first_seen``."""
+        return self._timeline.session_first_seen(session_id)
+
     # -- entity graph ------------------------------------------------------------------------
     def scope_size(self, project: str | None, include_superseded: bool = False) -> int:
         """See ``EntityGraph.scope_size``."""
