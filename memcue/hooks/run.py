@@ -324,7 +324,8 @@ def _capture(event: HookEvent) -> None:
     only "what did we do about X?"; a trivial one is flagged bookkeeping at write). Both are cut like every
     captured text at ``core.limits.CAPTURE_MAX_CHARS`` by the spool record builder. The record carries its
     provenance: ``source`` "hook:<harness>", the session, and as ``spool_id`` the event's ``request_id`` (the
-    turn's id), so the copy a twin hook spools for the same delivery is stored once."""
+    turn's id), so the copy a twin hook spools for the same delivery is stored once; it carries the event's
+    ``cwd``, where the sidecar reads the session's commits (``sidecar/capture/commits.py``)."""
     if not event.project:
         return
     if event.event == SESSION_END:
@@ -337,7 +338,8 @@ def _capture(event: HookEvent) -> None:
     from memcue.hooks import spool
 
     record = spool_format.remember_prompt(text, project=event.project, session_id=event.session_id,
-                                          harness=event.harness, kind=kind, spool_id=request_id(event, text))
+                                          harness=event.harness, kind=kind, spool_id=request_id(event, text),
+                                          cwd=event.cwd)
     try:
         spool.append(record, spool.spool_path(event.harness, event.session_id))
     except Exception as exc:  # a full disk must not break the harness

@@ -22,13 +22,11 @@ _OPEN_ATTEMPTS = 3
 
 
 def spool_path(harness: str, session_id: str) -> Path:
-    """The spool file of one writer: ``hook-<harness>-<sha1(session_id)[:12]>.jsonl`` (may not exist yet)."""
-    import hashlib  # the spool is the failure path: keep these imports off every prompt's start-up
-    import re
+    """The spool file of one writer: ``hook-<harness>-<sha1(session_id)[:12]>.jsonl`` (may not exist yet;
+    ``spool_format.spool_name``)."""
+    from memcue.core.spool_format import spool_name  # the spool is the failure path: off every prompt's start-up
 
-    name = re.sub(r"[^a-z0-9_-]", "_", harness.lower())[:40] or "unknown"
-    digest = hashlib.sha1(session_id.encode("utf-8", "replace")).hexdigest()[:12]
-    return locations().spool_dir / f"hook-{name}-{digest}.jsonl"
+    return locations().spool_dir / spool_name(harness, session_id)
 
 
 def append(record: dict[str, object], path: Path) -> Path:
