@@ -70,7 +70,7 @@ def test_the_receipt_of_a_real_session(keyword_sidecar: Sidecar, tmp_path: Path)
 
     def ready() -> dict[str, Any] | None:
         r = keyword_sidecar.client.receipt(SESSION)
-        done = r["candidates"]["by_state"].get("promoted") and r["captured"]["by_kind"].get("response")
+        done = r["candidates"]["by_state"].get("promoted") and r["captured"]["by_kind"].get("episode")
         return r if done else None
 
     receipt = _until(ready)
@@ -96,7 +96,7 @@ def test_the_receipt_of_a_real_session(keyword_sidecar: Sidecar, tmp_path: Path)
     text = _cli("receipt", cwd=project)  # no SESSION: this project's latest session
     assert text.returncode == 0, text.stderr
     out = text.stdout
-    assert f"session {SESSION} (claude-code)" in out and "captured: 4 (request 3, response 1; live 3, spool 1)" in out
+    assert f"session {SESSION} (claude-code)" in out and "captured: 4 (request 3, episode 1; live 3, spool 1)" in out
     assert f"request (live): {STATEMENT}" in out and "how do we export invoices?" in out
     assert f"promoted prompt-statement -> memory #{promoted['memory_id']} (user-statement): {STATEMENT}" in out
     assert f"{injected['tokens']} tokens" in out and f"session/full {session_block['tokens']} tokens" in out
