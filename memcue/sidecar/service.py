@@ -26,7 +26,7 @@ import numpy as np
 from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar.answer_check import AnswerChecker
-from memcue.sidecar.capture import Gate, PromptStatements, SpoolReader
+from memcue.sidecar.capture import Gate, PromptStatements, SpoolReader, TestRuns
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
@@ -97,7 +97,8 @@ class MemoryService:
         self._candidates = Gate(self._store, self._remember_one)
         self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
-                             SpoolReader(locations.spool_dir, self._store, on_stored=self._statements.queue),
+                             SpoolReader(locations.spool_dir, self._store, on_stored=self._statements.queue,
+                                         on_tool=TestRuns(self._store, self._candidates).record),
                              self._usage, self._gate, capture=self._capture_step)
         self._usage.on_record = self._worker.wake
         store = self._store

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memcue.core.spool_format import parse_record
+from memcue.core.spool_format import parse_record, parse_tool
 from memcue.sidecar.store import NewMemory, Store, WriteResult
 
 log = logging.getLogger("memcue.spool")
@@ -32,13 +32,17 @@ SWEEP_EVERY_S = 300.0
 
 class SpoolReader:
     """Reads ``*.jsonl`` files in ``spool_dir`` into ``store``; ``on_stored(memory, result)`` is told of each
-    record written (duplicates too: the capture signals tell a second delivery by its id)."""
+    record written (duplicates too: the capture signals tell a second delivery by its id). Tool-call records
+    (``op: tool``) are never stored as memories: each goes to ``on_tool(record)`` (``spool_format.parse_tool``'s
+    fields), in file order, or is dropped without one."""
 
     def __init__(self, spool_dir: Path, store: Store,
-                 on_stored: Callable[[NewMemory, WriteResult], None] | None = None) -> None:
+                 on_stored: Callable[[NewMemory, WriteResult], None] | None = None,
+                 on_tool: Callable[[dict[str, object]], object] | None = None) -> None:
         self.spool_dir = spool_dir
         self.store = store
         self.on_stored = on_stored
+        self.on_tool = on_tool
         self._last_sweep = float("-inf")
 
     def ingest(self) -> int:
@@ -60,7 +64,7 @@ class SpoolReader:
             end = data.rfind(b"\n") + 1
             if end == 0:
                 continue
-            memories = [m for m in (_parse(line, path) for line in data[:end].splitlines()) if m is not None]
+            memories = [m for m in (self._dispatch(line, path) for line in data[:end].splitlines()) if m is not None]
             if memories:
                 results = self.store.remember_many(memories)
                 written += sum(1 for r in results if not r.duplicate)
@@ -74,6 +78,23 @@ class SpoolReader:
             self._last_sweep = time.monotonic()
             self.remove_idle()
         return written
+
+    def _dispatch(self, line: bytes, path: Path) -> NewMemory | None:
+        """The memory ``line`` asks for; a tool-call record goes to ``on_tool`` instead (None). A failure in
+        ``on_tool`` is logged: one bad record must not stop the spool."""
+        try:
+            tool = parse_tool(line)
+        except ValueError as exc:
+            log.warning("skipping a broken tool record in %s: %s", path.name, exc)
+            return None
+        if tool is None:
+            return _parse(line, path)
+        if self.on_tool is not None:
+            try:
+                self.on_tool(tool)
+            except Exception:  # noqa: BLE001
+                log.exception("a tool record from %s could not be read", path.name)
+        return None
 
     def remove_idle(self, idle_s: float = IDLE_REMOVE_S) -> list[str]:
         """Delete spool files read to their end and untouched for ``idle_s`` (s); returns their names.
