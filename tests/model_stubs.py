@@ -45,8 +45,9 @@ class ModelStub:
 
     ``url`` is ``http://127.0.0.1:<port>``; ``requests`` lists what arrived, in order; every POST is answered
     with ``reply`` after ``delay_s`` seconds. ``tool_use`` (``anthropic`` only): ``{"name", "input"}`` of a
-    tool the model calls instead, in answer to a request that names that tool and holds no tool result yet
-    (so the harness runs it once and the turn then ends with ``reply``).
+    tool the model calls instead, in answer to a request that names that tool and whose last message holds no
+    tool result (so the harness runs it once per turn, a resumed session's turn too, and the turn then ends with
+    ``reply``).
     """
 
     api: str
@@ -123,7 +124,7 @@ class ModelStub:
             if path.split("?")[0].endswith("/count_tokens"):
                 return "application/json", b'{"input_tokens": 10}'
             if self.tool_use and self.tool_use["name"] in json.dumps(body) and "tool_result" not in json.dumps(
-                    body.get("messages")):
+                    (body.get("messages") or [])[-1:]):
                 return _anthropic_tool_use(body, self.tool_use)
             return _anthropic(body, self.reply)
         if self.api == "responses":
