@@ -115,6 +115,10 @@ def test_codex_adapter_reads_shell_exit_code_and_apply_patch(tmp_path: Path) -> 
     assert shell.extra["tool"] == {"type": "shell", "tool": "Bash", "command": "cargo test -q", "exit_code": 101,
                                    "failed": True, "key_line": "thread 'main' panicked at src/lib.rs:4"}
     assert shell.extra["turn_id"] == "t-7"
+    unified = codex.parse("post-tool-use", {**base, "tool_name": "Bash", "tool_input": {"command": "go test ./..."},
+                                            "tool_response": "Chunk ID: 1\nWall time: 0.4 seconds\nProcess exited "
+                                                             "with code 1\nOutput:\n--- FAIL: TestTotal (0.00s)"})
+    assert (unified.extra["tool"]["exit_code"], unified.extra["tool"]["key_line"]) == (1, "--- FAIL: TestTotal (0.00s)")
     patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** Add File: src/new.rs\n+x\n*** End Patch"
     edited = codex.parse("post-tool-use", {**base, "tool_name": "apply_patch", "tool_input": {"command": patch},
                                            "tool_response": "Success."})

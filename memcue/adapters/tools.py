@@ -37,7 +37,7 @@ FAILURE_LINE = re.compile(
     r"\bexception\b|^E\s{2,}|\bFAIL\b|\bnot ok\b|\bundefined reference\b|\bcannot find\b)")
 #: A banner ("=== FAILURES ===") or a line that only reports totals ("1 failed, 2 passed in 0.1s"): the key
 #: line only when nothing better matched.
-_SUMMARY_LINE = re.compile(r"(?i)^([=_*-]{3}|[=\s]*\d+ (failed|passed|errors?)\b)")
+_SUMMARY_LINE = re.compile(r"(?i)^([=_*-]{3,}.*[=_*-]{3,}$|[=\s]*\d+ (failed|passed|errors?)\b)")
 _EXIT_TEXT = re.compile(r"(?i)(?:exit(?:ed)?(?: with)? (?:code|status)|process exited with code)[:\s]+(-?\d+)")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 
