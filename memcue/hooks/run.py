@@ -37,7 +37,6 @@ from memcue.adapters.base import (
 from memcue.core.paths import locations, socket_blocked
 from memcue.core.text import scrub_surrogates
 from memcue.hooks import logging_
-from memcue.hooks.client import SidecarError, SidecarUnreachable, post_json, spawn_sidecar
 from memcue.hooks.logging_ import log
 from memcue.hooks.request_id import request_id
 from memcue.hooks.stdin import decode_payload, read_stdin
@@ -198,6 +197,8 @@ def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn:
     (a prompt: the sidecar needs about a second to come up, longer than anyone should wait while typing).
     Raises ``SidecarError`` (or ``SidecarUnreachable``) when no answer came.
     """
+    from memcue.hooks.client import SidecarUnreachable, post_json, spawn_sidecar  # off the capture-only path
+
     path = f"/hooks/{event.harness}/{event.event}"
     net_deadline = deadline - FINISH_MARGIN_S
     try:
@@ -263,6 +264,8 @@ def _set_stalled(mark: str, stalled: bool) -> None:
 
 def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
     """Ask the sidecar (or only probe it, ``STALL_PROBE_S``) and say what to inject and whether to spool."""
+    from memcue.hooks.client import SidecarError  # capture-only events (tool calls, Stop) never load socket
+
     mark = os.path.join(locations().root, STALL_MARK)
     probing = _stalled_recently(mark)
     if probing:
