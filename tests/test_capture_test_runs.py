@@ -116,6 +116,12 @@ def test_codex_adapter_reads_shell_exit_code_and_apply_patch(tmp_path: Path) -> 
                                             "tool_response": "Chunk ID: 1\nWall time: 0.4 seconds\nProcess exited "
                                                              "with code 1\nOutput:\n--- FAIL: TestTotal (0.00s)"})
     assert (unified.extra["tool"]["exit_code"], unified.extra["tool"]["key_line"]) == (1, "--- FAIL: TestTotal (0.00s)")
+    # Codex 0.171's exec_command: tool_response is the output alone (seen from the real binary), no exit status.
+    for output, failed in (("error: invoice total 10.0 != 10.5\nmake: *** [Makefile:2: check] Error 1\n", True),
+                           ("", False), ("..\n=== 2 passed in 0.1s ===\n", False)):
+        plain = codex.parse("post-tool-use", {**base, "tool_name": "Bash", "tool_input": {"command": "make check"},
+                                              "tool_response": output})
+        assert (plain.extra["tool"]["exit_code"], plain.extra["tool"]["failed"]) == (None, failed), output
     patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** Add File: src/new.rs\n+x\n*** End Patch"
     edited = codex.parse("post-tool-use", {**base, "tool_name": "apply_patch", "tool_input": {"command": patch},
                                            "tool_response": "Success."})

@@ -10,7 +10,9 @@ the command, its exit status and its key failure line, found in a bounded slice 
 
 Anything else (reads, searches, web, MCP tools) gives None and is not recorded. The harness names: Claude Code's
 ``Bash`` and ``Edit``/``Write``/``MultiEdit``/``NotebookEdit`` (``tool_input.file_path``), Codex's shell tool and
-``apply_patch`` (the patch text in ``tool_input.command`` or ``input``: its ``*** Update File:`` lines).
+``apply_patch`` (the patch text in ``tool_input.command`` or ``input``: its ``*** Update File:`` lines). Codex
+0.171 names its shell tool ``Bash`` in hooks (``tool_input: {"command": ...}``) and sends the command's output
+alone as ``tool_response`` (a string, no exit status), so there a failure is read from the output.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ FAILURE_LINE = re.compile(
 #: A banner ("=== FAILURES ===") or a line that only reports totals ("1 failed, 2 passed in 0.1s"): the key
 #: line only when nothing better matched.
 _SUMMARY_LINE = re.compile(r"(?i)^([=_*-]{3,}.*[=_*-]{3,}$|[=\s]*\d+ (failed|passed|errors?)\b)")
+_FAILED_TOTALS = re.compile(r"(?i)\b[1-9]\d* (failed|errors?)\b")
 _EXIT_TEXT = re.compile(r"(?i)(?:exit(?:ed)?(?: with)? (?:code|status)|process exited with code)[:\s]+(-?\d+)")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 
@@ -63,6 +66,13 @@ def key_line(output: str) -> str:
         if FAILURE_LINE.search(line):
             return line[:KEY_LINE_MAX_CHARS]
     return summary[:KEY_LINE_MAX_CHARS]
+
+
+def looks_failed(output: str) -> bool:
+    """True when ``output`` says something failed: a line matching ``FAILURE_LINE`` (not a banner) or a totals
+    line counting failures or errors. For a harness that reports no exit status (Codex's shell output)."""
+    line = key_line(output)
+    return bool(line) and (not _SUMMARY_LINE.match(line) or bool(_FAILED_TOTALS.search(line)))
 
 
 def _command(tool_input: object) -> str:
@@ -99,7 +109,9 @@ def _output(response: object) -> str:
 def shell_record(tool: str, tool_input: object, response: object, *, failed: bool = False) -> dict[str, object] | None:
     """The record of a shell command (module docstring); None without a command. ``failed``: the harness
     reported the call as failed (Claude Code's PostToolUseFailure, whose ``error`` is ``response``); otherwise
-    a non-zero exit code, or a response flagged ``interrupted`` or ``is_error``, fails it."""
+    a non-zero exit code, or a response flagged ``interrupted`` or ``is_error``, fails it. A response that is only
+    the command's output, with no exit status in it (Codex 0.171's ``exec_command``), fails when the output
+    ``looks_failed``."""
     command = " ".join(_command(tool_input).split())
     if not command:
         return None
@@ -108,6 +120,8 @@ def shell_record(tool: str, tool_input: object, response: object, *, failed: boo
     if isinstance(response, dict) and (response.get("interrupted") is True or response.get("is_error") is True):
         failed = True
     failed = failed or (code is not None and code != 0)
+    if not failed and code is None and isinstance(response, str):
+        failed = looks_failed(output)
     return {"type": "shell", "tool": tool, "command": command[:COMMAND_MAX_CHARS], "exit_code": code,
             "failed": failed, "key_line": key_line(output) if failed else ""}
 
