@@ -206,3 +206,24 @@ def test_a_pass_without_a_failure_and_a_non_test_command_make_nothing(home: Path
         assert sc.client.list_recent(all_projects=True)["results"] == []
     finally:
         sc.stop()
+
+
+def test_secrets_in_a_command_are_never_kept(tmp_path: Path) -> None:
+    """The per-session state (the store's meta table) and the memory hold the command with its secret redacted."""
+    from memcue.sidecar.capture import Gate, TestRuns
+    from memcue.sidecar.store import Store
+
+    store = Store(tmp_path / "memcue.db")
+    runs = TestRuns(store, Gate(store, store.remember))
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    command = f"GITHUB_TOKEN={secret} pytest tests/test_x.py"
+    rec = {"project": "/p", "session_id": SESSION, "source": "hook:claude-code", "turn": "t1", "ts": 1.0}
+    shell = {"type": "shell", "tool": "Bash", "command": command, "exit_code": 1}
+    assert runs.record({**rec, "spool_id": "a", "tool": {**shell, "failed": True, "key_line": f"E bad {secret}"}}) == 0
+    state = [store.get_meta(f"test_runs:claude-code\x00/p\x00{SESSION}")]
+    assert state[0] and secret not in state[0] and "pytest tests/test_x.py" in state[0]
+    assert runs.record({**rec, "spool_id": "b", "tool": {**shell, "failed": False, "key_line": ""}}) == 1
+    [cand] = store.list_candidates(state="promoted")
+    assert secret not in cand["content"] and "pytest tests/test_x.py" in cand["content"]
+    assert store.get_meta(f"test_runs:claude-code\x00/p\x00{SESSION}") is None, "nothing waits: the state goes"
+    store.close()

@@ -6,7 +6,8 @@ store's ``meta`` table (so a sidecar restart between the failure and the pass lo
 so far and, per failing test or build command (whitespace normalised), its first failure's key line and where
 the edits stood then. When the same command later passes, a candidate (signal ``SIGNAL``) says
 "`<command>` failed with `<key line>`; it passed after editing <files>", with provenance (harness, session, turn:
-the passing record's spool id) and the failure in its evidence, and the gate promotes it at once with reason
+the passing record's spool id) and the failure in its evidence (secrets in the command and the key line are
+redacted before anything is kept), and the gate promotes it at once with reason
 ``TEST_PASSED``: the passing run is the objective signal. A command that is not a test or build (``TEST_COMMANDS``),
 or a pass without an earlier failure, makes nothing.
 """
@@ -19,7 +20,7 @@ import re
 from typing import Any
 
 from memcue.sidecar.capture.gate import CandidateDecided, Gate
-from memcue.sidecar.store import NewCandidate, StoreProtocol
+from memcue.sidecar.store import NewCandidate, StoreProtocol, redact
 
 log = logging.getLogger("memcue.capture")
 
@@ -111,9 +112,11 @@ class TestRuns:
             command = " ".join(str(tool.get("command") or "").split())
             if not command or not is_test_command(command):
                 return 0
+            command = redact(command).text  # the state is stored: no secret in it (the same marker both times)
             if tool.get("failed"):
                 failures = state["failures"]
-                failures.setdefault(command, {"key_line": str(tool.get("key_line") or ""), "turn": rec.get("turn"),
+                key_line = redact(str(tool.get("key_line") or "")).text
+                failures.setdefault(command, {"key_line": key_line, "turn": rec.get("turn"),
                                               "edits_at": len(state["edits"]), "ts": rec.get("ts")})
                 for old in list(failures)[:-MAX_FAILURES]:
                     del failures[old]
