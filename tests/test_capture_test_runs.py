@@ -131,7 +131,8 @@ def test_codex_adapter_reads_shell_exit_code_and_apply_patch(tmp_path: Path) -> 
 def test_test_commands_are_named_and_others_are_not() -> None:
     for command in ("pytest -q", "uv run pytest tests/test_x.py", "cd web && npm test", "npm run build",
                     "cargo test", "go test ./...", "make check", "tox -e py311", "npx jest src",
-                    "python -m pytest -x", "CI=1 yarn test"):
+                    "python -m pytest -x", "CI=1 yarn test", ".venv/bin/python -m pytest -q", ".venv/bin/pytest",
+                    "./gradlew test"):
         assert is_test_command(command), command
     for command in ("ls -la", "git status", "cat pytest.ini", "echo make", "rm -rf build"):
         assert not is_test_command(command), command

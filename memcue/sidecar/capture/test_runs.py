@@ -43,7 +43,8 @@ TEST_COMMANDS: dict[str, str] = {
     "mypy / tsc / ruff": r"(mypy|tsc|ruff check|pyright)\b",
     "rspec / rake / phpunit / mix": r"(rspec|rake( test| spec)?|phpunit|mix test|swift (test|build))\b",
 }
-_WRAPPERS = r"((env\s+)?([A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)((uv|poetry|pipenv|hatch|pdm) run\s+|npx\s+|bunx\s+)?"
+_WRAPPERS = (r"((env\s+)?([A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)((uv|poetry|pipenv|hatch|pdm) run\s+|npx\s+|bunx\s+)?"
+             r"([\w.~-]*/)*")  # a path to the program: .venv/bin/pytest, ./node_modules/.bin/jest
 _TEST_RE = re.compile(r"^" + _WRAPPERS + "(" + "|".join(f"(?:{p})" for p in TEST_COMMANDS.values()) + ")")
 #: Files kept per session, and failing commands remembered per session (the oldest go first).
 MAX_EDITS = 200
