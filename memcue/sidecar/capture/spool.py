@@ -121,7 +121,9 @@ def _parse(line: bytes, path: Path) -> NewMemory | None:
     broken line (logged)."""
     try:
         fields = parse_record(line)
-        return NewMemory(**fields, metadata={"captured_via": "spool"}) if fields is not None else None
+        if fields is None:
+            return None
+        return NewMemory(**{**fields, "metadata": {**(fields.get("metadata") or {}), "captured_via": "spool"}})
     except (ValueError, TypeError, KeyError) as exc:
         log.warning("skipping a broken spool line in %s: %s", path.name, exc)
         return None
