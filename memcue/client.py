@@ -211,6 +211,22 @@ class Client:
         Raises ``ClientError`` (unknown id, decided already)."""
         return self._call("POST", "/candidates/reject", json={"id": candidate_id})
 
+    def receipt(self, session_id: str | None = None, project: str | None = None) -> dict[str, Any]:
+        """``POST /receipt``: the receipt of ``session_id`` (without one: ``project``'s latest session, every
+        project's when None too): ``{"session_id", "project", "harnesses", "first_at", "last_at", "captured",
+        "saved", "candidates", "injected", "skipped", "failed"}`` (``memcue.sidecar.receipt.build_receipt``). Raises
+        ``ClientError`` for an unknown session."""
+        return self._call("POST", "/receipt", json={"session_id": session_id, "project": project})
+
+    def sessions(self, project: str | None = None, limit: int = 10) -> dict[str, Any]:
+        """``POST /receipt/sessions``: recent sessions newest first, ``{"results": [{"session_id", "project",
+        "first_at", "last_at", "stored", "captured", "by_kind", "candidates", "recalls"}]}``."""
+        return self._call("POST", "/receipt/sessions", json={"project": project, "limit": limit})
+
+    def last_captures(self, sources: list[str]) -> dict[str, Any]:
+        """``POST /receipt/last_captures``: ``{"sources": {source: newest row's Unix s, or None}}``."""
+        return self._call("POST", "/receipt/last_captures", json={"sources": sources})
+
     def wait_idle(self, timeout_s: float = 600.0, on_progress: Any = None) -> dict[str, Any]:
         """Wait until the model is loaded and every memory has its vector; return the last health."""
         deadline = time.monotonic() + timeout_s

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 
 from memcue.sidecar.inject import PROMPT_HEADER, HookService
+from memcue.sidecar.inject.service import SKIP_SHOWN
 from memcue.sidecar.recall import RecallRequest
 from memcue.sidecar.store import NewMemory, WriteResult
 
@@ -19,6 +20,8 @@ class Backend:
         self.limiter = anyio.CapacityLimiter(2)
         self.prompts: list[NewMemory] = []
         self.served: list[str] = []
+        self.skipped: list[str] = []
+        self.tokens: list[int] = []
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
@@ -44,8 +47,13 @@ class Backend:
     def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
         return []
 
-    def record_served(self, query_id: str, session_id: str, served_by: str, results: Any, block: str = "") -> None:
-        self.served.append(query_id)
+    def record_served(self, query_id: str, session_id: str, served_by: str, results: Any, block: str = "", *,
+                      tokens: int = 0, skipped: str = "") -> None:
+        if skipped:
+            self.skipped.append(skipped)
+        elif served_by == "hook":
+            self.served.append(query_id)
+            self.tokens.append(tokens)
 
 
 def test_a_prompt_is_captured_answered_once_per_session_and_timed() -> None:
@@ -62,4 +70,6 @@ def test_a_prompt_is_captured_answered_once_per_session_and_timed() -> None:
     assert first.context.startswith(PROMPT_HEADER) and first.included == 1 and first.answered_by == "full"
     assert second.context == "" and second.included == 0  # already in the conversation
     assert [m.content for m in backend.prompts] == [event["prompt"]] * 2 and backend.served == ["q1"]
+    assert backend.skipped == [SKIP_SHOWN]  # the second prompt's receipt says why it got nothing
+    assert backend.tokens == [first.tokens] and first.tokens > 0  # the block's size goes to the usage log
     assert [t["included"] for t in hooks.timings.recent()] == [1, 0]

@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from memcue.cli import demo, install, memory, remember, review, sidecar, stats
+from memcue.cli import demo, install, memory, receipt, remember, review, sidecar, stats
 from memcue.cli.arguments import AddCommand
 from memcue.cli.output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, ReaderGone, fail, flush_stdout
 
 #: The command groups, in the order ``memcue --help`` lists their commands.
-GROUPS = (remember, sidecar, memory, review, stats, install, demo)
+GROUPS = (remember, sidecar, memory, review, receipt, stats, install, demo)
 
 EPILOG = """examples:
   memcue remember "We pin httpx to 0.28 because 0.29 broke unix sockets" --kind decision
@@ -24,6 +24,7 @@ EPILOG = """examples:
   memcue import notes.jsonl          one JSON object per line: {"content": ..., "kind": ..., "project": ...}
   memcue status --json
   memcue review                      capture candidates waiting for you: accept ID [--content TEXT], reject ID
+  memcue receipt                     what memcue captured, promoted, injected and skipped in your last session
   memcue install all                 wire memcue into Claude Code, Codex and Hermes (those found); --dry-run first
   memcue install codex --trust       Codex runs only trusted hooks: have Codex trust memcue's hooks
   memcue doctor                      is everything wired, trusted and answering?

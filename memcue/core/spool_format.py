@@ -4,7 +4,7 @@ sidecar, ``memcue/sidecar/capture/spool.py``).
 A spool file holds one JSON object per line::
 
     {"spool_id": "<32 hex>", "op": "remember", "ts": <Unix s>, "content": "...", "kind": "request",
-     "project": "...", "session_id": "...", "source": "hook:<harness>"}
+     "project": "...", "session_id": "...", "source": "hook:<harness>", "cwd": "..."}
 
 ``spool_id`` (32 hex digits in UUID form: version 4 when random, 8 when the hook derived it from the event)
 becomes the stored memory's ``source_id``, so a record read twice is stored once. ``op`` is
@@ -14,6 +14,8 @@ the ``tool`` object as ``memcue.adapters.tools`` builds it), read by ``parse_too
 ``kind`` is ``request`` for a
 captured prompt, ``event`` for a session end, ``response`` for an agent's answer. ``content`` holds at most
 ``memcue.core.limits.CAPTURE_MAX_CHARS`` characters (``remember_prompt`` cuts a longer text, with a marker).
+``cwd`` (optional: Stop and SessionEnd records carry it) is the event's working directory, which the commit
+signal reads git in (a linked worktree's project is its main repository, its commits are on its own branch).
 
 Standard library only (the hook imports it when the sidecar cannot be reached).
 """
@@ -46,10 +48,11 @@ def new_id() -> str:
 
 def remember_prompt(
     content: str, *, project: str, session_id: str, harness: str, spool_id: str | None = None,
-    kind: str = KIND_REQUEST,
+    kind: str = KIND_REQUEST, cwd: str = "",
 ) -> dict[str, object]:
     """The spool record for a captured prompt (``op: remember``, ``kind: request``), or for another capture
-    with ``kind`` (a session end is an ``event``); ``ts`` is now (Unix s).
+    with ``kind`` (a session end is an ``event``); ``ts`` is now (Unix s); ``cwd`` (the event's working
+    directory) is kept when given.
 
     ``spool_id`` defaults to a new id; the hook passes the event's request id (``memcue.hooks.request_id``: the
     same for two copies of one delivery), which it also sends to the sidecar as ``event.extra["request_id"]``,
@@ -57,7 +60,7 @@ def remember_prompt(
     ``CAPTURE_MAX_CHARS`` is cut at a line or word with a marker (``limits.cap_text``), as the sidecar would
     cut it when storing.
     """
-    return {
+    record: dict[str, object] = {
         "spool_id": spool_id or new_id(),
         "op": OP_REMEMBER,
         "ts": time.time(),
@@ -67,12 +70,16 @@ def remember_prompt(
         "session_id": session_id,
         "source": f"hook:{harness}",
     }
+    if cwd:
+        record["cwd"] = cwd
+    return record
 
 
 def parse_record(line: bytes) -> dict[str, object] | None:
     """One spool line as the fields of the memory it asks for: ``content``, ``kind``, ``project``,
-    ``session_id``, ``source``, ``source_id`` (the ``spool_id``, None without one) and ``created_at`` (the
-    record's ``ts``, Unix s, None without a number). None for a blank line. Bytes that are not UTF-8 become
+    ``session_id``, ``source``, ``source_id`` (the ``spool_id``, None without one), ``created_at`` (the
+    record's ``ts``, Unix s, None without a number) and ``metadata`` (``{"cwd": ...}`` when the record has one,
+    else ``{}``). None for a blank line. Bytes that are not UTF-8 become
     U+FFFD. Raises ``ValueError`` for a line that is not JSON or not a ``remember`` record with content."""
     if not line.strip():
         return None
@@ -87,6 +94,7 @@ def parse_record(line: bytes) -> dict[str, object] | None:
         "source": str(rec.get("source") or DEFAULT_SOURCE),
         "source_id": str(rec.get("spool_id") or "") or None,
         "created_at": float(rec["ts"]) if isinstance(rec.get("ts"), int | float) else None,
+        "metadata": {"cwd": rec["cwd"]} if isinstance(rec.get("cwd"), str) and rec["cwd"] else {},
     }
 
 
@@ -119,3 +127,17 @@ def parse_tool(line: bytes) -> dict[str, object] | None:
         "ts": float(rec["ts"]) if isinstance(rec.get("ts"), int | float) else None,
         "tool": rec["tool"],
     }
+
+
+def spool_name(harness: str, session_id: str) -> str:
+    """The spool file name of one writer: ``hook-<harness>-<sha1(session_id)[:12]>.jsonl``."""
+    import re  # the spool is the failure path: keep these imports off every prompt's start-up
+
+    try:
+        from _sha1 import sha1  # the builtin module: ``hashlib`` would also load OpenSSL (about 2 ms per capture)
+    except ImportError:
+        from hashlib import sha1
+
+    name = re.sub(r"[^a-z0-9_-]", "_", harness.lower())[:40] or "unknown"
+    digest = sha1(session_id.encode("utf-8", "replace")).hexdigest()[:12]
+    return f"hook-{name}-{digest}.jsonl"

@@ -335,7 +335,8 @@ def _capture(event: HookEvent) -> None:
     answer (``last_assistant_message``) a ``response``, cut like every captured text at
     ``core.limits.CAPTURE_MAX_CHARS`` by the spool record builder; both are bookkeeping rows (flagged at write,
     never an answer to a question): the record of the session, kept. The record's ``spool_id`` is the event's
-    ``request_id``, so the copy a twin hook spools for the same delivery is stored once."""
+    ``request_id``, so the copy a twin hook spools for the same delivery is stored once; it carries the event's
+    ``cwd``, where the sidecar reads the session's commits (``sidecar/capture/commits.py``)."""
     if not event.project:
         return
     if event.event in (POST_TOOL_USE, POST_TOOL_USE_FAILURE):
@@ -351,7 +352,8 @@ def _capture(event: HookEvent) -> None:
     from memcue.hooks import spool
 
     record = spool_format.remember_prompt(text, project=event.project, session_id=event.session_id,
-                                          harness=event.harness, kind=kind, spool_id=request_id(event, text))
+                                          harness=event.harness, kind=kind, spool_id=request_id(event, text),
+                                          cwd=event.cwd)
     try:
         spool.append(record, spool.spool_path(event.harness, event.session_id))
     except Exception as exc:  # a full disk must not break the harness

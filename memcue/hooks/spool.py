@@ -22,17 +22,11 @@ _OPEN_ATTEMPTS = 3
 
 
 def spool_path(harness: str, session_id: str) -> Path:
-    """The spool file of one writer: ``hook-<harness>-<sha1(session_id)[:12]>.jsonl`` (may not exist yet)."""
-    import re  # the spool is the failure path: keep these imports off every prompt's start-up
+    """The spool file of one writer: ``hook-<harness>-<sha1(session_id)[:12]>.jsonl`` (may not exist yet;
+    ``spool_format.spool_name``)."""
+    from memcue.core.spool_format import spool_name  # the spool is the failure path: off every prompt's start-up
 
-    try:
-        from _sha1 import sha1  # the builtin module: ``hashlib`` would also load OpenSSL (about 2 ms per capture)
-    except ImportError:
-        from hashlib import sha1
-
-    name = re.sub(r"[^a-z0-9_-]", "_", harness.lower())[:40] or "unknown"
-    digest = sha1(session_id.encode("utf-8", "replace")).hexdigest()[:12]
-    return locations().spool_dir / f"hook-{name}-{digest}.jsonl"
+    return locations().spool_dir / spool_name(harness, session_id)
 
 
 def append(record: dict[str, object], path: Path) -> Path:

@@ -4,7 +4,8 @@ Checks, per registered harness (``memcue.harnesses``; each installer's ``check``
 memcue is wired in and current (this interpreter, these timeouts), the harness's version when its program is
 on PATH, and for Codex whether Codex trusts the hooks (asked through ``codex app-server``); then the
 sidecar (running, model, tokenizer, sqlite-vec, config errors, a socket path something else occupies) and
-the hook log (recent failures, the latest timings when ``MEMCUE_HOOK_DEBUG`` is on). Each finding is
+the hook log (recent failures, the latest timings when ``MEMCUE_HOOK_DEBUG`` is on), and for each wired harness
+when something was last captured from it (a warning past ``STALE_CAPTURE_DAYS``). Each finding is
 ``ok``, ``warn`` or ``problem``; the command exits 1 when any is a problem.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,8 @@ COLD_START = "not waiting for it on a prompt"
 SLOW_HOOK_MS = 500.0
 #: How long a harness's ``--version`` may take (s).
 VERSION_TIMEOUT_S = 5.0
+#: A wired harness with nothing captured for this many days gets a warning.
+STALE_CAPTURE_DAYS = 7
 
 
 def finding(area: str, status: str, message: str, **detail: Any) -> dict[str, Any]:
@@ -204,6 +208,49 @@ def _hook_times(recent: list[dict[str, Any]]) -> dict[str, Any]:
                     p50_ms=p50, max_ms=worst, recent=recent)
 
 
+def check_captures(loc: Locations, wired: list[dict[str, Any]], now: float | None = None) -> list[dict[str, Any]]:
+    """Per wired harness (``wired``: its installed findings), the newest row captured from it (source
+    ``hook:<harness>``, read through a running sidecar; it is not started for this): a warning when that is over
+    ``STALE_CAPTURE_DAYS`` old, or when nothing was ever captured and its config file (``path``) was last written
+    that long ago. A sidecar not running or not answering gives one ``OK`` finding saying it could not check."""
+    from memcue.client import Client, ClientError, SidecarDown
+
+    if not wired:
+        return []
+    now = time.time() if now is None else now
+    names = [f["area"] for f in wired]
+    try:
+        with Client(loc, timeout_s=5) as client:
+            newest = client.last_captures([f"hook:{n}" for n in names])["sources"]
+    except SidecarDown:
+        return [finding("captures", OK, "could not check when each harness last captured: the sidecar is not "
+                                        "running")]
+    except ClientError as exc:
+        return [finding("captures", OK, f"could not check when each harness last captured: {exc}")]
+    return [_capture_finding(f, newest.get(f"hook:{f['area']}"), now) for f in wired]
+
+
+def _capture_finding(wired: dict[str, Any], last: float | None, now: float) -> dict[str, Any]:
+    """The capture finding of one wired harness whose newest captured row is from ``last`` (Unix s, None)."""
+    name, limit = wired["area"], STALE_CAPTURE_DAYS * 86400.0
+    area = f"{name} captures"
+    if last is not None:
+        days = (now - last) / 86400.0
+        if now - last > limit:
+            return finding(area, WARN, f"wired, but nothing captured from it for {days:.0f} days (last "
+                                       f"{time.strftime('%Y-%m-%d', time.localtime(last))}): are its hooks running? "
+                                       f"`memcue receipt --list` shows recent sessions", last_capture=last)
+        return finding(area, OK, f"last capture {days * 24:.0f} h ago", last_capture=last)
+    try:
+        wired_at = Path(str(wired.get("path") or "")).stat().st_mtime if wired.get("path") else None
+    except OSError:
+        wired_at = None
+    if wired_at is not None and now - wired_at > limit:
+        return finding(area, WARN, f"wired for over {STALE_CAPTURE_DAYS} days and nothing ever captured from it: "
+                                   "are its hooks running?", last_capture=None)
+    return finding(area, OK, "nothing captured from it yet", last_capture=None)
+
+
 def check_hook_log(loc: Locations) -> dict[str, Any]:
     """Recent hook failures and timings from ``logs/hook.log``."""
     try:
@@ -224,7 +271,8 @@ def check_hook_log(loc: Locations) -> dict[str, Any]:
 def run_checks(loc: Locations) -> dict[str, Any]:
     """Every check: ``{"ok": bool, "findings": [{"area", "status", "message", ...}]}``."""
     harnesses = [installer(name).check() for name in NAMES]
-    findings = [*harnesses, *check_sidecar(loc), check_hook_log(loc)]
+    findings = [*harnesses, *check_sidecar(loc), check_hook_log(loc),
+                *check_captures(loc, [f for f in harnesses if f.get("installed")])]
     if not any(f.get("installed") for f in harnesses):
         findings.append(finding("harnesses", PROBLEM, "memcue is wired into no harness: run `memcue install "
                                                       f"all` (or {', '.join(NAMES)})"))

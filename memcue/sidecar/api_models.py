@@ -330,3 +330,24 @@ class CandidateRejectIn(BaseModel):
 
     id: int
     reason: str = Field(default="rejected in review", max_length=200)
+
+
+class ReceiptIn(BaseModel):
+    """``POST /receipt``: the receipt of ``session_id``; without one, of ``project``'s most recent session (every
+    project's when ``project`` is None too)."""
+
+    session_id: str | None = Field(default=None, max_length=500)
+    project: str | None = None
+
+
+class SessionsIn(BaseModel):
+    """``POST /receipt/sessions``: recent sessions that stored something, of ``project`` (None: every project)."""
+
+    project: str | None = None
+    limit: int = Field(default=10, ge=1, le=200)
+
+
+class LastCapturesIn(BaseModel):
+    """``POST /receipt/last_captures``: the newest row per source (such as ``hook:claude-code``)."""
+
+    sources: list[str] = Field(min_length=1, max_length=50)

@@ -1,5 +1,5 @@
 """The sidecar's HTTP API (FastAPI): health, remember, recall, fetch/list/forget, session context, recall usage
-statistics and the hook route.
+statistics, the hook route, candidate review and session receipts.
 
 Each route turns its body into arguments, makes one ``MemoryService`` call and returns a response model;
 the service runs blocking work (embedding, SQLite) in worker threads.
@@ -27,20 +27,24 @@ from memcue.sidecar.api_models import (
     ForgetOut,
     HookIn,
     HookOut,
+    LastCapturesIn,
     ListIn,
     ListOut,
     RecallIn,
+    ReceiptIn,
     RememberBatchIn,
     RememberIn,
     RememberOut,
     SessionContextIn,
     SessionContextOut,
+    SessionsIn,
     StatsIn,
     UpdateIn,
     unix_seconds,
 )
 from memcue.sidecar.capture import CandidateDecided, CandidateNotFound
 from memcue.sidecar.recall import FULL_CHANNELS, KEYWORD_CHANNELS, Filters, RecallRequest
+from memcue.sidecar.receipt import SessionNotFound
 from memcue.sidecar.scheduler import Busy
 from memcue.sidecar.service import MemoryNotFound, MemoryService
 from memcue.sidecar.store import NewMemory, WriteResult
@@ -55,6 +59,7 @@ def create_app(service: MemoryService) -> FastAPI:
     _recall(app, service)
     _hooks(app, service)
     _review(app, service)
+    _receipts(app, service)
     return app
 
 
@@ -201,3 +206,23 @@ def _review(app: FastAPI, service: MemoryService) -> None:
             return await service.reject_candidate(body.id, reason=body.reason)
         except CandidateNotFound as exc:
             raise HTTPException(404, str(exc)) from None
+
+
+def _receipts(app: FastAPI, service: MemoryService) -> None:
+    """``/receipt`` (one session's receipt; 404 for an unknown session), ``/receipt/sessions`` (recent sessions
+    with counts) and ``/receipt/last_captures`` (newest capture per source, for ``memcue doctor``)."""
+
+    @app.post("/receipt")
+    async def receipt(body: ReceiptIn) -> dict:
+        try:
+            return await service.receipt(body.session_id, body.project)
+        except SessionNotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    @app.post("/receipt/sessions")
+    async def sessions(body: SessionsIn) -> dict:
+        return await service.sessions(body.project, body.limit)
+
+    @app.post("/receipt/last_captures")
+    async def last_captures(body: LastCapturesIn) -> dict:
+        return await service.last_captures(body.sources)

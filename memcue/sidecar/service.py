@@ -26,7 +26,7 @@ import numpy as np
 from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar.answer_check import AnswerChecker
-from memcue.sidecar.capture import Gate, PromptStatements, SpoolReader, TestRuns
+from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, SpoolReader, TestRuns
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
@@ -42,6 +42,7 @@ from memcue.sidecar.recall import (
     recall,
     warm_up,
 )
+from memcue.sidecar.receipt import build_receipt, latest_session
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
@@ -96,8 +97,9 @@ class MemoryService:
         #: The promotion gate (writes through ``_remember_one``) and the prompt-statement signal the worker runs.
         self._candidates = Gate(self._store, self._remember_one)
         self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
+        self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake())
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
-                             SpoolReader(locations.spool_dir, self._store, on_stored=self._statements.queue,
+                             SpoolReader(locations.spool_dir, self._store, on_stored=self._spooled,
                                          on_tool=TestRuns(self._store, self._candidates).record),
                              self._usage, self._gate, capture=self._capture_step)
         self._usage.on_record = self._worker.wake
@@ -226,6 +228,11 @@ class MemoryService:
         self._statements.queue(memory, result)  # read for statements by the worker, off the hook's answer
         return result
 
+    def _spooled(self, memory: NewMemory, result: WriteResult) -> None:
+        """A spooled record was stored: a prompt is read for statements, a Stop/SessionEnd for commits."""
+        self._statements.queue(memory, result)
+        self._commits.queue(memory, result)
+
     def _capture_step(self) -> None:
         """The worker's capture work: queued prompts read for statements (once no question ran for
         ``QUIET_GAP_S``: a prompt's recall first, its statements a moment later), pending candidates past their
@@ -233,6 +240,8 @@ class MemoryService:
         if self._statements.waiting:
             self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
             self._statements.run()
+        if self._commits.waiting:
+            self._commits.run()
         self._candidates.expire_due()
 
     def _write_with_vector(self, memory: NewMemory | PreparedWrite,
@@ -350,6 +359,29 @@ class MemoryService:
         ``CandidateDecided``."""
         return await anyio.to_thread.run_sync(self._candidates.reject, candidate_id, reason, limiter=self._limiter)
 
+    # -- receipts ------------------------------------------------------------------------------
+    async def receipt(self, session_id: str | None, project: str | None) -> dict[str, Any]:
+        """The receipt of ``session_id`` (``receipt.build_receipt``), or without one of ``project``'s latest
+        session (every project's when None). Raises ``receipt.SessionNotFound``."""
+        def run() -> dict[str, Any]:
+            self._usage.flush()  # a block served a moment ago is in the receipt
+            return build_receipt(self._store, session_id or latest_session(self._store, project))
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def sessions(self, project: str | None, limit: int) -> dict[str, Any]:
+        """Recent sessions with their counts (``Store.sessions``): ``{"results": [session]}``."""
+        def run() -> dict[str, Any]:
+            self._usage.flush()
+            return {"results": self._store.sessions(project, limit)}
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def last_captures(self, sources: list[str]) -> dict[str, Any]:
+        """The newest capture per source (``Store.last_captures``): ``{"sources": {source: Unix s or None}}``."""
+        return {"sources": await anyio.to_thread.run_sync(self._store.last_captures, sources,
+                                                          limiter=self._limiter)}
+
     # -- recall --------------------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
         """Run the recall pipeline and shape the results by ``request.depth`` and ``request.max_tokens``
@@ -418,9 +450,10 @@ class MemoryService:
         return self._store.list_memories(**filters)
 
     def record_served(self, query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
-                      block: str = "") -> None:
+                      block: str = "", *, tokens: int = 0, skipped: str = "") -> None:
         """Queue a recall served for the usage log (``usage.served_recall``)."""
-        self._usage.record(served_recall(query_id, session_id, served_by, results, block))
+        self._usage.record(served_recall(query_id, session_id, served_by, results, block, tokens=tokens,
+                                         skipped=skipped))
 
 
 def _memory_item(row: dict[str, Any], now: float) -> dict[str, Any]:

@@ -25,12 +25,13 @@ DAY_S = 86400.0
 
 
 def served_recall(query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
-                  block: str = "") -> ServedRecall:
+                  block: str = "", *, tokens: int = 0, skipped: str = "") -> ServedRecall:
     """A ``ServedRecall`` for ``results`` (recall contract results: ``memory_id``, ``memory_kind``,
-    ``channel_scores``)."""
+    ``channel_scores``); ``tokens``: the block's size, ``skipped``: why a hook injected nothing."""
     items = tuple((int(r["memory_id"]), str(r.get("memory_kind") or ""), tuple(r.get("channel_scores") or ()))
                   for r in results)
-    return ServedRecall(query_id=query_id, session_id=session_id, served_by=served_by, block=block, items=items)
+    return ServedRecall(query_id=query_id, session_id=session_id, served_by=served_by, block=block, items=items,
+                        tokens=tokens, skipped=skipped)
 
 
 class UsageRecorder:
@@ -44,8 +45,10 @@ class UsageRecorder:
         self._flush_lock = threading.Lock()
 
     def record(self, served: ServedRecall) -> None:
-        """Queue one recall served (nothing is written here). Recalls that showed nothing are not kept."""
-        if not served.items or not served.query_id:
+        """Queue one recall served (nothing is written here). One that showed no memory is kept only with a
+        session and why (``skipped``) or a size (``tokens``: a session-start note alone), for the session's
+        receipt."""
+        if not served.query_id or not (served.items or ((served.skipped or served.tokens) and served.session_id)):
             return
         with self._lock:
             self._pending.append(served)

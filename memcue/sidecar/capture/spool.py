@@ -4,7 +4,8 @@ Each spool file is append-only and read from a remembered byte offset (kept in t
 table), and each record carries a ``spool_id`` that becomes the memory's ``source_id``, so a record is
 stored exactly once even if a file is read twice or the same request also reached the sidecar live (the hook's
 ``request_id`` is the ``spool_id``); a record whose text was already stored counts as one sighting of that row,
-once (the store keeps the id in ``delivered_ids``). Broken lines are logged and skipped, never fatal.
+once (the store keeps the id in ``delivered_ids``). A stored record's metadata says ``captured_via: spool``.
+Broken lines are logged, counted per file in ``meta`` (``BROKEN_KEY``) and skipped, never fatal.
 
 Every writer has its own file (``memcue.hooks.spool.spool_path``). A file read to its end and untouched
 for ``IDLE_REMOVE_S`` is deleted under an exclusive ``flock`` (writers append under a shared one and
@@ -28,6 +29,8 @@ log = logging.getLogger("memcue.spool")
 #: A fully ingested spool file untouched this long (s) is deleted; idle files are looked for this often (s).
 IDLE_REMOVE_S = 3600.0
 SWEEP_EVERY_S = 300.0
+#: ``meta`` key prefix (then the spool file's name) of the count of lines that file held that could not be read.
+BROKEN_KEY = "spool_broken:"
 
 
 class SpoolReader:
@@ -64,7 +67,11 @@ class SpoolReader:
             end = data.rfind(b"\n") + 1
             if end == 0:
                 continue
-            memories = [m for m in (self._dispatch(line, path) for line in data[:end].splitlines()) if m is not None]
+            lines = data[:end].splitlines()
+            parsed = [self._dispatch(line, path) for line in lines]
+            memories = [m for m in parsed if isinstance(m, NewMemory)]
+            self._count_broken(path, sum(1 for line, m in zip(lines, parsed, strict=True)
+                                         if m is None and line.strip()))
             if memories:
                 results = self.store.remember_many(memories)
                 written += sum(1 for r in results if not r.duplicate)
@@ -79,9 +86,9 @@ class SpoolReader:
             self.remove_idle()
         return written
 
-    def _dispatch(self, line: bytes, path: Path) -> NewMemory | None:
-        """The memory ``line`` asks for; a tool-call record goes to ``on_tool`` instead (None). A failure in
-        ``on_tool`` is logged: one bad record must not stop the spool."""
+    def _dispatch(self, line: bytes, path: Path) -> NewMemory | bool | None:
+        """The memory ``line`` asks for; a tool-call record goes to ``on_tool`` instead (True); None for a blank or
+        broken line. A failure in ``on_tool`` is logged: one bad record must not stop the spool."""
         try:
             tool = parse_tool(line)
         except ValueError as exc:
@@ -94,7 +101,13 @@ class SpoolReader:
                 self.on_tool(tool)
             except Exception:  # noqa: BLE001
                 log.exception("a tool record from %s could not be read", path.name)
-        return None
+        return True
+
+    def _count_broken(self, path: Path, broken: int) -> None:
+        """Add ``broken`` lines of ``path`` to its ``BROKEN_KEY`` count in ``meta`` (the session's receipt)."""
+        if broken:
+            key = BROKEN_KEY + path.name
+            self.store.set_meta(key, str(int(self.store.get_meta(key) or 0) + broken))
 
     def remove_idle(self, idle_s: float = IDLE_REMOVE_S) -> list[str]:
         """Delete spool files read to their end and untouched for ``idle_s`` (s); returns their names.
@@ -129,7 +142,9 @@ def _parse(line: bytes, path: Path) -> NewMemory | None:
     broken line (logged)."""
     try:
         fields = parse_record(line)
-        return NewMemory(**fields) if fields is not None else None
+        if fields is None:
+            return None
+        return NewMemory(**{**fields, "metadata": {**(fields.get("metadata") or {}), "captured_via": "spool"}})
     except (ValueError, TypeError, KeyError) as exc:
         log.warning("skipping a broken spool line in %s: %s", path.name, exc)
         return None

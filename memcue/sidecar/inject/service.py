@@ -11,10 +11,10 @@ or config ``[hooks] prompt_block = "compact"``) ask for the compact block (``ren
 memory with its ``memcue://`` address, the agent fetches what it needs). Compact is not the default yet: it
 only helps an agent that can fetch, the installers do not register the MCP server in every harness yet, and
 the real-harness tests (issue 5) check that a fact's text reaches the model. Session start is always full.
-Every prompt recall that injected something is queued for the usage log (``HookBackend.record_served``) after
-the block is rendered; the write happens on the sidecar's worker thread, not here. Every hook call served is
-kept in ``HookTimings``. The service returns plain ``HookResult`` values; the HTTP app turns them into its
-response models.
+Every prompt recall is queued for the usage log (``HookBackend.record_served``) after the block is rendered,
+with the block's tokens or why nothing was injected (``SKIP_*``), and so is every session-start block given;
+the write happens on the sidecar's worker thread, not here. Every hook call served is kept in ``HookTimings``.
+The service returns plain ``HookResult`` values; the HTTP app turns them into its response models.
 """
 
 from __future__ import annotations
@@ -71,6 +71,24 @@ def _nothing(started: float, query_id: str = "") -> HookResult:
 def _injected(block: Block, answered_by: str, tier: str, started: float, query_id: str) -> HookResult:
     return HookResult(context=block.text, answered_by=answered_by, tier=tier, retrieval_time_ms=_elapsed_ms(started),
                       query_id=query_id, included=block.included, left_out=block.left_out, tokens=block.tokens)
+
+
+#: Why a prompt hook injected nothing (kept in the usage log for the session's receipt).
+SKIP_TIMEOUT = "budget timeout: no answer within the hook's budget"
+SKIP_NOTHING = "no evidence: nothing matched"
+SKIP_WEAK = "no evidence: only weak matches"
+SKIP_SHOWN = "already shown in this session"
+SKIP_NO_ROOM = "did not fit the block's budget"
+
+
+def _skip_reason(answer: dict[str, Any], supported: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+    """Why a prompt's ``answer`` injected nothing: ``supported`` are its injectable results, ``results`` those
+    not shown in the session yet."""
+    if not answer.get("results"):
+        return SKIP_NOTHING
+    if not supported:
+        return SKIP_WEAK
+    return SKIP_SHOWN if not results else SKIP_NO_ROOM
 
 
 #: SessionStart sources the harnesses send (Claude Code: startup, resume, clear, compact, fork); any other
@@ -139,10 +157,13 @@ class HookService:
                                source=f"hook:{harness}", source_id=request_id)
             await anyio.to_thread.run_sync(backend.remember_prompt, memory, limiter=backend.limiter)
         if answer is None:
+            backend.record_served(uuid.uuid4().hex[:16], session_id, "hook", [], self.prompt_block,
+                                  skipped=SKIP_TIMEOUT)
             return _nothing(started)
         key = self.ledger.key(harness, session_id)
         shown = self.ledger.injected(key)  # already in the conversation: not repeated
-        results = [r for r in injectable(answer, limit) if r["memory_id"] not in shown]
+        supported = injectable(answer, limit)
+        results = [r for r in supported if r["memory_id"] not in shown]
         if self.prompt_block == "compact":
             block = render_compact(results, session_id=session_id, query_id=answer["query_id"],
                                    count_tokens=backend.count_tokens, max_tokens=max_tokens, max_chars=max_chars)
@@ -151,7 +172,11 @@ class HookService:
                                  max_chars=max_chars)
         if block.text:
             self.ledger.add_injected(key, (r["memory_id"] for r in results[:block.included]))
-            backend.record_served(answer["query_id"], session_id, "hook", results[:block.included], self.prompt_block)
+            backend.record_served(answer["query_id"], session_id, "hook", results[:block.included], self.prompt_block,
+                                  tokens=block.tokens)
+        else:
+            backend.record_served(answer["query_id"], session_id, "hook", [], self.prompt_block,
+                                  skipped=_skip_reason(answer, supported, results))
         return _injected(block, answered_by, answer["tier"], started, answer["query_id"])
 
     async def session_block(self, harness: str, session_id: str, project: str, source: str = "startup", *,
@@ -195,6 +220,8 @@ class HookService:
             if not given:
                 return _nothing(started, query_id)
             self.ledger.add_injected(key, (r["memory_id"] for r in rows[:block.included]))
+            self.backend.record_served(query_id, session_id, "session", rows[:block.included], "full",
+                                       tokens=block.tokens)
             return _injected(block, "session", "supported" if block.included else "none", started, query_id)
         finally:
             self.ledger.end_claim(key, given)

@@ -123,6 +123,8 @@ class StoreProtocol(Protocol):
     def session_context(self, session_id: str, memory_id: int, created_at: float, limit: int
                         ) -> list[tuple[int, str]]:
         """Other current memories of the session nearest to ``created_at``: ``(id, content)``."""
+    def session_first_seen(self, session_id: str) -> float | None:
+        """The session's earliest stored memory or logged recall (Unix s); None when unknown."""
 
     # -- entity graph
     def scope_size(self, project: str | None, include_superseded: bool = False) -> int:
@@ -187,3 +189,13 @@ class StoreProtocol(Protocol):
         """Mark pending candidates past ``expires_at`` expired; returns how many."""
     def next_candidate_expiry(self) -> float | None:
         """The earliest ``expires_at`` of a pending candidate, None when none is pending."""
+
+    # -- sessions
+    def session_memories(self, session_id: str) -> list[dict[str, Any]]:
+        """Rows stored with ``session_id``, oldest first."""
+    def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
+        """Recalls logged for ``session_id`` (tokens, skipped, items with content), oldest first."""
+    def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:
+        """Sessions that stored something, newest activity first, with their counts."""
+    def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
+        """The newest row's ``created_at`` per source, None for a source with no row."""

@@ -239,6 +239,18 @@ def m012_candidates(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m013_recall_log_receipt(conn: apsw.Connection) -> None:
+    # A session's receipt (store/sqlite/sessions.py): each block's size in tokens, and why a hook showed nothing
+    # (a row with no items; usage_stats joins items, so such rows count nowhere in it).
+    conn.execute(
+        """
+        ALTER TABLE recall_log ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE recall_log ADD COLUMN skipped TEXT NOT NULL DEFAULT '';
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

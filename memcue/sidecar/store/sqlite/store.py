@@ -4,7 +4,8 @@ recall-usage log.
 ``Store`` is a facade: it opens the file (``db.Database``: one writer connection under a lock, one reader per
 thread), migrates it, and delegates each public method to the part that owns its SQL: ``memories`` (rows),
 ``keywords`` (FTS5), ``vectors`` (vec0), ``graph`` (entities), ``timeline`` (time and session reads),
-``forgetting``, ``usage`` (the usage log), ``candidates`` (capture candidates) and ``meta``.
+``forgetting``, ``usage`` (the usage log), ``candidates`` (capture candidates), ``sessions`` (a session's
+receipt, capture freshness) and ``meta``.
 It satisfies ``store.protocol.StoreProtocol``.
 """
 
@@ -24,6 +25,7 @@ from memcue.sidecar.store.sqlite.keywords import DF_CAP, KeywordIndex
 from memcue.sidecar.store.sqlite.memories import MemoryRows
 from memcue.sidecar.store.sqlite.meta import MetaTable
 from memcue.sidecar.store.sqlite.migrations import migrate
+from memcue.sidecar.store.sqlite.sessions import SessionReads
 from memcue.sidecar.store.sqlite.timeline import Timeline
 from memcue.sidecar.store.sqlite.usage import UsageLog
 from memcue.sidecar.store.sqlite.vectors import ScopeFields, VectorRows
@@ -58,6 +60,7 @@ class Store:
         self._forgetting = Forgetting(db)
         self._usage = UsageLog(db)
         self._candidates = CandidateRows(db)
+        self._sessions = SessionReads(db)
 
     # -- the file and its state --------------------------------------------------------------
     @property
@@ -204,6 +207,10 @@ class Store:
         """See ``Timeline.session_context``."""
         return self._timeline.session_context(session_id, memory_id, created_at, limit)
 
+    def session_first_seen(self, session_id: str) -> float | None:
+        """See ``Timeline.session_first_seen``."""
+        return self._timeline.session_first_seen(session_id)
+
     # -- entity graph ------------------------------------------------------------------------
     def scope_size(self, project: str | None, include_superseded: bool = False) -> int:
         """See ``EntityGraph.scope_size``."""
@@ -317,3 +324,20 @@ class Store:
     def next_candidate_expiry(self) -> float | None:
         """See ``CandidateRows.next_expiry``."""
         return self._candidates.next_expiry()
+
+    # -- sessions ----------------------------------------------------------------------------
+    def session_memories(self, session_id: str) -> list[dict[str, Any]]:
+        """See ``SessionReads.session_memories``."""
+        return self._sessions.session_memories(session_id)
+
+    def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
+        """See ``SessionReads.session_recalls``."""
+        return self._sessions.session_recalls(session_id)
+
+    def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:
+        """See ``SessionReads.sessions``."""
+        return self._sessions.sessions(project, limit)
+
+    def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
+        """See ``SessionReads.last_captures``."""
+        return self._sessions.last_captures(sources)

@@ -1,6 +1,6 @@
 """Reads by time and session order: memories in a time window (the temporal channel), a memory's neighbours
 in its session (the session-context boost), and the memories of its session nearest in time (a recall
-answer's depth-2 context)."""
+answer's depth-2 context), and when a session was first seen (the commit signal's start)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,14 @@ class Timeline:
             " AND superseded_by IS NULL AND forgotten_at IS NULL ORDER BY abs(created_at - ?), id LIMIT ?",
             (session_id, memory_id, created_at, limit)).fetchall()
         return [(int(i), c) for i, c in rows]
+
+    def session_first_seen(self, session_id: str) -> float | None:
+        """The earliest time (Unix s) ``session_id`` left a trace: its first stored memory (any kind, forgotten
+        ones too) or its first logged recall (a session start's injection); None for an unknown or empty id."""
+        if not session_id:
+            return None
+        rows = self._db.reader().execute(
+            "SELECT min(t) FROM (SELECT min(created_at) AS t FROM memories WHERE session_id = ?"
+            " UNION ALL SELECT min(created_at) FROM recall_log WHERE session_id = ?)",
+            (session_id, session_id)).fetchall()
+        return float(rows[0][0]) if rows and rows[0][0] is not None else None

@@ -1,9 +1,10 @@
 """Recall usage: which recalls were served, what each showed, and which of those memories were opened.
 
-Every recall served (a prompt hook's block, a ``/recall`` question) is logged with its ``query_id``,
-``session_id``, how it was served (``served_by`` "hook" or "question"; ``block`` "full", "compact" or ""
-for a question) and, per memory it showed, the memory's kind and the channels that found it (the result's
-``channel_scores`` keys). ``fetch``/``expand`` naming a ``query_id`` mark those (query, memory) pairs used;
+Every recall served (a prompt hook's block, a session-start block, a ``/recall`` question) is logged with its
+``query_id``, ``session_id``, how it was served (``served_by`` "hook", "session" or "question"; ``block``
+"full", "compact" or "" for a question), the block's size in ``tokens``, ``skipped`` (why a hook showed nothing:
+such a recall has no items) and, per memory it showed, the memory's kind and the channels that found it (the
+result's ``channel_scores`` keys). ``fetch``/``expand`` naming a ``query_id`` mark those (query, memory) pairs used;
 naming only a ``session_id``, they mark the session's latest recall that showed the memory. ``usage_stats``
 counts used and unused per channel and kind (``memcue stats``).
 
@@ -51,8 +52,9 @@ class UsageLog:
         with db.write_lock, db.writer:
             for s in served:
                 db.writer.execute(
-                    "INSERT OR IGNORE INTO recall_log(query_id, session_id, created_at, served_by, block) "
-                    "VALUES (?, ?, ?, ?, ?)", (s.query_id, s.session_id, s.created_at, s.served_by, s.block))
+                    "INSERT OR IGNORE INTO recall_log(query_id, session_id, created_at, served_by, block, tokens, "
+                    "skipped) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (s.query_id, s.session_id, s.created_at, s.served_by, s.block, int(s.tokens), s.skipped))
                 db.writer.executemany(
                     "INSERT OR IGNORE INTO recall_items(query_id, memory_id, kind, channels) VALUES (?, ?, ?, ?)",
                     [(s.query_id, int(mid), kind, json.dumps(sorted(channels))) for mid, kind, channels in s.items])

@@ -91,7 +91,8 @@ class ForgetResult:
 
 @dataclass(frozen=True)
 class ServedRecall:
-    """One recall served: ``items`` are ``(memory_id, kind, channels)`` of the memories it showed."""
+    """One recall served: ``items`` are ``(memory_id, kind, channels)`` of the memories it showed; ``tokens``
+    the block's size (o200k tokens, 0 when unknown); ``skipped`` why a hook injected nothing ("" when it did)."""
 
     query_id: str
     session_id: str
@@ -99,3 +100,5 @@ class ServedRecall:
     block: str = ""
     created_at: float = field(default_factory=time.time)
     items: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
+    tokens: int = 0
+    skipped: str = ""

@@ -1,0 +1,141 @@
+"""``memcue receipt``: what memcue did in one session. Thin over ``memcue.client.Client``.
+
+``memcue receipt [SESSION]`` shows the session's receipt (without SESSION: this project's most recent session,
+``--project DIR`` another's, ``--all-projects`` the most recent of any): what was captured, the memories saved
+in it, its capture
+candidates by state (promoted with their reason, held with why, rejected, expired), what was injected (memories
+per block, tokens), what was skipped and why, and what failed. Counts first, then a few items per section with
+ids and previews (``--full``: every item); ``--json`` gives everything. ``memcue receipt --list`` lists recent
+sessions with their counts. Exit codes: 0 ok, 1 error (an unknown session), 2 usage, 75 busy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Any
+
+from memcue.cli.arguments import AddCommand, add_project_options, project_of
+from memcue.cli.output import emit
+from memcue.core.text import preview
+
+#: Items shown per section (``--full`` shows all of them).
+ITEMS = 5
+#: Characters of an item's preview.
+PREVIEW_CHARS = 90
+
+EPILOG = """examples:
+  memcue receipt                    this project's most recent session
+  memcue receipt --list             recent sessions of this project with their counts
+  memcue receipt 5f1c0a9e-...       one session (ids as --list shows them)
+  memcue receipt --json             everything, as JSON"""
+
+
+def _when(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "?"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _cut(lines: list[str], full: bool) -> list[str]:
+    """At most ``ITEMS`` lines (all with ``full``), then how many more there are."""
+    if full or len(lines) <= ITEMS:
+        return lines
+    return [*lines[:ITEMS], f"  ... and {len(lines) - ITEMS} more (--full, --json)"]
+
+
+def _captured(r: dict[str, Any], full: bool) -> list[str]:
+    c = r["captured"]
+    head = f"captured: {c['total']}" + (f" ({_counts(c['by_kind'])}; {_counts(c['by_via'])})" if c["total"] else "")
+    return [head, *_cut([f"  #{i['id']} {i['kind']} ({i['via']}): {preview(i['content'], PREVIEW_CHARS)}"
+                         for i in c["items"]], full)]
+
+
+def _saved(r: dict[str, Any], full: bool) -> list[str]:
+    c = r["saved"]
+    head = f"saved: {c['total']}" + (f" ({_counts(c['by_source'])})" if c["total"] else "")
+    return [head, *_cut([f"  #{i['id']} {i['kind']} ({i['source']}): {preview(i['content'], PREVIEW_CHARS)}"
+                         for i in c["items"]], full)]
+
+
+def _candidates(r: dict[str, Any], full: bool) -> list[str]:
+    c = r["candidates"]
+    head = f"candidates: {c['total']}" + (f" ({_counts(c['by_state'])}; signals: {_counts(c['by_signal'])})"
+                                          if c["total"] else "")
+    lines = []
+    for i in c["items"]:
+        memory = f" -> memory #{i['memory_id']}" if i.get("memory_id") else ""
+        lines.append(f"  #{i['id']} {i['state']} {i['signal']}{memory} ({i['why']}): "
+                     f"{preview(i['content'], PREVIEW_CHARS)}")
+    return [head, *_cut(lines, full)]
+
+
+def _injected(r: dict[str, Any], full: bool) -> list[str]:
+    c = r["injected"]
+    head = (f"injected: {c['memories']} memories in {c['blocks']} block(s), {c['tokens']} tokens"
+            + (f" ({_counts(c['tokens_by_block'])})" if c["blocks"] else ""))
+    lines = []
+    for b in c["items"]:
+        name = b["served_by"] + (f"/{b['block']}" if b["block"] else "")
+        memories = "; ".join(f"#{m['memory_id']} {preview(m['content'], 50)}" for m in b["memories"]) or "note only"
+        lines.append(f"  {name} {b['tokens']} tokens: {memories}")
+    return [head, *_cut(lines, full)]
+
+
+def _skipped_failed(r: dict[str, Any], full: bool) -> list[str]:
+    s, f = r["skipped"], r["failed"]
+    lines = [f"skipped: {s['total']}" + (f" ({_counts(s['by_reason'])})" if s["total"] else "")]
+    lines += _cut([f"  candidate #{i['id']}: {i['reason']}: {preview(i['content'], 60)}" if i["what"] == "candidate"
+                   else f"  prompt #{i['id']}: {i['reason']}: {preview(i['content'], 60)}" if i.get("id")
+                   else f"  prompt at {_when(i['created_at'])}: {i['reason']}" for i in s["items"]], full)
+    lines.append(f"failed: {f['total']}")
+    lines += [f"  {i['count']} {i['what']} of {i['harness']} ({i['file']}): {i['reason']}" for i in f["items"]]
+    return lines
+
+
+def render(r: dict[str, Any], full: bool = False) -> str:
+    """A receipt (``Client.receipt``) as a few lines per section."""
+    harnesses = ", ".join(r["harnesses"]) or "no harness"
+    head = (f"session {r['session_id']} ({harnesses}) in {r['project'] or '(global)'}, "
+            f"{_when(r['first_at'])} to {_when(r['last_at'])}")
+    return "\n".join([head, *_captured(r, full), *_saved(r, full), *_candidates(r, full), *_injected(r, full),
+                      *_skipped_failed(r, full)])
+
+
+def render_sessions(sessions: list[dict[str, Any]]) -> str:
+    """Recent sessions (``Client.sessions``), one line each."""
+    if not sessions:
+        return "(no session has stored anything yet)"
+    return "\n".join(f"{s['session_id']}  {_when(s['last_at'])}  captured {s['captured']}, stored {s['stored']} "
+                     f"({_counts(s['by_kind'])}), candidates {s['candidates']}, recalls {s['recalls']}"
+                     f"  {s['project'] or '(global)'}" for s in sessions)
+
+
+def cmd_receipt(args: argparse.Namespace) -> int:
+    """``memcue receipt [SESSION] [--list]``."""
+    from memcue.client import Client
+
+    project = project_of(args)
+    with Client() as client:
+        client.ensure_running()
+        if args.list:
+            out = client.sessions(project=project, limit=args.limit)
+            return emit(out, args.json, render_sessions(out["results"]))
+        out = client.receipt(args.session or None, project=project)
+    return emit(out, args.json, render(out, args.full))
+
+
+def register(add: AddCommand) -> None:
+    """Register ``receipt``."""
+    p = add("receipt", "What memcue did in one session: captured, candidates (promoted, held, rejected, "
+                       "expired), injected (memories, tokens), skipped and why, failed.")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("session", nargs="?", help="the session id (default: this project's most recent session)")
+    p.add_argument("--list", action="store_true", help="list recent sessions with their counts")
+    p.add_argument("--limit", type=int, default=10, help="--list: at most this many sessions (1-200, default 10)")
+    p.add_argument("--full", action="store_true", help=f"every item (default: {ITEMS} per section)")
+    add_project_options(p, all_projects=True)
+    p.set_defaults(fn=cmd_receipt)

@@ -1,0 +1,86 @@
+"""Reads for a session's receipt and for capture freshness: what a session stored (``memories`` rows with its
+``session_id``), what was injected into it or skipped (``recall_log`` and ``recall_items``), recent sessions of a
+project with their counts, and the newest capture per source (``memcue doctor``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from memcue.sidecar.store.sqlite.db import Database
+
+#: Rows of one session a receipt reads, at most (a long session stores a few hundred).
+SESSION_ROWS_MAX = 2000
+
+
+class SessionReads:
+    """Session and capture reads over ``db``; see the module docstring."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def session_memories(self, session_id: str) -> list[dict[str, Any]]:
+        """Rows stored with ``session_id``, oldest first: ``{"id", "content", "kind", "project", "source",
+        "source_id", "created_at", "bookkeeping", "forgotten", "superseded_by", "metadata"}`` (times Unix s)."""
+        rows = self._db.reader().execute(
+            "SELECT id, content, kind, project, source, source_id, created_at, bookkeeping, forgotten_at,"
+            " superseded_by, metadata FROM memories WHERE session_id = ? ORDER BY created_at, id LIMIT ?",
+            (session_id, SESSION_ROWS_MAX)).fetchall()
+        return [{"id": int(r[0]), "content": r[1], "kind": r[2], "project": r[3], "source": r[4],
+                 "source_id": r[5], "created_at": r[6], "bookkeeping": bool(r[7]), "forgotten": r[8] is not None,
+                 "superseded_by": r[9], "metadata": json.loads(r[10] or "{}")} for r in rows]
+
+    def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
+        """Recalls logged for ``session_id``, oldest first: ``{"query_id", "created_at", "served_by", "block",
+        "tokens", "skipped", "items": [{"memory_id", "kind", "used", "content"}]}`` (``content`` "" when the
+        memory is gone)."""
+        conn = self._db.reader()
+        logs = conn.execute(
+            "SELECT query_id, created_at, served_by, block, tokens, skipped FROM recall_log WHERE session_id = ?"
+            " ORDER BY created_at, id LIMIT ?", (session_id, SESSION_ROWS_MAX)).fetchall()
+        items: dict[str, list[dict[str, Any]]] = {}
+        for qid, mid, kind, used, content in conn.execute(
+                "SELECT i.query_id, i.memory_id, i.kind, i.used_at IS NOT NULL, coalesce(m.content, '')"
+                " FROM recall_items i JOIN recall_log l USING (query_id) LEFT JOIN memories m ON m.id = i.memory_id"
+                " WHERE l.session_id = ?", (session_id,)).fetchall():
+            items.setdefault(qid, []).append({"memory_id": int(mid), "kind": kind, "used": bool(used),
+                                              "content": content})
+        return [{"query_id": q, "created_at": at, "served_by": by, "block": block, "tokens": int(tokens),
+                 "skipped": skipped, "items": items.get(q, [])} for q, at, by, block, tokens, skipped in logs]
+
+    def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:
+        """Sessions that stored something, newest activity first (of ``project`` exactly; every project when
+        None): ``{"session_id", "project", "first_at", "last_at", "stored" (rows), "captured" (rows a hook
+        captured: source ``hook:*``), "by_kind", "candidates", "recalls"}``."""
+        where, args = ("AND project = ?", [project]) if project is not None else ("", [])
+        conn = self._db.reader()
+        rows = conn.execute(
+            "SELECT session_id, project, min(created_at), max(created_at), count(*),"
+            " coalesce(sum(source LIKE 'hook:%'), 0) FROM memories"
+            f" WHERE session_id != '' {where} GROUP BY session_id ORDER BY max(created_at) DESC LIMIT ?",
+            (*args, int(limit))).fetchall()
+        out = []
+        for sid, proj, first, last, count, captured in rows:
+            kinds = dict(conn.execute("SELECT kind, count(*) FROM memories WHERE session_id = ? GROUP BY kind",
+                                      (sid,)).fetchall())
+            [(candidates,)] = conn.execute("SELECT count(*) FROM candidates WHERE session_id = ?", (sid,)).fetchall()
+            [(recalls,)] = conn.execute("SELECT count(*) FROM recall_log WHERE session_id = ?", (sid,)).fetchall()
+            out.append({"session_id": sid, "project": proj, "first_at": first, "last_at": last,
+                        "stored": int(count), "captured": int(captured),
+                        "by_kind": {str(k): int(n) for k, n in kinds.items()}, "candidates": int(candidates),
+                        "recalls": int(recalls)})
+        return out
+
+    def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
+        """The newest ``created_at`` (Unix s) of a row per source in ``sources`` (such as ``hook:claude-code``);
+        None for a source with no row."""
+        wanted = list(dict.fromkeys(sources))
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        found = dict(self._db.reader().execute(
+            f"SELECT source, max(created_at) FROM memories WHERE source IN ({marks}) GROUP BY source",
+            wanted).fetchall())
+        return {s: found.get(s) for s in wanted}

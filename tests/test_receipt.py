@@ -1,0 +1,190 @@
+"""Issue 14 part 5 through real parts: a real sidecar process, the real hook as a subprocess (SessionStart, a few
+UserPromptSubmit prompts with one durable statement, a Stop), the real CLI. ``memcue receipt`` lists the captured
+prompts, the promoted statement with its reason, the injected memories with their tokens and the prompts that got
+nothing with why; an unknown session is a clear error; ``memcue doctor`` warns when a wired harness captured
+nothing for 7 days."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Sidecar, prompt_payload, run_hook, start_sidecar
+
+SESSION = "6a0f2c4e-1b3d-4f5a-8c7e-9d0b1a2c3e4f"
+STATEMENT = "from now on we keep invoices in Postgres 16"
+SAVED = "The billing worker exports invoices nightly at 02:00 to the accounting SFTP"
+SMALL_TALK = "thanks, that looks fine"
+
+
+def _until(what: Callable[[], Any], timeout_s: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = what()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcue", *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ), cwd=cwd)
+
+
+def _event(project: Path, name: str, **fields: Any) -> dict[str, Any]:
+    return {"session_id": SESSION, "transcript_path": f"/home/dev/.claude/projects/x/{SESSION}.jsonl",
+            "cwd": str(project), "hook_event_name": name, **fields}
+
+
+@pytest.fixture
+def keyword_sidecar(home: Path) -> Iterator[Sidecar]:
+    """A real sidecar without the embedding model (keyword recall)."""
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    yield sc
+    sc.stop()
+
+
+def _session(sc: Sidecar, project: Path) -> None:
+    """A saved memory, then one Claude Code session through the real hook: start, three prompts, a Stop."""
+    sc.client.remember(SAVED, kind="decision", project=str(project))
+    start = run_hook(_event(project, "SessionStart", source="startup"), "session-start")
+    assert start.returncode == 0 and SAVED in start.stdout.decode(), start.stdout
+    for prompt in ("how do we export invoices?", STATEMENT, SMALL_TALK):
+        assert run_hook(prompt_payload(prompt, str(project), SESSION)).returncode == 0
+    stop = _event(project, "Stop", stop_hook_active=False,
+                  last_assistant_message="I moved the invoice tables to Postgres 16 and updated the settings.")
+    assert run_hook(stop, "stop").returncode == 0
+
+
+def test_the_receipt_of_a_real_session(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    _session(keyword_sidecar, project)
+
+    def ready() -> dict[str, Any] | None:
+        r = keyword_sidecar.client.receipt(SESSION)
+        done = r["candidates"]["by_state"].get("promoted") and r["captured"]["by_kind"].get("response")
+        return r if done else None
+
+    receipt = _until(ready)
+    assert receipt, keyword_sidecar.client.receipt(SESSION)
+    assert receipt["harnesses"] == ["claude-code"]
+    captured = receipt["captured"]
+    requests = [i["content"] for i in captured["items"] if i["kind"] == "request"]
+    assert requests == ["how do we export invoices?", STATEMENT, SMALL_TALK]
+    assert captured["by_via"] == {"live": 3, "spool": 1}  # the prompts went live, the Stop's answer by the spool
+    [promoted] = receipt["candidates"]["items"]
+    assert [(i["id"], i["kind"], i["content"]) for i in receipt["saved"]["items"]] == [
+        (promoted["memory_id"], "decision", STATEMENT)]  # the memory the gate wrote, apart from what was captured
+    assert (promoted["state"], promoted["signal"], promoted["why"], promoted["content"]) == (
+        "promoted", "prompt-statement", "user-statement", STATEMENT)
+    injected = receipt["injected"]
+    session_block = next(b for b in injected["items"] if b["served_by"] == "session")
+    assert SAVED in [m["content"] for m in session_block["memories"]] and session_block["tokens"] > 0
+    assert injected["tokens"] == sum(b["tokens"] for b in injected["items"]) >= session_block["tokens"]
+    skipped = {i["content"]: i["reason"] for i in receipt["skipped"]["items"]}
+    assert skipped[SMALL_TALK].startswith("no evidence"), skipped  # small talk finds nothing worth injecting
+    assert receipt["failed"] == {"total": 0, "items": []}
+
+    text = _cli("receipt", cwd=project)  # no SESSION: this project's latest session
+    assert text.returncode == 0, text.stderr
+    out = text.stdout
+    assert f"session {SESSION} (claude-code)" in out and "captured: 4 (request 3, response 1; live 3, spool 1)" in out
+    assert f"request (live): {STATEMENT}" in out and "how do we export invoices?" in out
+    assert f"promoted prompt-statement -> memory #{promoted['memory_id']} (user-statement): {STATEMENT}" in out
+    assert f"{injected['tokens']} tokens" in out and f"session/full {session_block['tokens']} tokens" in out
+    assert "saved: 1 (capture:prompt-statement 1)" in out and "skipped: " in out and "failed: 0" in out
+
+    as_json = json.loads(_cli("receipt", SESSION, "--json").stdout)
+    assert as_json["success"] is True
+    assert set(as_json["data"]) == {"session_id", "project", "harnesses", "first_at", "last_at", "captured",
+                                    "saved", "candidates", "injected", "skipped", "failed"}
+    assert as_json["data"]["captured"]["total"] == 4 and as_json["data"]["injected"] == injected
+
+    listed = _cli("receipt", "--list", "--json", cwd=project)
+    [row] = json.loads(listed.stdout)["data"]["results"]
+    assert (row["session_id"], row["captured"], row["candidates"]) == (SESSION, 4, 1)
+    assert SESSION in _cli("receipt", "--list", cwd=project).stdout
+
+
+def test_a_prompt_that_got_nothing_says_why(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
+    project = tmp_path / "empty"
+    project.mkdir()
+    assert run_hook(prompt_payload("what is the meaning of the frobnicator?", str(project), SESSION)).returncode == 0
+    receipt = _until(lambda: keyword_sidecar.client.receipt(SESSION)["skipped"]["total"] and
+                     keyword_sidecar.client.receipt(SESSION))
+    assert receipt["injected"]["blocks"] == 0
+    assert [(i["reason"], i["content"]) for i in receipt["skipped"]["items"]] == [
+        ("no evidence: nothing matched", "what is the meaning of the frobnicator?")]
+    out = _cli("receipt", SESSION).stdout
+    assert "skipped: 1 (no evidence: nothing matched 1)" in out and "frobnicator" in out, out
+
+
+def test_spool_lines_that_could_not_be_read_are_in_the_receipt(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "down"
+    project.mkdir()
+    env = {**os.environ, "MEMCUE_HOOK_SPAWN": "0", "MEMCUE_HOOK_DEADLINE_S": "1.0"}  # the sidecar is down
+    assert run_hook(prompt_payload("please look at the nightly export", str(project), SESSION), env=env).returncode == 0
+    [spooled] = (home / "spool").glob("*.jsonl")
+    with spooled.open("ab") as fh:
+        fh.write(b'{"op": "remember", "content": \n')  # a line cut by a crash
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        receipt = _until(lambda: sc.client.receipt(SESSION)["failed"]["total"] and sc.client.receipt(SESSION))
+        assert receipt and receipt["captured"]["by_via"] == {"spool": 1}
+        assert [(i["content"], i["reason"]) for i in receipt["skipped"]["items"]] == [
+            ("please look at the nightly export", "sidecar not reached in time: the prompt was spooled, nothing "
+                                                  "injected")]
+        [failed] = receipt["failed"]["items"]
+        assert (failed["harness"], failed["file"], failed["count"]) == ("claude-code", spooled.name, 1)
+        assert f"1 spool lines of claude-code ({spooled.name})" in _cli("receipt", SESSION).stdout
+    finally:
+        sc.stop()
+
+
+def test_an_unknown_session_is_a_clear_error(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
+    run = _cli("receipt", "no-such-session")
+    assert run.returncode == 1 and "no session 'no-such-session'" in run.stderr, run.stderr
+    run = _cli("receipt", "--json", "no-such-session")
+    assert run.returncode == 1 and json.loads(run.stdout)["success"] is False
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    run = _cli("receipt", cwd=empty)
+    assert run.returncode == 1 and "no session of this project" in run.stderr
+
+
+def _doctor(tmp_path: Path, home: Path) -> dict[str, dict[str, Any]]:
+    env = {**os.environ, "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "CODEX_HOME": str(tmp_path / "codex"), "MEMCUE_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-m", "memcue", "doctor", "--json"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    return {f["area"]: f for f in json.loads(run.stdout)["data"]["findings"]}
+
+
+def test_doctor_warns_when_a_wired_harness_captured_nothing_for_a_week(tmp_path: Path, home: Path) -> None:
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(home)}
+    assert subprocess.run([sys.executable, "-m", "memcue", "install", "claude-code"], env=env,
+                          capture_output=True, timeout=60).returncode == 0
+    down = _doctor(tmp_path, home)
+    assert down["captures"]["status"] == "ok" and "could not check" in down["captures"]["message"]
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        old = time.time() - 10 * 86400
+        sc.client.remember("please look at the flaky billing test", kind="request", project="/p",
+                           source="hook:claude-code", created_at=old)
+        stale = _doctor(tmp_path, home)["claude-code captures"]
+        assert stale["status"] == "warn" and "nothing captured from it for 10 days" in stale["message"], stale
+        assert stale["last_capture"] == pytest.approx(old)
+        sc.client.remember("what does the invoice exporter do?", kind="request", project="/p",
+                           source="hook:claude-code")
+        fresh = _doctor(tmp_path, home)["claude-code captures"]
+        assert fresh["status"] == "ok" and "last capture" in fresh["message"], fresh
+    finally:
+        sc.stop()
