@@ -205,6 +205,9 @@ def test_a_pass_without_a_failure_and_a_non_test_command_make_nothing(home: Path
         time.sleep(0.5)
         assert sc.client.candidates()["results"] == []
         assert sc.client.list_recent(all_projects=True)["results"] == []
+        with sqlite3.connect(f"file:{home / 'memcue.db'}?mode=ro", uri=True) as conn:
+            broken = conn.execute("SELECT key FROM meta WHERE key LIKE 'spool_broken:%'").fetchall()
+        assert broken == [], "tool records are read, not counted as unreadable spool lines"
     finally:
         sc.stop()
 
