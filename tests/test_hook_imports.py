@@ -68,11 +68,12 @@ def test_hook_imports_stdlib_only(home: Path, tmp_path: Path, event: str) -> Non
 
 
 def test_hook_avoids_heavy_stdlib_modules(home: Path, tmp_path: Path) -> None:
+    """No heavy standard-library module is loaded by a prompt hook (every module new since the interpreter
+    started, not only third-party ones, is recorded)."""
     out = tmp_path / "all.json"
-    code = WRAPPER.replace(
-        'names = sorted({n.split(".")[0] for n in sys.modules} - set(sys.stdlib_module_names))',
-        "names = sorted(set(sys.modules) - baseline)",
-    )
+    line = 'names = sorted({n.split(".")[0] for n in new} - set(sys.stdlib_module_names))'
+    assert line in WRAPPER
+    code = WRAPPER.replace(line, "names = sorted(new)")
     subprocess.run(
         [sys.executable, "-c", code, str(out), "user-prompt-submit"],
         input=b'{"prompt": "hi", "cwd": "/tmp"}',
