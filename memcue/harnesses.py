@@ -18,13 +18,18 @@ USER_PROMPT_SUBMIT = "user-prompt-submit"
 SESSION_START = "session-start"
 STOP = "stop"
 SESSION_END = "session-end"
+#: A tool call finished (capture only: shell commands and file edits, ``sidecar/capture/test_runs.py``).
+POST_TOOL_USE = "post-tool-use"
+#: A tool call failed (Claude Code sends a failing Bash command here, not to PostToolUse).
+POST_TOOL_USE_FAILURE = "post-tool-use-failure"
 #: Every memcue event, in the order a session meets them.
-EVENTS = (USER_PROMPT_SUBMIT, SESSION_START, STOP, SESSION_END)
+EVENTS = (USER_PROMPT_SUBMIT, SESSION_START, POST_TOOL_USE, POST_TOOL_USE_FAILURE, STOP, SESSION_END)
 
-Event = namedtuple("Event", ["name", "timeout_s"])
+Event = namedtuple("Event", ["name", "timeout_s", "background"], defaults=(False,))
 Event.__doc__ = ("One harness event: ``name``, the harness's own (its ``hook_event_name``); ``timeout_s``, the "
                  "hook timeout memcue writes into the harness's config (integer s), None when the harness has no "
-                 "such setting.")
+                 "such setting; ``background``, True when memcue installs the hook to run without blocking the "
+                 "agent (Claude Code's ``\"async\": true``).")
 
 Harness = namedtuple("Harness", ["name", "adapter", "installer", "program", "events"])
 Harness.__doc__ = ("One registered harness: ``name`` (memcue's, as typed on the command line), ``adapter`` and "
@@ -39,14 +44,24 @@ _COMMAND_HOOK_EVENTS = {
     STOP: Event("Stop", 5),
     SESSION_END: Event("SessionEnd", 5),
 }
+#: Tool-call capture (spooled at once, never asks the sidecar). Claude Code runs these hooks in the background
+#: (``"async": true`` in the hook entry, Claude Code 2.1.x), and sends a failing tool call (a Bash command
+#: that exited non-zero) to PostToolUseFailure instead of PostToolUse. Codex 0.171 has PostToolUse only (its
+#: ``post-tool-use.command.input`` schema: ``tool_name``, ``tool_input``, ``tool_response``, ``turn_id``) and
+#: runs it in the foreground.
+_CLAUDE_TOOL_EVENTS = {
+    POST_TOOL_USE: Event("PostToolUse", 5, True),
+    POST_TOOL_USE_FAILURE: Event("PostToolUseFailure", 5, True),
+}
+_CODEX_TOOL_EVENTS = {POST_TOOL_USE: Event("PostToolUse", 5)}
 
 #: memcue harness name -> its row.
 HARNESSES: dict[str, Harness] = {
     "claude-code": Harness("claude-code", "memcue.adapters.claude_code", "memcue.install.claude_code", "claude",
-                           _COMMAND_HOOK_EVENTS),
+                           {**_COMMAND_HOOK_EVENTS, **_CLAUDE_TOOL_EVENTS}),
     # Codex 0.171 caps SessionEnd hooks at 3 s and warns about more.
     "codex": Harness("codex", "memcue.adapters.codex", "memcue.install.codex", "codex",
-                     {**_COMMAND_HOOK_EVENTS, SESSION_END: Event("SessionEnd", 3)}),
+                     {**_COMMAND_HOOK_EVENTS, **_CODEX_TOOL_EVENTS, SESSION_END: Event("SessionEnd", 3)}),
     # Hermes has no command hooks: memcue's provider plugin (install/templates/hermes_plugin.py) sends these
     # names and enforces its own deadlines.
     "hermes": Harness("hermes", "memcue.adapters.hermes", "memcue.install.hermes", "hermes",
@@ -91,3 +106,9 @@ def hook_events(harness: str) -> dict[str, tuple[str, int | None]]:
     """``harness``'s event name -> (memcue event, timeout s): what an installer writes (the installer's
     ``EVENTS``). Raises ``KeyError`` for an unregistered ``harness``."""
     return {event.name: (ours, event.timeout_s) for ours, event in HARNESSES[harness].events.items()}
+
+
+def background_events(harness: str) -> frozenset[str]:
+    """``harness``'s own names of the events memcue installs to run in the background (Claude Code's
+    ``"async": true``). Raises ``KeyError`` for an unregistered ``harness``."""
+    return frozenset(event.name for event in HARNESSES[harness].events.values() if event.background)

@@ -44,9 +44,10 @@ class ModelStub:
     """A loopback server speaking ``api`` (``anthropic`` | ``responses`` | ``chat``); a context manager.
 
     ``url`` is ``http://127.0.0.1:<port>``; ``requests`` lists what arrived, in order; every POST is answered
-    with ``reply`` after ``delay_s`` seconds. ``tool_use`` (``anthropic`` only): ``{"name", "input"}`` of a
-    tool the model calls instead, in answer to a request that names that tool and holds no tool result yet
-    (so the harness runs it once and the turn then ends with ``reply``).
+    with ``reply`` after ``delay_s`` seconds. ``tool_use`` (``anthropic`` and ``responses``): ``{"name", "input"}`` of a
+    tool the model calls instead, in answer to a request that names that tool and whose last message holds no
+    tool result (so the harness runs it once per turn, a resumed session's turn too, and the turn then ends with
+    ``reply``).
     """
 
     api: str
@@ -123,10 +124,13 @@ class ModelStub:
             if path.split("?")[0].endswith("/count_tokens"):
                 return "application/json", b'{"input_tokens": 10}'
             if self.tool_use and self.tool_use["name"] in json.dumps(body) and "tool_result" not in json.dumps(
-                    body.get("messages")):
+                    (body.get("messages") or [])[-1:]):
                 return _anthropic_tool_use(body, self.tool_use)
             return _anthropic(body, self.reply)
         if self.api == "responses":
+            if self.tool_use and self.tool_use["name"] in json.dumps(body.get("tools")) and "function_call_output" \
+                    not in json.dumps((body.get("input") or [])[-1:]):
+                return _responses_tool_call(body, self.tool_use)
             return _responses(body, self.reply)
         return _chat(body, self.reply)
 
@@ -194,6 +198,24 @@ def _responses(body: dict[str, Any], reply: str) -> tuple[str, bytes]:
                                         "item": {**item, "status": "in_progress", "content": []}}),
         ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": mid, "output_index": 0,
                                         "content_index": 0, "delta": reply}),
+        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ("response.completed", {"type": "response.completed",
+                                "response": {**base, "status": "completed", "output": [item], "usage": usage}}),
+    ])
+
+
+def _responses_tool_call(body: dict[str, Any], call: dict[str, Any]) -> tuple[str, bytes]:
+    """A streamed Responses answer holding one ``function_call`` item (``call``: ``{"name", "input"}``)."""
+    rid, fid = f"resp_{uuid.uuid4().hex[:12]}", f"fc_{uuid.uuid4().hex[:12]}"
+    base = {"id": rid, "object": "response", "model": body.get("model", "stub-model"), "output": []}
+    item = {"type": "function_call", "id": fid, "call_id": f"call_{uuid.uuid4().hex[:12]}", "name": call["name"],
+            "arguments": json.dumps(call["input"]), "status": "completed"}
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 13}
+    return _sse([
+        ("response.created", {"type": "response.created", "response": {**base, "status": "in_progress"}}),
+        ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                        "item": {**item, "arguments": "", "status": "in_progress"}}),
         ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
         ("response.completed", {"type": "response.completed",
                                 "response": {**base, "status": "completed", "output": [item], "usage": usage}}),

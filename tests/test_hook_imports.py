@@ -68,11 +68,12 @@ def test_hook_imports_stdlib_only(home: Path, tmp_path: Path, event: str) -> Non
 
 
 def test_hook_avoids_heavy_stdlib_modules(home: Path, tmp_path: Path) -> None:
+    """No heavy standard-library module is loaded by a prompt hook (every module new since the interpreter
+    started, not only third-party ones, is recorded)."""
     out = tmp_path / "all.json"
-    code = WRAPPER.replace(
-        'names = sorted({n.split(".")[0] for n in sys.modules} - set(sys.stdlib_module_names))',
-        "names = sorted(set(sys.modules) - baseline)",
-    )
+    line = 'names = sorted({n.split(".")[0] for n in new} - set(sys.stdlib_module_names))'
+    assert line in WRAPPER
+    code = WRAPPER.replace(line, "names = sorted(new)")
     subprocess.run(
         [sys.executable, "-c", code, str(out), "user-prompt-submit"],
         input=b'{"prompt": "hi", "cwd": "/tmp"}',
@@ -105,3 +106,20 @@ def test_fast_launcher_fails_open_when_the_package_is_missing(tmp_path: Path) ->
                           input=b'{"prompt": "hi"}', capture_output=True, timeout=20)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
 
+
+
+def test_capture_only_hooks_load_neither_socket_nor_openssl(home: Path, tmp_path: Path) -> None:
+    """A tool call's hook (PostToolUse: spooled at once, never asks the sidecar) keeps its start-up small."""
+    out = tmp_path / "all.json"
+    code = WRAPPER.replace('names = sorted({n.split(".")[0] for n in new} - set(sys.stdlib_module_names))',
+                           "names = sorted(new)")
+    assert code != WRAPPER
+    payload = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "PostToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "pytest -q"}, "tool_response": {"stdout": "1 passed", "stderr": ""},
+               "tool_use_id": "toolu_1"}
+    proc = subprocess.run([sys.executable, "-c", code, str(out), "post-tool-use"], input=json.dumps(payload).encode(),
+                          capture_output=True, env=hook_env(home, MEMCUE_HOOK_SPAWN="0"), timeout=20)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(json.loads(out.read_text())["third_party"])
+    assert "memcue.hooks.spool" in loaded and "memcue.adapters.tools" in loaded, "the record was spooled"
+    assert not loaded & {"socket", "_socket", "selectors", "_hashlib", "hashlib", "memcue.hooks.client"}, loaded

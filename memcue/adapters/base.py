@@ -15,9 +15,19 @@ from collections import namedtuple
 
 from memcue.adapters.output import hook_specific_output
 from memcue.core.project import resolve_project
-from memcue.harnesses import EVENTS, HARNESSES, SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
+from memcue.harnesses import (
+    EVENTS,
+    HARNESSES,
+    POST_TOOL_USE,
+    POST_TOOL_USE_FAILURE,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    USER_PROMPT_SUBMIT,
+)
 
-__all__ = ["COMMAND_HOOK_TOKENS", "EVENTS", "INJECTING", "MAX_CHARS", "SESSION_END", "SESSION_START", "STOP",
+__all__ = ["COMMAND_HOOK_TOKENS", "EVENTS", "INJECTING", "MAX_CHARS", "POST_TOOL_USE", "POST_TOOL_USE_FAILURE",
+           "SESSION_END", "SESSION_START", "STOP",
            "USER_PROMPT_SUBMIT", "Budget", "HookEvent", "budget", "command_event", "command_parse",
            "render_hook_output", "text_field", "token_budget"]
 
@@ -91,9 +101,16 @@ def command_event(harness: str, event: str, data: dict[str, object], *, session_
                   extra: dict[str, object]) -> HookEvent:
     """The ``HookEvent`` of a command-hook harness (Claude Code, Codex): ``prompt`` only for prompts,
     ``source`` only at session start, ``project`` resolved from ``cwd``; Stop's ``last_assistant_message``
-    (the turn's answer, which both harnesses send) goes into ``extra`` for capture."""
+    (the turn's answer, which both harnesses send) goes into ``extra`` for capture, and so does a tool call's
+    compact record (``extra["tool"]``, ``memcue.adapters.tools.tool_record``; absent for a tool not recorded)."""
     if event == STOP and text_field(data, "last_assistant_message"):
         extra = {**extra, "last_assistant_message": text_field(data, "last_assistant_message")}
+    elif event in (POST_TOOL_USE, POST_TOOL_USE_FAILURE):
+        from memcue.adapters.tools import tool_record  # only on tool events: keeps ``re`` off the prompt path
+
+        record = tool_record(data, failed=event == POST_TOOL_USE_FAILURE)
+        if record is not None:
+            extra = {**extra, "tool": record}
     return HookEvent(harness=harness, event=event, session_id=session_id, cwd=cwd, project=resolve_project(cwd),
                      prompt=text_field(data, "prompt") if event == USER_PROMPT_SUBMIT else "",
                      source=text_field(data, "source") if event == SESSION_START else "",

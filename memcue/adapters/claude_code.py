@@ -25,7 +25,7 @@ MAX_CHARS = base.MAX_CHARS
 
 #: Payload keys copied into ``HookEvent.extra`` when present (scalars only).
 _EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type", "reason", "stop_hook_active",
-               "prompt_id")
+               "prompt_id", "tool_use_id")
 
 
 def parse(event: str, payload: object) -> HookEvent:

@@ -8,9 +8,11 @@ A spool file holds one JSON object per line::
 
 ``spool_id`` (32 hex digits in UUID form: version 4 when random, 8 when the hook derived it from the event)
 becomes the stored memory's ``source_id``, so a record read twice is stored once. ``op`` is
-``remember`` (the only operation; a record without one counts as ``remember``). ``kind`` is ``request`` for a
-captured prompt, ``event`` for a session end, ``episode`` for an agent's answer (``response`` in records
-spooled before episodes existed). ``content`` holds at most
+``remember`` (a record without one counts as ``remember``) or ``tool``: a finished tool call's compact record
+(``tool_call``: ``{"spool_id", "op": "tool", "ts", "project", "session_id", "source", "turn", "tool": {...}}``,
+the ``tool`` object as ``memcue.adapters.tools`` builds it), read by ``parse_tool`` and never stored as a memory.
+``kind`` is ``request`` for a captured prompt, ``event`` for a session end, ``episode`` for an agent's answer
+(``response`` in records spooled before episodes existed). ``content`` holds at most
 ``memcue.core.limits.CAPTURE_MAX_CHARS`` characters (``remember_prompt`` cuts a longer text, with a marker).
 ``cwd`` (optional: Stop and SessionEnd records carry it) is the event's working directory, which the commit
 signal reads git in (a linked worktree's project is its main repository, its commits are on its own branch).
@@ -28,6 +30,8 @@ from memcue.core.limits import cap_text
 
 #: The one operation a record can ask for.
 OP_REMEMBER = "remember"
+#: The operation of a finished tool call's record.
+OP_TOOL = "tool"
 #: The kind of a captured prompt, and of a record that names none.
 KIND_REQUEST = "request"
 #: ``source`` of a record that names none.
@@ -94,11 +98,46 @@ def parse_record(line: bytes) -> dict[str, object] | None:
     }
 
 
+def tool_call(tool: dict[str, object], *, project: str, session_id: str, harness: str, turn: str,
+              spool_id: str | None = None) -> dict[str, object]:
+    """The spool record of a finished tool call (``op: tool``): ``tool`` is the compact record
+    (``memcue.adapters.tools``: already cut to its limits), ``turn`` the harness's turn id or "" ; ``ts`` is now
+    (Unix s)."""
+    return {"spool_id": spool_id or new_id(), "op": OP_TOOL, "ts": time.time(), "project": project,
+            "session_id": session_id, "source": f"hook:{harness}", "turn": turn, "tool": tool}
+
+
+def parse_tool(line: bytes) -> dict[str, object] | None:
+    """One spool line as a tool-call record (``tool_call``'s fields, ``ts`` a float or None), or None when the
+    line is not one (blank, another operation). Raises ``ValueError`` for a tool line that is not JSON or has no
+    ``tool`` object."""
+    if b'"op":"tool"' not in line and b'"op": "tool"' not in line:
+        return None
+    rec = json.loads(line.decode("utf-8", "replace"))
+    if not isinstance(rec, dict) or rec.get("op") != OP_TOOL:
+        return None
+    if not isinstance(rec.get("tool"), dict):
+        raise ValueError("a tool record without a tool object")
+    return {
+        "spool_id": str(rec.get("spool_id") or "") or None,
+        "project": str(rec.get("project") or ""),
+        "session_id": str(rec.get("session_id") or ""),
+        "source": str(rec.get("source") or DEFAULT_SOURCE),
+        "turn": str(rec.get("turn") or ""),
+        "ts": float(rec["ts"]) if isinstance(rec.get("ts"), int | float) else None,
+        "tool": rec["tool"],
+    }
+
+
 def spool_name(harness: str, session_id: str) -> str:
     """The spool file name of one writer: ``hook-<harness>-<sha1(session_id)[:12]>.jsonl``."""
-    import hashlib  # the spool is the failure path: keep these imports off every prompt's start-up
-    import re
+    import re  # the spool is the failure path: keep these imports off every prompt's start-up
+
+    try:
+        from _sha1 import sha1  # the builtin module: ``hashlib`` would also load OpenSSL (about 2 ms per capture)
+    except ImportError:
+        from hashlib import sha1
 
     name = re.sub(r"[^a-z0-9_-]", "_", harness.lower())[:40] or "unknown"
-    digest = hashlib.sha1(session_id.encode("utf-8", "replace")).hexdigest()[:12]
+    digest = sha1(session_id.encode("utf-8", "replace")).hexdigest()[:12]
     return f"hook-{name}-{digest}.jsonl"

@@ -24,11 +24,19 @@ import time
 from types import ModuleType
 
 from memcue import __version__, adapters
-from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT, Budget, HookEvent
+from memcue.adapters.base import (
+    POST_TOOL_USE,
+    POST_TOOL_USE_FAILURE,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    USER_PROMPT_SUBMIT,
+    Budget,
+    HookEvent,
+)
 from memcue.core.paths import locations, socket_blocked
 from memcue.core.text import scrub_surrogates
 from memcue.hooks import logging_
-from memcue.hooks.client import SidecarError, SidecarUnreachable, post_json, spawn_sidecar
 from memcue.hooks.logging_ import log
 from memcue.hooks.request_id import request_id
 from memcue.hooks.stdin import decode_payload, read_stdin
@@ -38,7 +46,7 @@ from memcue.hooks.stdin import decode_payload, read_stdin
 DEADLINES_S: dict[str, float] = {USER_PROMPT_SUBMIT: 2.5, SESSION_START: 4.5}
 #: Events that only record (spooled at once, no sidecar call, no output); Claude Code's SessionEnd hooks
 #: share a 1.5 s budget (DESIGN.md section 3).
-CAPTURE_ONLY = (STOP, SESSION_END)
+CAPTURE_ONLY = (STOP, SESSION_END, POST_TOOL_USE, POST_TOOL_USE_FAILURE)
 DEFAULT_DEADLINE_S = 2.5
 DEADLINE_ENV = "MEMCUE_HOOK_DEADLINE_S"
 SPAWN_ENV = "MEMCUE_HOOK_SPAWN"
@@ -189,6 +197,8 @@ def ask_sidecar(event: HookEvent, budget: Budget, deadline: float, *, may_spawn:
     (a prompt: the sidecar needs about a second to come up, longer than anyone should wait while typing).
     Raises ``SidecarError`` (or ``SidecarUnreachable``) when no answer came.
     """
+    from memcue.hooks.client import SidecarUnreachable, post_json, spawn_sidecar  # off the capture-only path
+
     path = f"/hooks/{event.harness}/{event.event}"
     net_deadline = deadline - FINISH_MARGIN_S
     try:
@@ -254,6 +264,8 @@ def _set_stalled(mark: str, stalled: bool) -> None:
 
 def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
     """Ask the sidecar (or only probe it, ``STALL_PROBE_S``) and say what to inject and whether to spool."""
+    from memcue.hooks.client import SidecarError  # capture-only events (tool calls, Stop) never load socket
+
     mark = os.path.join(locations().root, STALL_MARK)
     probing = _stalled_recently(mark)
     if probing:
@@ -328,6 +340,9 @@ def _capture(event: HookEvent) -> None:
     ``cwd``, where the sidecar reads the session's commits (``sidecar/capture/commits.py``)."""
     if not event.project:
         return
+    if event.event in (POST_TOOL_USE, POST_TOOL_USE_FAILURE):
+        _capture_tool(event)
+        return
     if event.event == SESSION_END:
         text, kind = f"Session ended (reason: {event.extra.get('reason') or 'other'})", "event"
     elif event.event == STOP and str(event.extra.get("last_assistant_message") or "").strip():
@@ -340,6 +355,26 @@ def _capture(event: HookEvent) -> None:
     record = spool_format.remember_prompt(text, project=event.project, session_id=event.session_id,
                                           harness=event.harness, kind=kind, spool_id=request_id(event, text),
                                           cwd=event.cwd)
+    try:
+        spool.append(record, spool.spool_path(event.harness, event.session_id))
+    except Exception as exc:  # a full disk must not break the harness
+        log(f"could not spool the {event.event}: {exc!r}")
+
+
+def _capture_tool(event: HookEvent) -> None:
+    """Spool a finished tool call's compact record (``extra["tool"]``, built and cut by the adapter: a shell
+    command with its exit status and key failure line, or an edit's file paths); nothing for other tools. The
+    ``spool_id`` is derived from the tool call's id, so a twin hook's copy is read once."""
+    tool = event.extra.get("tool")
+    if not isinstance(tool, dict):
+        return
+    from memcue.core import spool_format
+    from memcue.hooks import spool
+
+    turn = str(event.extra.get("turn_id") or event.extra.get("prompt_id") or "")
+    call = str(event.extra.get("tool_use_id") or "")
+    record = spool_format.tool_call(tool, project=event.project, session_id=event.session_id, harness=event.harness,
+                                    turn=turn, spool_id=request_id(event, call) if call else None)
     try:
         spool.append(record, spool.spool_path(event.harness, event.session_id))
     except Exception as exc:  # a full disk must not break the harness

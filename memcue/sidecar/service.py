@@ -26,7 +26,7 @@ import numpy as np
 from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar.answer_check import AnswerChecker
-from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, SpoolReader
+from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, SpoolReader, TestRuns
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
@@ -99,7 +99,8 @@ class MemoryService:
         self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
         self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake())
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
-                             SpoolReader(locations.spool_dir, self._store, on_stored=self._spooled),
+                             SpoolReader(locations.spool_dir, self._store, on_stored=self._spooled,
+                                         on_tool=TestRuns(self._store, self._candidates).record),
                              self._usage, self._gate, capture=self._capture_step)
         self._usage.on_record = self._worker.wake
         store = self._store

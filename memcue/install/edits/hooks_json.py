@@ -112,14 +112,17 @@ def _groups(settings: dict[str, Any], event: str, path: Path, create: bool) -> l
 
 
 def install(settings: dict[str, Any], path: Path, harness: str, events: dict[str, tuple[str, int]],
-            python: str | None = None) -> dict[str, Any]:
+            python: str | None = None, background: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``settings`` with memcue's hooks for ``events`` (harness event -> (memcue event, timeout s)) present and
-    current (edited in place and returned). Raises ``InstallError`` when the hooks section has an unexpected
+    current (edited in place and returned); the events named in ``background`` get ``"async": true`` (Claude
+    Code runs them without blocking the agent). Raises ``InstallError`` when the hooks section has an unexpected
     shape."""
     for event, (ours, timeout) in events.items():
         groups = _groups(settings, event, path, create=True)
         assert groups is not None
-        want = {"type": "command", "command": hook_command(harness, ours, python), "timeout": timeout}
+        want: dict[str, Any] = {"type": "command", "command": hook_command(harness, ours, python), "timeout": timeout}
+        if event in background:
+            want["async"] = True
         mine = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
                 for h in g["hooks"] if is_ours(h)]
         if mine:

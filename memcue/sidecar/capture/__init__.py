@@ -1,13 +1,15 @@
 """Capture: what becomes a memory without an explicit remember. The spool the hooks write while the sidecar is
 unreachable (``SpoolReader``); signals that hold candidates (``PromptStatements``: the user's durable statements
 in captured prompts, ``find_statements``); the promotion gate every candidate passes to become a memory
-(``Gate``); the commits that landed during a session, read from git at Stop/SessionEnd (``CommitSignal``)."""
+(``Gate``); the commits that landed during a session, read from git at Stop/SessionEnd (``CommitSignal``); a test
+or build that failed and then passed in a session (``TestRuns``, from spooled tool records)."""
 
 from memcue.sidecar.capture.commits import COMMIT_LANDED, CommitSignal
 from memcue.sidecar.capture.gate import EXPIRE_EVERY_S, CandidateDecided, CandidateNotFound, Gate
 from memcue.sidecar.capture.prompts import SIGNAL, USER_STATEMENT, PromptStatements
 from memcue.sidecar.capture.spool import SpoolReader
 from memcue.sidecar.capture.statements import Statement, find_statements
+from memcue.sidecar.capture.test_runs import TestRuns
 
 __all__ = ["COMMIT_LANDED", "EXPIRE_EVERY_S", "SIGNAL", "USER_STATEMENT", "CandidateDecided", "CandidateNotFound",
-           "CommitSignal", "Gate", "PromptStatements", "SpoolReader", "Statement", "find_statements"]
+           "CommitSignal", "Gate", "PromptStatements", "SpoolReader", "Statement", "TestRuns", "find_statements"]

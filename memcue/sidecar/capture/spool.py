@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memcue.core.spool_format import parse_record
+from memcue.core.spool_format import parse_record, parse_tool
 from memcue.sidecar.store import NewMemory, Store, WriteResult
 
 log = logging.getLogger("memcue.spool")
@@ -35,13 +35,17 @@ BROKEN_KEY = "spool_broken:"
 
 class SpoolReader:
     """Reads ``*.jsonl`` files in ``spool_dir`` into ``store``; ``on_stored(memory, result)`` is told of each
-    record written (duplicates too: the capture signals tell a second delivery by its id)."""
+    record written (duplicates too: the capture signals tell a second delivery by its id). Tool-call records
+    (``op: tool``) are never stored as memories: each goes to ``on_tool(record)`` (``spool_format.parse_tool``'s
+    fields), in file order, or is dropped without one."""
 
     def __init__(self, spool_dir: Path, store: Store,
-                 on_stored: Callable[[NewMemory, WriteResult], None] | None = None) -> None:
+                 on_stored: Callable[[NewMemory, WriteResult], None] | None = None,
+                 on_tool: Callable[[dict[str, object]], object] | None = None) -> None:
         self.spool_dir = spool_dir
         self.store = store
         self.on_stored = on_stored
+        self.on_tool = on_tool
         self._last_sweep = float("-inf")
 
     def ingest(self) -> int:
@@ -64,8 +68,8 @@ class SpoolReader:
             if end == 0:
                 continue
             lines = data[:end].splitlines()
-            parsed = [_parse(line, path) for line in lines]
-            memories = [m for m in parsed if m is not None]
+            parsed = [self._dispatch(line, path) for line in lines]
+            memories = [m for m in parsed if isinstance(m, NewMemory)]
             self._count_broken(path, sum(1 for line, m in zip(lines, parsed, strict=True)
                                          if m is None and line.strip()))
             if memories:
@@ -81,6 +85,23 @@ class SpoolReader:
             self._last_sweep = time.monotonic()
             self.remove_idle()
         return written
+
+    def _dispatch(self, line: bytes, path: Path) -> NewMemory | bool | None:
+        """The memory ``line`` asks for; a tool-call record goes to ``on_tool`` instead (True); None for a blank or
+        broken line. A failure in ``on_tool`` is logged: one bad record must not stop the spool."""
+        try:
+            tool = parse_tool(line)
+        except ValueError as exc:
+            log.warning("skipping a broken tool record in %s: %s", path.name, exc)
+            return None
+        if tool is None:
+            return _parse(line, path)
+        if self.on_tool is not None:
+            try:
+                self.on_tool(tool)
+            except Exception:  # noqa: BLE001
+                log.exception("a tool record from %s could not be read", path.name)
+        return True
 
     def _count_broken(self, path: Path, broken: int) -> None:
         """Add ``broken`` lines of ``path`` to its ``BROKEN_KEY`` count in ``meta`` (the session's receipt)."""
@@ -121,7 +142,9 @@ def _parse(line: bytes, path: Path) -> NewMemory | None:
     broken line (logged)."""
     try:
         fields = parse_record(line)
-        return NewMemory(**fields, metadata={"captured_via": "spool"}) if fields is not None else None
+        if fields is None:
+            return None
+        return NewMemory(**{**fields, "metadata": {**(fields.get("metadata") or {}), "captured_via": "spool"}})
     except (ValueError, TypeError, KeyError) as exc:
         log.warning("skipping a broken spool line in %s: %s", path.name, exc)
         return None

@@ -1,0 +1,170 @@
+"""Tool records -> a test or build that failed and then passed -> a promoted memory: the test-transition signal.
+
+The PostToolUse hooks spool one compact record per shell command and file edit (``memcue.adapters.tools``); the
+spool reader hands each to ``TestRuns.record``. Per session (harness, project, session id) it keeps, in the
+store's ``meta`` table (so a sidecar restart between the failure and the pass loses nothing): the files edited
+so far and, per failing test or build command (whitespace normalised), its first failure's key line and where
+the edits stood then. When the same command later passes, a candidate (signal ``SIGNAL``) says
+"`<command>` failed with `<key line>`; it passed after editing <files>", with provenance (harness, session, turn:
+the passing record's spool id) and the failure in its evidence (secrets in the command and the key line are
+redacted before anything is kept), and the gate promotes it at once with reason
+``TEST_PASSED``: the passing run is the objective signal. A command that is not a test or build (``TEST_COMMANDS``),
+or a pass without an earlier failure, makes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from memcue.sidecar.capture.gate import CandidateDecided, Gate
+from memcue.sidecar.store import NewCandidate, StoreProtocol, redact
+
+log = logging.getLogger("memcue.capture")
+
+#: The signal name of a test or build that failed and then passed, and the promotion reason it carries.
+SIGNAL = "test-passed"
+TEST_PASSED = "test-passed"
+#: Commands that run tests or builds, by name: a command is one when any of its ``&&``/``;``/``|`` parts
+#: starts (after ``env VAR=x``, ``uv run``, ``poetry run``, ``python -m``, ``npx`` and the like) with one.
+TEST_COMMANDS: dict[str, str] = {
+    "pytest": r"py\.?test",
+    "python unittest": r"python[0-9.]* -m (pytest|unittest)\b",
+    "tox / nox": r"(tox|nox)\b",
+    "npm / pnpm / yarn / bun test or build": r"(npm|pnpm|yarn|bun)( run)? (test|build|lint|typecheck)\b",
+    "jest / vitest / mocha": r"(jest|vitest|mocha)\b",
+    "cargo": r"cargo (test|build|check|clippy|nextest)\b",
+    "go": r"go (test|build|vet)\b",
+    "make / ninja / cmake": r"(make|gmake|ninja|ctest)\b|cmake --build\b",
+    "gradle / maven": r"(\./)?(gradlew?|mvnw?) ",
+    "dotnet": r"dotnet (test|build)\b",
+    "mypy / tsc / ruff": r"(mypy|tsc|ruff check|pyright)\b",
+    "rspec / rake / phpunit / mix": r"(rspec|rake( test| spec)?|phpunit|mix test|swift (test|build))\b",
+}
+_WRAPPERS = (r"((env\s+)?([A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)((uv|poetry|pipenv|hatch|pdm) run\s+|npx\s+|bunx\s+)?"
+             r"([\w.~-]*/)*")  # a path to the program: .venv/bin/pytest, ./node_modules/.bin/jest
+_TEST_RE = re.compile(r"^" + _WRAPPERS + "(" + "|".join(f"(?:{p})" for p in TEST_COMMANDS.values()) + ")")
+#: Files kept per session, and failing commands remembered per session (the oldest go first).
+MAX_EDITS = 200
+MAX_FAILURES = 50
+#: Files named in a memory's text (the rest are counted).
+FILES_SHOWN = 8
+_META_PREFIX = "test_runs:"
+
+
+def is_test_command(command: str) -> bool:
+    """True when ``command`` (whitespace normalised) runs a test or build (``TEST_COMMANDS``) in any of its
+    ``&&``, ``||``, ``;`` or ``|`` parts."""
+    for part in re.split(r"&&|\|\||;|\|", command):
+        part = part.strip()
+        if part.startswith("cd ") or not part:
+            continue
+        if _TEST_RE.match(part):
+            return True
+    return False
+
+
+def _files_text(files: list[str]) -> str:
+    if not files:
+        return "without editing any file"
+    shown = ", ".join(files[:FILES_SHOWN])
+    more = f" and {len(files) - FILES_SHOWN} more" if len(files) > FILES_SHOWN else ""
+    return f"after editing {shown}{more}"
+
+
+def transition_text(command: str, key_line: str, files: list[str]) -> str:
+    """The memory's text for ``command`` that failed with ``key_line`` and passed after ``files`` were edited."""
+    failure = f" with `{key_line}`" if key_line else ""
+    return f"`{command}` failed{failure}; it passed {_files_text(files)}."
+
+
+class TestRuns:
+    """The test-transition signal over ``store`` (its ``meta`` table holds each session's state) and ``gate``."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, store: StoreProtocol, gate: Gate) -> None:
+        self._store = store
+        self._gate = gate
+
+    def record(self, rec: dict[str, Any]) -> int:
+        """Take one spooled tool record (``memcue.core.spool_format.parse_tool``); returns the candidates added
+        (0 or 1). A malformed record is logged and ignored."""
+        tool = rec.get("tool")
+        if not isinstance(tool, dict) or not rec.get("session_id"):
+            return 0
+        source = str(rec.get("source") or "")
+        harness = source.split(":", 1)[1] if source.startswith("hook:") else source
+        key = f"{_META_PREFIX}{harness}\x00{rec.get('project', '')}\x00{rec['session_id']}"
+        state = self._load(key)
+        added = 0
+        if tool.get("type") == "edit":
+            if not state["failures"]:
+                return 0  # only edits after a failure count
+            state["edits"] += [f for f in tool.get("files") or [] if isinstance(f, str)]
+            drop = len(state["edits"]) - MAX_EDITS
+            if drop > 0:
+                del state["edits"][:drop]
+                for failure in state["failures"].values():
+                    failure["edits_at"] = max(0, int(failure.get("edits_at") or 0) - drop)
+        elif tool.get("type") == "shell":
+            command = " ".join(str(tool.get("command") or "").split())
+            if not command or not is_test_command(command):
+                return 0
+            command = redact(command).text  # the state is stored: no secret in it (the same marker both times)
+            if tool.get("failed"):
+                failures = state["failures"]
+                key_line = redact(str(tool.get("key_line") or "")).text
+                failures.setdefault(command, {"key_line": key_line, "turn": rec.get("turn"),
+                                              "edits_at": len(state["edits"]), "ts": rec.get("ts")})
+                for old in list(failures)[:-MAX_FAILURES]:
+                    del failures[old]
+            elif command in state["failures"]:
+                failure = state["failures"].pop(command)
+                added = self._promote(rec, harness, command, failure, state)
+            else:
+                return 0
+        else:
+            return 0
+        self._save(key, state)
+        return added
+
+    def _promote(self, rec: dict[str, Any], harness: str, command: str, failure: dict[str, Any],
+                 state: dict[str, Any]) -> int:
+        edits_at = min(int(failure.get("edits_at") or 0), len(state["edits"]))
+        files = list(dict.fromkeys(state["edits"][edits_at:]))
+        new = NewCandidate(content=transition_text(command, failure.get("key_line", ""), files), signal=SIGNAL,
+                           kind="note", project=str(rec.get("project") or ""), session_id=str(rec["session_id"]),
+                           harness=harness, turn=str(rec.get("spool_id") or rec.get("turn") or command),
+                           evidence={"command": command, "key_line": failure.get("key_line", ""), "files": files,
+                                     "failed_turn": failure.get("turn"), "passed_turn": rec.get("turn"),
+                                     "failed_at": failure.get("ts"), "passed_at": rec.get("ts")})
+        got = self._store.add_candidates([new])[0]
+        if not got.added:
+            return 0  # the same passing record read again: decided the first time
+        try:
+            self._gate.promote(got.id, TEST_PASSED)
+        except CandidateDecided:
+            pass
+        log.info("test-passed candidate %d promoted: %s", got.id, command)
+        return 1
+
+    def _load(self, key: str) -> dict[str, Any]:
+        raw = self._store.get_meta(key)
+        try:
+            state = json.loads(raw) if raw else {}
+        except ValueError:
+            state = {}
+        if not isinstance(state, dict):
+            state = {}
+        state.setdefault("edits", [])
+        state.setdefault("failures", {})
+        return state
+
+    def _save(self, key: str, state: dict[str, Any]) -> None:
+        if not state["failures"]:
+            self._store.delete_meta(key)  # nothing waits for a pass: edits before a failure never count
+        else:
+            self._store.set_meta(key, json.dumps(state, ensure_ascii=False))

@@ -1,0 +1,233 @@
+"""Issue 14, a test or build that failed and then passed: PostToolUse capture through real parts.
+
+The adapters read real-shaped PostToolUse payloads (Claude Code 2.1.x: ``tool_name``, ``tool_input``,
+``tool_response``, and PostToolUseFailure's ``error`` for a Bash command that exited non-zero; Codex 0.171:
+``post-tool-use.command.input``); the real hook subprocess spools a compact record at once without a sidecar,
+cutting a huge output; a real sidecar turns a failing ``pytest`` run, an edit and the passing run into one
+promoted memory that a later question recalls, even across a sidecar restart between failure and pass; a pass
+without a failure, or a command that is not a test, makes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conftest import context_of, prompt_payload, run_hook, start_sidecar
+
+from memcue.adapters import claude_code, codex
+from memcue.sidecar.capture.test_runs import is_test_command, transition_text
+
+SESSION = "5a1f2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+OTHER_SESSION = "8d2b7c1a-0f3e-4a59-b6c7-2e1d0c9b8a7f"
+COMMAND = "pytest tests/test_x.py"
+KEY = "E       AssertionError: assert parse_total('1,5') == 1.5"
+FAILURE = f"Exit code 1\n============ FAILURES ============\n{KEY}\n=== 1 failed in 0.12s ==="
+
+
+def _base(cwd: str, event: str, session_id: str = SESSION) -> dict[str, Any]:
+    return {"session_id": session_id, "transcript_path": f"/home/dev/.claude/projects/x/{session_id}.jsonl",
+            "cwd": cwd, "permission_mode": "default", "hook_event_name": event}
+
+
+def bash_failure(cwd: str, command: str = COMMAND, error: str = FAILURE, call: str = "toolu_01") -> dict[str, Any]:
+    """Claude Code's PostToolUseFailure for a Bash command that exited non-zero."""
+    return {**_base(cwd, "PostToolUseFailure"), "tool_name": "Bash",
+            "tool_input": {"command": command, "description": "Run the tests"}, "tool_use_id": call,
+            "error": error, "is_interrupt": False, "duration_ms": 812}
+
+
+def bash_success(cwd: str, command: str = COMMAND, call: str = "toolu_03") -> dict[str, Any]:
+    """Claude Code's PostToolUse for a Bash command that succeeded."""
+    return {**_base(cwd, "PostToolUse"), "tool_name": "Bash", "tool_input": {"command": command},
+            "tool_response": {"stdout": "..\n2 passed in 0.05s", "stderr": "", "interrupted": False,
+                              "isImage": False}, "tool_use_id": call, "duration_ms": 640}
+
+
+def edit(cwd: str, path: str, call: str = "toolu_02") -> dict[str, Any]:
+    """Claude Code's PostToolUse for an Edit."""
+    return {**_base(cwd, "PostToolUse"), "tool_name": "Edit",
+            "tool_input": {"file_path": path, "old_string": "float(s)", "new_string": "float(s.replace(',', '.'))"},
+            "tool_response": {"filePath": path, "oldString": "float(s)", "newString": "float(s.replace(',', '.'))",
+                              "structuredPatch": [], "userModified": False}, "tool_use_id": call}
+
+
+def _until(what: Callable[[], Any], timeout_s: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = what()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
+def _spool_lines(home: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for f in sorted((home / "spool").glob("*.jsonl"))
+            for line in f.read_text().splitlines() if line.strip()]
+
+
+def _spooled(home: Path) -> bool:
+    """True when the sidecar has read every spool file to its end (its offsets in the store's meta)."""
+    files = {f"spool_offset:{f.name}": f.stat().st_size for f in (home / "spool").glob("*.jsonl")}
+    with sqlite3.connect(f"file:{home / 'memcue.db'}?mode=ro", uri=True) as conn:
+        got = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'spool_offset:%'").fetchall())
+    return all(int(got.get(k) or 0) == size for k, size in files.items())
+
+
+NO_SPAWN = {"MEMCUE_HOOK_SPAWN": "0"}
+
+
+def _hook(payload: dict[str, Any], harness: str = "claude-code") -> None:
+    event = "post-tool-use-failure" if payload["hook_event_name"] == "PostToolUseFailure" else "post-tool-use"
+    run = run_hook(payload, event, harness=harness, env={**os.environ, **NO_SPAWN})
+    assert run.returncode == 0 and run.stdout == b"" and run.stderr == b"", run
+
+
+# -- adapters ------------------------------------------------------------------------------------------------
+
+def test_claude_code_adapter_reads_bash_failure_success_and_edit(tmp_path: Path) -> None:
+    failed = claude_code.parse("post-tool-use-failure", bash_failure(str(tmp_path)))
+    assert failed.extra["tool"] == {"type": "shell", "tool": "Bash", "command": COMMAND, "exit_code": 1,
+                                    "failed": True, "key_line": KEY}
+    assert failed.extra["tool_use_id"] == "toolu_01"
+    passed = claude_code.parse("post-tool-use", bash_success(str(tmp_path)))
+    assert passed.extra["tool"] == {"type": "shell", "tool": "Bash", "command": COMMAND, "exit_code": None,
+                                    "failed": False, "key_line": ""}
+    edited = claude_code.parse("post-tool-use", edit(str(tmp_path), "/src/shop/totals.py"))
+    assert edited.extra["tool"] == {"type": "edit", "tool": "Edit", "files": ["/src/shop/totals.py"]}
+    read = claude_code.parse("post-tool-use", {**_base(str(tmp_path), "PostToolUse"), "tool_name": "Read",
+                                               "tool_input": {"file_path": "/x"}, "tool_response": {}})
+    assert "tool" not in read.extra
+
+
+def test_codex_adapter_reads_shell_exit_code_and_apply_patch(tmp_path: Path) -> None:
+    base = {**_base(str(tmp_path), "PostToolUse"), "model": "gpt-5", "turn_id": "t-7", "tool_use_id": "call_1"}
+    shell = codex.parse("post-tool-use", {**base, "tool_name": "Bash", "tool_input": {"command": "cargo test  -q"},
+                                          "tool_response": "Exit code: 101\nthread 'main' panicked at src/lib.rs:4"})
+    assert shell.extra["tool"] == {"type": "shell", "tool": "Bash", "command": "cargo test -q", "exit_code": 101,
+                                   "failed": True, "key_line": "thread 'main' panicked at src/lib.rs:4"}
+    assert shell.extra["turn_id"] == "t-7"
+    unified = codex.parse("post-tool-use", {**base, "tool_name": "Bash", "tool_input": {"command": "go test ./..."},
+                                            "tool_response": "Chunk ID: 1\nWall time: 0.4 seconds\nProcess exited "
+                                                             "with code 1\nOutput:\n--- FAIL: TestTotal (0.00s)"})
+    assert (unified.extra["tool"]["exit_code"], unified.extra["tool"]["key_line"]) == (1, "--- FAIL: TestTotal (0.00s)")
+    # Codex 0.171's exec_command: tool_response is the output alone (seen from the real binary), no exit status.
+    for output, failed in (("error: invoice total 10.0 != 10.5\nmake: *** [Makefile:2: check] Error 1\n", True),
+                           ("", False), ("..\n=== 2 passed in 0.1s ===\n", False)):
+        plain = codex.parse("post-tool-use", {**base, "tool_name": "Bash", "tool_input": {"command": "make check"},
+                                              "tool_response": output})
+        assert (plain.extra["tool"]["exit_code"], plain.extra["tool"]["failed"]) == (None, failed), output
+    patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** Add File: src/new.rs\n+x\n*** End Patch"
+    edited = codex.parse("post-tool-use", {**base, "tool_name": "apply_patch", "tool_input": {"command": patch},
+                                           "tool_response": "Success."})
+    assert edited.extra["tool"] == {"type": "edit", "tool": "apply_patch", "files": ["src/lib.rs", "src/new.rs"]}
+
+
+def test_test_commands_are_named_and_others_are_not() -> None:
+    for command in ("pytest -q", "uv run pytest tests/test_x.py", "cd web && npm test", "npm run build",
+                    "cargo test", "go test ./...", "make check", "tox -e py311", "npx jest src",
+                    "python -m pytest -x", "CI=1 yarn test", ".venv/bin/python -m pytest -q", ".venv/bin/pytest",
+                    "./gradlew test"):
+        assert is_test_command(command), command
+    for command in ("ls -la", "git status", "cat pytest.ini", "echo make", "rm -rf build"):
+        assert not is_test_command(command), command
+    assert transition_text("pytest", "E x", []) == "`pytest` failed with `E x`; it passed without editing any file."
+
+
+# -- the hook, no sidecar ------------------------------------------------------------------------------------
+
+def test_the_hook_spools_a_compact_record_without_a_sidecar(home: Path, tmp_path: Path) -> None:
+    started = time.perf_counter()
+    _hook(bash_failure(str(tmp_path)))
+    elapsed = time.perf_counter() - started
+    assert elapsed < 5, "never waits for a sidecar"
+    assert not (home / "memcue.sock").exists()
+    [record] = _spool_lines(home)
+    assert record["op"] == "tool" and record["session_id"] == SESSION and record["source"] == "hook:claude-code"
+    assert record["tool"] == {"type": "shell", "tool": "Bash", "command": COMMAND, "exit_code": 1, "failed": True,
+                              "key_line": KEY}
+
+
+def test_a_huge_output_is_cut_before_spooling(home: Path, tmp_path: Path) -> None:
+    log = "collected 1 item\n" + "x" * 5_000_000 + "\nFAILED tests/test_x.py::test_total - " + "y" * 2_000
+    _hook(bash_failure(str(tmp_path), error=f"Exit code 1\n{log}"))
+    [record] = _spool_lines(home)
+    assert record["tool"]["key_line"].startswith("FAILED tests/test_x.py::test_total - yyy")
+    assert len(record["tool"]["key_line"]) == 300
+    assert sum(f.stat().st_size for f in (home / "spool").glob("*.jsonl")) < 2_000
+
+
+# -- a real sidecar ------------------------------------------------------------------------------------------
+
+def test_fail_edit_pass_becomes_one_promoted_memory_across_a_restart(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    _hook(bash_failure(str(project)))
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        assert _until(lambda: _spooled(home)), "the failure was read"
+        assert sc.client.candidates()["results"] == []
+    finally:
+        sc.stop()  # a restart between the failure and the pass
+    _hook(edit(str(project), str(project / "shop" / "totals.py")))
+    _hook(bash_success(str(project)))
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        promoted = _until(lambda: sc.client.candidates(state="promoted")["results"])
+        assert [(c["signal"], c["reason"], c["harness"], c["session_id"]) for c in promoted] == [
+            ("test-passed", "test-passed", "claude-code", SESSION)]
+        content = promoted[0]["content"]
+        assert content == (f"`{COMMAND}` failed with `{KEY}`; it passed after editing "
+                           f"{project / 'shop' / 'totals.py'}."), content
+        assert sc.client.candidates(state="pending")["results"] == []
+        context = context_of(run_hook(prompt_payload("why did test_x fail?", str(project),
+                                                     session_id=OTHER_SESSION)))
+        assert "failed with" in context and "test_x" in context, context
+    finally:
+        sc.stop()
+
+
+def test_a_pass_without_a_failure_and_a_non_test_command_make_nothing(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    _hook(bash_success(str(project)))
+    _hook(bash_failure(str(project), command="grep -r parse_total src", error="Exit code 1\nerror: nothing"))
+    _hook(edit(str(project), "src/x.py"))
+    _hook(bash_success(str(project), command="grep -r parse_total src", call="toolu_09"))
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        assert _until(lambda: _spooled(home))
+        time.sleep(0.5)
+        assert sc.client.candidates()["results"] == []
+        assert sc.client.list_recent(all_projects=True)["results"] == []
+        with sqlite3.connect(f"file:{home / 'memcue.db'}?mode=ro", uri=True) as conn:
+            broken = conn.execute("SELECT key FROM meta WHERE key LIKE 'spool_broken:%'").fetchall()
+        assert broken == [], "tool records are read, not counted as unreadable spool lines"
+    finally:
+        sc.stop()
+
+
+def test_secrets_in_a_command_are_never_kept(tmp_path: Path) -> None:
+    """The per-session state (the store's meta table) and the memory hold the command with its secret redacted."""
+    from memcue.sidecar.capture import Gate, TestRuns
+    from memcue.sidecar.store import Store
+
+    store = Store(tmp_path / "memcue.db")
+    runs = TestRuns(store, Gate(store, store.remember))
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    command = f"GITHUB_TOKEN={secret} pytest tests/test_x.py"
+    rec = {"project": "/p", "session_id": SESSION, "source": "hook:claude-code", "turn": "t1", "ts": 1.0}
+    shell = {"type": "shell", "tool": "Bash", "command": command, "exit_code": 1}
+    assert runs.record({**rec, "spool_id": "a", "tool": {**shell, "failed": True, "key_line": f"E bad {secret}"}}) == 0
+    state = [store.get_meta(f"test_runs:claude-code\x00/p\x00{SESSION}")]
+    assert state[0] and secret not in state[0] and "pytest tests/test_x.py" in state[0]
+    assert runs.record({**rec, "spool_id": "b", "tool": {**shell, "failed": False, "key_line": ""}}) == 1
+    [cand] = store.list_candidates(state="promoted")
+    assert secret not in cand["content"] and "pytest tests/test_x.py" in cand["content"]
+    assert store.get_meta(f"test_runs:claude-code\x00/p\x00{SESSION}") is None, "nothing waits: the state goes"
+    store.close()
