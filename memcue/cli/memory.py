@@ -174,7 +174,7 @@ def register(add: AddCommand) -> None:
     p.add_argument("--kind", help="only this kind (decision, preference, bug, howto, note, request, ...)")
     p.add_argument("--include-forgotten", action="store_true", help="also memories you forgot (marked)")
     p.add_argument("--include-bookkeeping", action="store_true",
-                   help="also bookkeeping rows (session ends, captured answers)")
+                   help="also bookkeeping rows (session ends, trivial or older captured answers)")
     p.add_argument("--full", action="store_true", help=f"whole texts (default: cut at {LIST_CHARS} characters)")
     add_project_options(p, all_projects=True)
     p.set_defaults(fn=cmd_list)
