@@ -93,7 +93,7 @@ MAX_PASTES = 400
 PASTE_LOGS = 4
 KINDS = ("prompt", "answer", "session_end")
 #: The store's ``kind`` of each captured request kind.
-ROW_KIND = {"prompt": "request", "answer": "response", "session_end": "event"}
+ROW_KIND = {"prompt": "request", "answer": "episode", "session_end": "event"}
 
 
 @dataclass
