@@ -10,8 +10,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -111,6 +112,24 @@ def sidecar(home: Path) -> Iterator[Sidecar]:
     sc = start_sidecar(home)
     yield sc
     sc.stop()
+
+
+@pytest.fixture
+def keyword_sidecar(home: Path) -> Iterator[Sidecar]:
+    """A real sidecar without the embedding model (keyword recall), for tests that need no vectors."""
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    yield sc
+    sc.stop()
+
+
+def wait_until(what: Callable[[], Any], timeout_s: float = 30.0) -> Any:
+    """Call ``what`` every 0.1 s until it returns something truthy or ``timeout_s`` (s) pass; its last value."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = what()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
 
 
 def run_hook(

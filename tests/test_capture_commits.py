@@ -14,12 +14,12 @@ import os
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
+from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar, wait_until
 
 from memcue.sidecar.capture.commits import Commit, commit_text, parse_log
 
@@ -29,13 +29,6 @@ EMAIL = "ana@example.com"
 FAKE_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-def _until(what: Callable[[], Any], timeout_s: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = what()
-        if got or time.monotonic() > deadline:
-            return got
-        time.sleep(0.1)
 
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -95,12 +88,6 @@ def _note(home: Path, session_id: str = SESSION) -> dict[str, Any] | None:
     return json.loads(rows[0][0]) if rows else None
 
 
-@pytest.fixture
-def keyword_sidecar(home: Path) -> Iterator[Sidecar]:
-    """A real sidecar without the embedding model (keyword recall)."""
-    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
-    yield sc
-    sc.stop()
 
 
 def test_commits_of_the_session_are_promoted_once_and_recalled_later(keyword_sidecar: Sidecar, tmp_path: Path
@@ -112,7 +99,7 @@ def test_commits_of_the_session_are_promoted_once_and_recalled_later(keyword_sid
     second = _commit(repo, {"tax.py": "queue\n", "worker.py": "retry\n"},
                      "Call the tax API from the worker queue\n\nThe inline call timed out checkout.")
     _stop(repo, "I streamed the export and moved the tax call to the worker.")
-    promoted = _until(lambda: [c for c in _commit_candidates(keyword_sidecar) if c["state"] == "promoted"]
+    promoted = wait_until(lambda: [c for c in _commit_candidates(keyword_sidecar) if c["state"] == "promoted"]
                       if len(_commit_candidates(keyword_sidecar)) >= 2 else [])
     assert sorted(c["evidence"]["sha"] for c in promoted) == sorted([first, second])
     by_sha = {c["evidence"]["sha"]: c for c in promoted}
@@ -127,7 +114,7 @@ def test_commits_of_the_session_are_promoted_once_and_recalled_later(keyword_sid
     _stop(repo, "Nothing else changed.")  # the same delivery again
     third = _commit(repo, {"export.py": "stream gzip\n"}, "Gzip the invoice export")
     _stop(repo, "", event="session-end")
-    got = _until(lambda: len(_commit_candidates(keyword_sidecar)) >= 3 and _commit_candidates(keyword_sidecar))
+    got = wait_until(lambda: len(_commit_candidates(keyword_sidecar)) >= 3 and _commit_candidates(keyword_sidecar))
     time.sleep(1.5)  # a late duplicate would show up by now
     assert sorted(c["evidence"]["sha"] for c in _commit_candidates(keyword_sidecar)) == sorted([first, second, third])
     assert all(c["state"] == "promoted" for c in got) and _note(keyword_sidecar.root) is None
@@ -142,7 +129,7 @@ def test_a_token_in_a_commit_message_is_redacted(keyword_sidecar: Sidecar, tmp_p
     _start_session(repo)
     _commit(repo, {"deploy.sh": "push\n"}, f"Deploy with the bot token\n\nUsed {FAKE_TOKEN} for the registry.")
     _stop(repo, "Deployed.")
-    got = _until(lambda: [c for c in _commit_candidates(keyword_sidecar) if c["state"] == "promoted"])
+    got = wait_until(lambda: [c for c in _commit_candidates(keyword_sidecar) if c["state"] == "promoted"])
     assert len(got) == 1 and FAKE_TOKEN not in got[0]["content"] and "Deploy with the bot token" in got[0]["content"]
     rows = keyword_sidecar.client.list_recent(all_projects=True, kind="change")["results"]
     assert [r["memory_id"] for r in rows] == [got[0]["memory_id"]] and FAKE_TOKEN not in json.dumps(rows), rows
@@ -178,7 +165,7 @@ def test_no_usable_git_captures_nothing_and_says_why(keyword_sidecar: Sidecar, t
     _start_session(repo)
     make(repo)
     _stop(repo, "Done.")
-    note = _until(lambda: _note(keyword_sidecar.root))
+    note = wait_until(lambda: _note(keyword_sidecar.root))
     assert note is not None and reason in note["reason"], note
     assert _commit_candidates(keyword_sidecar) == []
 
@@ -192,7 +179,7 @@ def test_git_missing_from_path_captures_nothing_and_says_why(home: Path, tmp_pat
         _start_session(repo)
         _commit(repo, {"a.py": "1\n"}, "A commit git cannot be asked about")
         _stop(repo, "Done.")
-        note = _until(lambda: _note(home))
+        note = wait_until(lambda: _note(home))
         assert note is not None and note["reason"] == "git is not on PATH", note
         assert _commit_candidates(sc) == []
     finally:
@@ -217,7 +204,7 @@ def test_a_huge_commit_and_a_pulled_commit_are_left_out(keyword_sidecar: Sidecar
             env={"GIT_COMMITTER_EMAIL": "bo@example.com", "GIT_AUTHOR_EMAIL": "bo@example.com"})
     mine = _commit(repo, {"chart.py": "use vendor\n"}, "Draw invoice charts with the vendored library")
     _stop(repo, "Charts done.")
-    got = _until(lambda: _commit_candidates(keyword_sidecar))
+    got = wait_until(lambda: _commit_candidates(keyword_sidecar))
     assert [c["evidence"]["sha"] for c in got] == [mine]
     note = _note(keyword_sidecar.root)
     assert note is not None and "501 files changed" in note["reason"], note
@@ -231,7 +218,7 @@ def test_commits_in_a_linked_worktree_are_read_on_its_branch(keyword_sidecar: Si
     _start_session(tree)
     sha = _commit(tree, {"refund.py": "partial\n"}, "Allow partial refunds on paid invoices")
     _stop(tree, "Partial refunds work.")
-    got = _until(lambda: _commit_candidates(keyword_sidecar))
+    got = wait_until(lambda: _commit_candidates(keyword_sidecar))
     assert [(c["evidence"]["sha"], c["evidence"]["branch"], c["project"]) for c in got] == [
         (sha, "feature", str(repo.resolve()))]
 

@@ -14,11 +14,10 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import context_of, prompt_payload, run_hook, start_sidecar
+from conftest import context_of, prompt_payload, run_hook, start_sidecar, wait_until
 
 from memcue.adapters import claude_code, codex
 from memcue.sidecar.capture.test_runs import is_test_command, transition_text
@@ -57,13 +56,6 @@ def edit(cwd: str, path: str, call: str = "toolu_02") -> dict[str, Any]:
                               "structuredPatch": [], "userModified": False}, "tool_use_id": call}
 
 
-def _until(what: Callable[[], Any], timeout_s: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = what()
-        if got or time.monotonic() > deadline:
-            return got
-        time.sleep(0.1)
 
 
 def _spool_lines(home: Path) -> list[dict[str, Any]]:
@@ -170,7 +162,7 @@ def test_fail_edit_pass_becomes_one_promoted_memory_across_a_restart(home: Path,
     _hook(bash_failure(str(project)))
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     try:
-        assert _until(lambda: _spooled(home)), "the failure was read"
+        assert wait_until(lambda: _spooled(home)), "the failure was read"
         assert sc.client.candidates()["results"] == []
     finally:
         sc.stop()  # a restart between the failure and the pass
@@ -178,7 +170,7 @@ def test_fail_edit_pass_becomes_one_promoted_memory_across_a_restart(home: Path,
     _hook(bash_success(str(project)))
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     try:
-        promoted = _until(lambda: sc.client.candidates(state="promoted")["results"])
+        promoted = wait_until(lambda: sc.client.candidates(state="promoted")["results"])
         assert [(c["signal"], c["reason"], c["harness"], c["session_id"]) for c in promoted] == [
             ("test-passed", "test-passed", "claude-code", SESSION)]
         content = promoted[0]["content"]
@@ -201,7 +193,7 @@ def test_a_pass_without_a_failure_and_a_non_test_command_make_nothing(home: Path
     _hook(bash_success(str(project), command="grep -r parse_total src", call="toolu_09"))
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     try:
-        assert _until(lambda: _spooled(home))
+        assert wait_until(lambda: _spooled(home))
         time.sleep(0.5)
         assert sc.client.candidates()["results"] == []
         assert sc.client.list_recent(all_projects=True)["results"] == []

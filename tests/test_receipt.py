@@ -11,12 +11,11 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Sidecar, prompt_payload, run_hook, start_sidecar
+from conftest import Sidecar, prompt_payload, run_hook, start_sidecar, wait_until
 
 SESSION = "6a0f2c4e-1b3d-4f5a-8c7e-9d0b1a2c3e4f"
 STATEMENT = "from now on we keep invoices in Postgres 16"
@@ -24,13 +23,6 @@ SAVED = "The billing worker exports invoices nightly at 02:00 to the accounting 
 SMALL_TALK = "thanks, that looks fine"
 
 
-def _until(what: Callable[[], Any], timeout_s: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = what()
-        if got or time.monotonic() > deadline:
-            return got
-        time.sleep(0.1)
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,12 +35,6 @@ def _event(project: Path, name: str, **fields: Any) -> dict[str, Any]:
             "cwd": str(project), "hook_event_name": name, **fields}
 
 
-@pytest.fixture
-def keyword_sidecar(home: Path) -> Iterator[Sidecar]:
-    """A real sidecar without the embedding model (keyword recall)."""
-    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
-    yield sc
-    sc.stop()
 
 
 def _session(sc: Sidecar, project: Path) -> None:
@@ -73,7 +59,7 @@ def test_the_receipt_of_a_real_session(keyword_sidecar: Sidecar, tmp_path: Path)
         done = r["candidates"]["by_state"].get("promoted") and r["captured"]["by_kind"].get("episode")
         return r if done else None
 
-    receipt = _until(ready)
+    receipt = wait_until(ready)
     assert receipt, keyword_sidecar.client.receipt(SESSION)
     assert receipt["harnesses"] == ["claude-code"]
     captured = receipt["captured"]
@@ -118,7 +104,7 @@ def test_a_prompt_that_got_nothing_says_why(keyword_sidecar: Sidecar, tmp_path: 
     project = tmp_path / "empty"
     project.mkdir()
     assert run_hook(prompt_payload("what is the meaning of the frobnicator?", str(project), SESSION)).returncode == 0
-    receipt = _until(lambda: keyword_sidecar.client.receipt(SESSION)["skipped"]["total"] and
+    receipt = wait_until(lambda: keyword_sidecar.client.receipt(SESSION)["skipped"]["total"] and
                      keyword_sidecar.client.receipt(SESSION))
     assert receipt["injected"]["blocks"] == 0
     assert [(i["reason"], i["content"]) for i in receipt["skipped"]["items"]] == [
@@ -137,7 +123,7 @@ def test_spool_lines_that_could_not_be_read_are_in_the_receipt(home: Path, tmp_p
         fh.write(b'{"op": "remember", "content": \n')  # a line cut by a crash
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     try:
-        receipt = _until(lambda: sc.client.receipt(SESSION)["failed"]["total"] and sc.client.receipt(SESSION))
+        receipt = wait_until(lambda: sc.client.receipt(SESSION)["failed"]["total"] and sc.client.receipt(SESSION))
         assert receipt and receipt["captured"]["by_via"] == {"spool": 1}
         assert [(i["content"], i["reason"]) for i in receipt["skipped"]["items"]] == [
             ("please look at the nightly export", "sidecar not reached in time: the prompt was spooled, nothing "
