@@ -122,3 +122,14 @@ def explain(proc: subprocess.CompletedProcess[bytes], sidecar: Sidecar) -> str:
     """What to show when a harness run did not do what the test expects."""
     return (f"exit {proc.returncode}\nstdout: {proc.stdout.decode(errors='replace')[-3000:]}\n"
             f"stderr: {proc.stderr.decode(errors='replace')[-3000:]}\nsidecar log: {sidecar.log()[-3000:]}")
+
+
+def promoted_and_tool_records(sc: Sidecar, home: Path, timeout_s: float = 30.0) -> tuple[list[dict], list[dict]]:
+    """Wait (at most ``timeout_s`` s) for promoted candidates in ``sc``; returns them and every tool record the
+    hooks spooled under ``home`` (``"op":"tool"`` lines), in file order."""
+    deadline = time.monotonic() + timeout_s
+    while not (promoted := sc.client.candidates(state="promoted")["results"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    spooled = [json.loads(line) for f in (home / "spool").glob("*.jsonl") for line in f.read_text().splitlines()
+               if '"op":"tool"' in line]
+    return promoted, spooled

@@ -8,15 +8,13 @@ memory promoted with reason ``test-passed`` that names the command and its failu
 
 from __future__ import annotations
 
-import json
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 from conftest import start_sidecar
 from model_stubs import ModelStub
-from real_harness import explain, memcue_cli, private_env, program, project_dir, run
+from real_harness import explain, memcue_cli, private_env, program, project_dir, promoted_and_tool_records, run
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 
@@ -48,11 +46,7 @@ def test_post_tool_use_hooks_fire_and_a_fail_then_pass_is_promoted(home: Path, t
                                                          "ANTHROPIC_API_KEY": "sk-ant-loopback"}, timeout=180))
             assert procs[-1].returncode == 0, explain(procs[-1], sc)
             assert any("tool_result" in r.text for r in stub.requests), "the model's Bash call ran"
-        deadline = time.monotonic() + 30
-        while not (promoted := sc.client.candidates(state="promoted")["results"]) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        spooled = [json.loads(line) for f in (home / "spool").glob("*.jsonl") for line in f.read_text().splitlines()
-                   if '"op":"tool"' in line]
+        promoted, spooled = promoted_and_tool_records(sc, home)
     finally:
         sc.stop()
     assert [r["tool"]["failed"] for r in spooled] == [True, False], (spooled, explain(procs[-1], sc))

@@ -8,14 +8,12 @@ promoted with reason ``test-passed`` that names the command and its failure line
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 
 import pytest
 from conftest import start_sidecar
 from model_stubs import ModelStub
-from real_harness import explain, memcue_cli, program, project_dir, run
+from real_harness import explain, memcue_cli, program, project_dir, promoted_and_tool_records, run
 from test_real_claude_code_tools import MAKEFILE
 from test_real_codex import _config, _env
 
@@ -40,11 +38,7 @@ def test_codex_post_tool_use_fires_and_a_fail_then_pass_is_promoted(home: Path, 
                           "run the checks again"]):
                 procs.append(run([str(program("codex")), *argv], env=env, cwd=project, timeout=180))
                 assert procs[-1].returncode == 0, explain(procs[-1], sc)
-        deadline = time.monotonic() + 30
-        while not (promoted := sc.client.candidates(state="promoted")["results"]) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        spooled = [json.loads(line) for f in (home / "spool").glob("*.jsonl") for line in f.read_text().splitlines()
-                   if '"op":"tool"' in line]
+        promoted, spooled = promoted_and_tool_records(sc, home)
     finally:
         sc.stop()
     assert [(r["tool"]["command"], r["tool"]["failed"]) for r in spooled] == [
