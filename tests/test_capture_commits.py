@@ -168,6 +168,8 @@ def test_no_usable_git_captures_nothing_and_says_why(keyword_sidecar: Sidecar, t
     note = wait_until(lambda: _note(keyword_sidecar.root))
     assert note is not None and reason in note["reason"], note
     assert _commit_candidates(keyword_sidecar) == []
+    skipped = keyword_sidecar.client.receipt(SESSION)["skipped"]["items"]
+    assert [i["reason"] for i in skipped if i["what"] == "git"] == [f"commits not read: {note['reason']}"]
 
 
 def test_git_missing_from_path_captures_nothing_and_says_why(home: Path, tmp_path: Path) -> None:

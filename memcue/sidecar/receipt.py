@@ -11,11 +11,13 @@ tokens, each skipped prompt's reason) and the spool's count of unreadable lines 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
 from memcue.core.spool_format import spool_name
 from memcue.harnesses import NAMES
+from memcue.sidecar.capture.commits import NOTE_KEY
 from memcue.sidecar.capture.spool import BROKEN_KEY
 from memcue.sidecar.store import StoreProtocol
 
@@ -92,11 +94,26 @@ def _prompt_of(recall: dict[str, Any], requests: list[dict[str, Any]]) -> dict[s
     return before[-1] if before else None
 
 
+def _git_note(store: StoreProtocol, session_id: str) -> list[dict[str, Any]]:
+    """The commit signal's note on why git was not read for the session (``capture.commits.NOTE_KEY``), as a
+    skipped item (``what: git``), or nothing."""
+    raw = store.get_meta(NOTE_KEY + session_id)
+    try:
+        note = json.loads(raw) if raw else None
+    except ValueError:
+        note = None
+    if not isinstance(note, dict) or not note.get("reason"):
+        return []
+    return [{"what": "git", "id": None, "created_at": note.get("at"), "reason": f"commits not read: {note['reason']}",
+             "content": ""}]
+
+
 def _skipped(recalls: list[dict[str, Any]], cands: list[dict[str, Any]],
              rows: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"total", "by_reason", "items"}``: prompts that got nothing (``what: prompt``, with the prompt's row
     ``id`` and ``content`` when found; a prompt that reached memcue only through the spool got nothing either)
-    and statements held for review (``what: candidate``)."""
+    and statements held for review (``what: candidate``). ``build_receipt`` adds the commit signal's note
+    (``what: git``)."""
     requests = [r for r in rows if r["kind"] == "request" and _via(r) in ("live", "spool")]
     items: list[dict[str, Any]] = [
         {"what": "prompt", "query_id": "", "created_at": r["created_at"], "reason": SKIP_SPOOLED, "id": r["id"],
@@ -141,7 +158,15 @@ def build_receipt(store: StoreProtocol, session_id: str) -> dict[str, Any]:
     return {"session_id": session_id, "project": Counter(projects).most_common(1)[0][0] if projects else "",
             "harnesses": sorted(harnesses), "first_at": min(times, default=None), "last_at": max(times, default=None),
             "captured": _captured(rows), "saved": _saved(rows), "candidates": _candidates(cands),
-            "injected": _injected(recalls), "skipped": _skipped(recalls, cands, rows), "failed": failed}
+            "injected": _injected(recalls), "skipped": _with(_skipped(recalls, cands, rows),
+                                                             _git_note(store, session_id)),
+            "failed": failed}
+
+
+def _with(skipped: dict[str, Any], more: list[dict[str, Any]]) -> dict[str, Any]:
+    """``skipped`` with the items ``more`` added to its items and counts."""
+    items = skipped["items"] + more
+    return {"total": len(items), "by_reason": dict(Counter(i["reason"] for i in items)), "items": items}
 
 
 def latest_session(store: StoreProtocol, project: str | None) -> str:
