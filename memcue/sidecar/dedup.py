@@ -4,8 +4,10 @@ A new memory is a near-duplicate of a stored one when both hold in the same proj
 
 - their cosine similarity (the default embedding model) is at least ``NEAR_DUPLICATE_COSINE``, and
 - they state the same specifics (``same_specifics``): the same numbers in the same order, the same
-  identifiers (snake_case, camelCase, dotted names, ``backticked`` code), the same paths and URLs, and the same
-  negations ("not", "never", …).
+  identifiers (snake_case, camelCase, dotted names, ``backticked`` code), the same paths and URLs, the same
+  negations ("not", "never", …) and the same polarity words (``POLARITY``: allowed/forbidden, enable/disable,
+  increase/decrease, … in any inflection), so a statement and its reversal stay two memories (case C26:
+  "pushes to main are allowed" and "... forbidden" score above 0.96).
 
 The embedding alone cannot be trusted with specifics: with all-MiniLM-L6-v2 "retry 3 times" and "retry 5
 times" score 0.970, "port 5432" and "port 5433" 0.985, "python 3.11" and "3.12" 0.958, ``getUserById`` and
@@ -51,17 +53,32 @@ _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _SNAKE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b_[A-Za-z0-9_]+\b")
 _CAMEL = re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
 _DOTTED = re.compile(r"\b[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)+(?:\(\))?")
+#: Words whose swap for their opposite reverses a statement while barely moving its embedding (case C26): the
+#: stems of common antonym pairs in engineering notes, matched with any inflection ("enable", "enabled",
+#: "enables", "enabling"). Where one side of a pair is an everyday word ("on", "add", "keep", "pass") only the
+#: other side is listed: one text having a polarity word the other lacks is enough to keep them apart, and a
+#: missed merge only adds a row.
+POLARITY = (
+    "allow", "permit", "forbid", "forbidden", "prohibit", "ban", "banned", "block", "deny", "denied",
+    "enable", "disable", "increase", "decrease", "lower", "higher", "remove", "exclude", "reject", "optional",
+    "mandatory", "true", "false", "off", "stop", "close", "public", "private", "sync", "async", "synchronous",
+    "asynchronous", "fewer", "faster", "slower", "downgrade", "drop", "unlock", "encrypt", "decrypt", "unsafe",
+    "invalid", "fail", "min", "max", "minimum", "maximum", "internal", "external",
+)
+_POLARITY = re.compile(r"\b(" + "|".join(sorted(POLARITY, key=len, reverse=True)) + r")(?:s|d|ed|es|ing|ped|ping)?\b",
+                       re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|nobody|neither|nor|without|cannot|\w+n't)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Specifics:
-    """What must agree between two near-duplicates: ``numbers`` in order, ``names`` (identifiers, paths, URLs)
-    and ``negations`` as sorted multisets."""
+    """What must agree between two near-duplicates: ``numbers`` in order, ``names`` (identifiers, paths, URLs),
+    ``negations`` and ``polarity`` (``POLARITY`` stems, lower case) as sorted multisets."""
 
     numbers: tuple[str, ...]
     names: tuple[str, ...]
     negations: tuple[str, ...]
+    polarity: tuple[str, ...] = ()
 
 
 def specifics(text: str) -> Specifics:
@@ -81,11 +98,12 @@ def specifics(text: str) -> Specifics:
         rest = pattern.sub(" ", rest)
     numbers = tuple(_NUMBER.findall(text))
     negations = sorted(m.group(0).lower() for m in _NEGATION.finditer(text))
-    return Specifics(numbers, tuple(sorted(names.elements())), tuple(negations))
+    polarity = sorted(m.group(1).lower() for m in _POLARITY.finditer(text))
+    return Specifics(numbers, tuple(sorted(names.elements())), tuple(negations), tuple(polarity))
 
 
 def same_specifics(a: str, b: str) -> bool:
-    """Whether ``a`` and ``b`` state the same numbers, identifiers, paths and negations."""
+    """Whether ``a`` and ``b`` state the same numbers, identifiers, paths, negations and polarity words."""
     return specifics(a) == specifics(b)
 
 
