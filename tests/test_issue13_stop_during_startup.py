@@ -35,7 +35,9 @@ def _check_database(loc: Locations) -> None:
 
 
 def _stop_at(home: Path, delay_ms: int, sig: signal.Signals) -> tuple[int, str]:
-    env = os.environ | {"MEMCUE_HOME": str(home), "OPENBLAS_NUM_THREADS": "1"}
+    # PYTHONFAULTHANDLER: a sidecar that hangs is ended with SIGABRT, which makes Python print every thread's
+    # stack to stderr: the failure message then says where it was stuck.
+    env = os.environ | {"MEMCUE_HOME": str(home), "OPENBLAS_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "memcue.sidecar"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     time.sleep(delay_ms / 1000)
@@ -43,9 +45,15 @@ def _stop_at(home: Path, delay_ms: int, sig: signal.Signals) -> tuple[int, str]:
     try:
         _, err = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        raise AssertionError(f"the sidecar did not stop within 30 s of {sig.name} at {delay_ms} ms") from None
+        proc.send_signal(signal.SIGABRT)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        stuck = err.decode("utf-8", "replace")[-6000:]
+        raise AssertionError(f"the sidecar did not stop within 30 s of {sig.name} at {delay_ms} ms; its stderr "
+                             f"(thread stacks at the end):\n{stuck}") from None
     return proc.returncode, err.decode("utf-8", "replace")
 
 
