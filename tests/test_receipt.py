@@ -165,6 +165,8 @@ def test_doctor_warns_when_a_wired_harness_captured_nothing_for_a_week(tmp_path:
         old = time.time() - 10 * 86400
         sc.client.remember("please look at the flaky billing test", kind="request", project="/p",
                            source="hook:claude-code", created_at=old)
+        # A session end alone (claude mcp list fires SessionEnd) is no capture.
+        sc.client.remember("Session ended (reason: other)", kind="event", project="/p", source="hook:claude-code")
         stale = _doctor(tmp_path, home)["claude-code captures"]
         assert stale["status"] == "warn" and "nothing captured from it for 10 days" in stale["message"], stale
         assert stale["last_capture"] == pytest.approx(old)

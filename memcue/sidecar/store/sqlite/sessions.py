@@ -75,12 +75,14 @@ class SessionReads:
 
     def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
         """The newest ``created_at`` (Unix s) of a row per source in ``sources`` (such as ``hook:claude-code``);
-        None for a source with no row."""
+        None for a source with no row. Session events (kind ``event``) do not count: a harness fires SessionEnd
+        for commands that do no work (``claude mcp list``), so a "Session ended" row says nothing was captured."""
         wanted = list(dict.fromkeys(sources))
         if not wanted:
             return {}
         marks = ",".join("?" * len(wanted))
         found = dict(self._db.reader().execute(
-            f"SELECT source, max(created_at) FROM memories WHERE source IN ({marks}) GROUP BY source",
+            f"SELECT source, max(created_at) FROM memories WHERE source IN ({marks}) AND kind != 'event' "
+            "GROUP BY source",
             wanted).fetchall())
         return {s: found.get(s) for s in wanted}
