@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memcue.sidecar.capture.gate import CandidateDecided, Gate
+from memcue.sidecar.capture.gate import Gate
 from memcue.sidecar.store import NewCandidate, NewMemory, StoreProtocol, WriteResult
 
 log = logging.getLogger("memcue.capture")
@@ -201,16 +201,10 @@ class CommitSignal:
             return 0
         count = 0
         for got in self._store.add_candidates(news):
-            if got.added:
-                count += 1
-            else:  # read before (another Stop, another session): promote it only if that read broke off
-                held = self._store.get_candidate(got.id)
-                if held is None or held["state"] != "pending":
-                    continue
-            try:
-                self._gate.promote(got.id, COMMIT_LANDED)
-            except CandidateDecided:
-                pass  # a reviewer was faster
+            count += got.added
+            # A commit read before (another Stop, another session) is promoted only if that read broke off
+            # before promoting it: ``confirm`` leaves a decided candidate as it is.
+            self._gate.confirm(got.id, COMMIT_LANDED)
         return count
 
     def _head(self, project: str) -> tuple[str, str]:

@@ -65,6 +65,16 @@ class Gate:
             raise CandidateDecided(candidate_id, self._state(candidate_id))  # decided meanwhile by another call
         return {**self._row(candidate_id), "duplicate": result.duplicate}
 
+    def confirm(self, candidate_id: int, reason: str) -> bool:
+        """Promote candidate ``candidate_id`` because a signal confirmed it (``promote`` with ``reason``), unless it
+        was decided already (a reviewer was faster, an earlier read of the same signal did it): True when this
+        call promoted it. Raises ``CandidateNotFound``."""
+        try:
+            self.promote(candidate_id, reason)
+        except CandidateDecided:
+            return False
+        return True
+
     def reject(self, candidate_id: int, reason: str) -> dict[str, Any]:
         """Turn down pending candidate ``candidate_id`` with ``reason``; returns its row. Raises
         ``CandidateNotFound``, ``CandidateDecided``."""

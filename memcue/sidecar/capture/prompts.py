@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from memcue.sidecar.capture.gate import CandidateDecided, Gate
+from memcue.sidecar.capture.gate import Gate
 from memcue.sidecar.capture.statements import find_statements
 from memcue.sidecar.store import NewCandidate, NewMemory, StoreProtocol, WriteResult
 
@@ -97,8 +97,5 @@ class PromptStatements:
             if held[new.content]:
                 log.info("candidate %d held for review: %s", got.id, held[new.content])
                 continue
-            try:
-                self._gate.promote(got.id, USER_STATEMENT)
-            except CandidateDecided:
-                pass  # a reviewer was faster
+            self._gate.confirm(got.id, USER_STATEMENT)
         return count

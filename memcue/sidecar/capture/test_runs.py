@@ -19,7 +19,7 @@ import logging
 import re
 from typing import Any
 
-from memcue.sidecar.capture.gate import CandidateDecided, Gate
+from memcue.sidecar.capture.gate import Gate
 from memcue.sidecar.store import NewCandidate, StoreProtocol, redact
 
 log = logging.getLogger("memcue.capture")
@@ -144,10 +144,7 @@ class TestRuns:
         got = self._store.add_candidates([new])[0]
         if not got.added:
             return 0  # the same passing record read again: decided the first time
-        try:
-            self._gate.promote(got.id, TEST_PASSED)
-        except CandidateDecided:
-            pass
+        self._gate.confirm(got.id, TEST_PASSED)
         log.info("test-passed candidate %d promoted: %s", got.id, command)
         return 1
 
