@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memcue.sidecar.store import strip_injected
+
 #: Longest sentence taken as a statement (characters); longer ones are left out, not cut (a run-on paragraph is
 #: rarely one durable statement).
 STATEMENT_MAX_CHARS = 400
@@ -48,7 +50,6 @@ _PASTED = re.compile(
     r"\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|TRACE)\b|"
     r"\w+(?:Error|Exception)\b:|E\s{2,})")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
-_MEMCUE_BLOCK = re.compile(r"<(memcue[\w-]*)\b.*?</\1>", re.IGNORECASE | re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
 _ROLE_MARKER = re.compile(
     r"(?:^|\n|[.!?]\s)\s*(?:system|assistant|developer|user|human|tool)\s*:|<\|?(?:im_start|im_end|system|endoftext)\|?>|"
@@ -100,7 +101,7 @@ def _typed_text(prompt: str) -> str:
     traceback lines, indented code, memcue blocks. A dropped line ends a paragraph (so no sentence spans it)."""
     kept: list[str] = []
     fenced = False
-    for line in _MEMCUE_BLOCK.sub("\n", prompt).splitlines():
+    for line in strip_injected(prompt).splitlines():
         if _FENCE.match(line):
             fenced = not fenced
             kept.append("")

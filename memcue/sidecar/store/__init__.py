@@ -21,10 +21,12 @@ from memcue.sidecar.store.write import (
     prepare_write,
     redact,
     sanitize_text,
+    strip_injected,
 )
 
 __all__ = [
     "CANDIDATE_STATES", "CANDIDATE_TTL_S", "CandidateAdded", "NewCandidate",
     "DF_CAP", "ForgetResult", "MAYBE_NAME", "NewMemory", "PreparedWrite", "RECORD_KINDS", "ServedRecall", "Store",
     "StoreProtocol", "VectorSupport", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
+    "strip_injected",
 ]

@@ -20,9 +20,11 @@ from memcue.sidecar.store.write.records import (
     WriteResult,
 )
 from memcue.sidecar.store.write.redaction import Redacted, redact
+from memcue.sidecar.store.write.strip import strip_injected
 
 __all__ = [
     "CANDIDATE_STATES", "CANDIDATE_TTL_S", "CandidateAdded", "NewCandidate",
     "CAPTURED_KINDS", "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
     "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
+    "strip_injected",
 ]
