@@ -11,13 +11,12 @@ tokens, each skipped prompt's reason) and the spool's count of unreadable lines 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
 from memcue.core.spool_format import spool_name
 from memcue.harnesses import NAMES
-from memcue.sidecar.capture.commits import NOTE_KEY
+from memcue.sidecar.capture.commits import read_note
 from memcue.sidecar.capture.spool import BROKEN_KEY
 from memcue.sidecar.store import StoreProtocol
 
@@ -95,14 +94,10 @@ def _prompt_of(recall: dict[str, Any], requests: list[dict[str, Any]]) -> dict[s
 
 
 def _git_note(store: StoreProtocol, session_id: str) -> list[dict[str, Any]]:
-    """The commit signal's note on why git was not read for the session (``capture.commits.NOTE_KEY``), as a
+    """The commit signal's note on why git was not read for the session (``capture.commits.read_note``), as a
     skipped item (``what: git``), or nothing."""
-    raw = store.get_meta(NOTE_KEY + session_id)
-    try:
-        note = json.loads(raw) if raw else None
-    except ValueError:
-        note = None
-    if not isinstance(note, dict) or not note.get("reason"):
+    note = read_note(store, session_id)
+    if note is None or not note.get("reason"):
         return []
     return [{"what": "git", "id": None, "created_at": note.get("at"), "reason": f"commits not read: {note['reason']}",
              "content": ""}]

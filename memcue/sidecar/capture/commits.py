@@ -25,7 +25,7 @@ Nothing is read from git, and the reason is kept, for: a folder that is gone or 
 PATH, a detached HEAD, a branch without commits, a rebase, merge, cherry-pick or revert in progress, a git call
 that failed or timed out. A commit touching more than ``HUGE_COMMIT_FILES`` files is skipped (a vendored tree or a
 mass reformat says nothing a later question needs) with its reason. The reason is the session's note, meta
-``commits:note:<session>`` = ``{"at": <Unix s>, "reason": "..."}`` (``note_for``; the receipt can show it); a
+``commits:note:<session>`` = ``{"at": <Unix s>, "reason": "..."}`` (``read_note``; the receipt shows it); a
 read that captured normally clears nothing, a new reason replaces the old one.
 """
 
@@ -163,14 +163,6 @@ class CommitSignal:
         finally:
             self.last_git_ms = (time.perf_counter() - spent) * 1000
 
-    def note_for(self, session_id: str) -> dict[str, object] | None:
-        """Why commits were not (all) read for ``session_id``: ``{"at": Unix s, "reason": str}``, or None."""
-        raw = self._store.get_meta(NOTE_KEY + session_id)
-        try:
-            return json.loads(raw) if raw else None
-        except ValueError:
-            return None
-
     def _capture(self, project: str, folder: str, session_id: str, harness: str) -> int:
         since = self._store.session_first_seen(session_id)
         if since is None:
@@ -270,6 +262,17 @@ class CommitSignal:
     def _note(self, session_id: str, reason: str) -> None:
         log.info("commits of session %s: %s", session_id, reason)
         self._store.set_meta(NOTE_KEY + session_id, json.dumps({"at": time.time(), "reason": reason}))
+
+
+def read_note(store: StoreProtocol, session_id: str) -> dict[str, object] | None:
+    """Why commits were not (all) read for ``session_id``, as kept in ``store``'s meta: ``{"at": Unix s,
+    "reason": str}``, or None (no note, or an unreadable one)."""
+    raw = store.get_meta(NOTE_KEY + session_id)
+    try:
+        note = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return note if isinstance(note, dict) else None
 
 
 def parse_log(out: str) -> list[Commit]:
