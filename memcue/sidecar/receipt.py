@@ -104,11 +104,11 @@ def _git_note(store: StoreProtocol, session_id: str) -> list[dict[str, Any]]:
 
 
 def _skipped(recalls: list[dict[str, Any]], cands: list[dict[str, Any]],
-             rows: list[dict[str, Any]]) -> dict[str, Any]:
+             rows: list[dict[str, Any]], more: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"total", "by_reason", "items"}``: prompts that got nothing (``what: prompt``, with the prompt's row
     ``id`` and ``content`` when found; a prompt that reached memcue only through the spool got nothing either)
-    and statements held for review (``what: candidate``). ``build_receipt`` adds the commit signal's note
-    (``what: git``)."""
+    and statements held for review (``what: candidate``), then the items ``more`` (the commit signal's note,
+    ``what: git``)."""
     requests = [r for r in rows if r["kind"] == "request" and _via(r) in ("live", "spool")]
     items: list[dict[str, Any]] = [
         {"what": "prompt", "query_id": "", "created_at": r["created_at"], "reason": SKIP_SPOOLED, "id": r["id"],
@@ -121,6 +121,7 @@ def _skipped(recalls: list[dict[str, Any]], cands: list[dict[str, Any]],
     items += [{"what": "candidate", "id": c["id"], "created_at": c["created_at"], "reason": _why(c),
                "content": c["content"]} for c in cands
               if c["state"] == "pending" and (c.get("evidence") or {}).get("held")]
+    items += more
     return {"total": len(items), "by_reason": dict(Counter(i["reason"] for i in items)), "items": items}
 
 
@@ -153,15 +154,8 @@ def build_receipt(store: StoreProtocol, session_id: str) -> dict[str, Any]:
     return {"session_id": session_id, "project": Counter(projects).most_common(1)[0][0] if projects else "",
             "harnesses": sorted(harnesses), "first_at": min(times, default=None), "last_at": max(times, default=None),
             "captured": _captured(rows), "saved": _saved(rows), "candidates": _candidates(cands),
-            "injected": _injected(recalls), "skipped": _with(_skipped(recalls, cands, rows),
-                                                             _git_note(store, session_id)),
+            "injected": _injected(recalls), "skipped": _skipped(recalls, cands, rows, _git_note(store, session_id)),
             "failed": failed}
-
-
-def _with(skipped: dict[str, Any], more: list[dict[str, Any]]) -> dict[str, Any]:
-    """``skipped`` with the items ``more`` added to its items and counts."""
-    items = skipped["items"] + more
-    return {"total": len(items), "by_reason": dict(Counter(i["reason"] for i in items)), "items": items}
 
 
 def latest_session(store: StoreProtocol, project: str | None) -> str:
