@@ -94,7 +94,7 @@ class SpoolReader:
     def _dispatch(self, line: bytes, path: Path) -> NewMemory | bool | None:
         """The memory ``line`` asks for; a tool-call record goes to ``on_tool`` instead (True); None for a blank or
         broken line; False for a line kept in ``HELD_DIR`` after a fault of ours (in loading it or in ``on_tool``):
-logged with its traceback, one bad record must not stop the spool."""
+        logged with its traceback: one bad record must not stop the spool."""
         try:
             tool = parse_tool(line)
         except ValueError as exc:
