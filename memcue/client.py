@@ -76,6 +76,10 @@ class Client:
         self.close()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        if not self.loc.socket_trusted():
+            raise SidecarDown(f"the memcue sidecar's socket folder {self.loc.socket.parent} is not a private folder "
+                              "of yours (another user may own it): not connecting. Remove it, or set MEMCUE_HOME to "
+                              "a shorter path")
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TimeoutException:
