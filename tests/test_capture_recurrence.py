@@ -163,3 +163,23 @@ def test_injection_like_candidates_stay_pending_however_often_they_recur(home: P
         assert {m["memory_kind"] for m in sc.client.list_recent(all_projects=True)["results"]} == {"request"}
     finally:
         sc.stop()
+
+
+def test_the_same_text_is_compared_however_many_newer_candidates_wait(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db", want_vec=False)
+    try:
+        old = _hold_in(store, FACT, SESSION_A)
+        newer = [_hold_in(store, f"fact number {i} about something else", SESSION_A) for i in range(3)]
+        digest = store.pending_candidates_after(0, RECURRING_SIGNALS)[0]["content_sha1"]
+        peers = store.candidate_peers(PROJECT, "note", other_than=SESSION_B, signals=RECURRING_SIGNALS,
+                                      digest=digest, limit=2)
+        assert [p["id"] for p in peers] == [old, newer[-1]]  # the same text first, then the newest
+        assert store.candidate_peers(PROJECT, "note", other_than=SESSION_A, signals=RECURRING_SIGNALS) == []
+        assert set(peers[0]) == {"id", "content", "session_id", "content_sha1", "vector", "vector_model"}
+    finally:
+        store.close()
+
+
+def _hold_in(store: Store, text: str, session: str) -> int:
+    return store.add_candidates([NewCandidate(content=text, signal=RECURRING_SIGNALS[0], project=PROJECT,
+                                              session_id=session, turn=f"distill:{next(_turns)}")])[0].id

@@ -118,30 +118,28 @@ class Recurrence:
             if row is not None and row["session_id"] != cand["session_id"]:
                 return self._promote([cand], {"sessions": _distinct([row["session_id"], cand["session_id"]]),
                                               "recurred_with_memory": memory_id})
-        peers = self._store.candidate_peers(cand["project"], cand["kind"], other_than=cand["session_id"],
-                                            signals=RECURRING_SIGNALS, limit=MAX_PEERS)
-        same = [p for p in peers if p["id"] != cand["id"] and self._recurs(cand, vector, p)]
+        peers = [p for p in self._store.candidate_peers(cand["project"], cand["kind"], other_than=cand["session_id"],
+                                                        signals=RECURRING_SIGNALS, digest=cand["content_sha1"],
+                                                        limit=MAX_PEERS) if p["id"] != cand["id"]]
+        same = [p for p in peers if p["content_sha1"] == cand["content_sha1"]]
+        if vector is not None:
+            pairs = [(p, v) for p in peers if p["content_sha1"] != cand["content_sha1"]
+                     and (v := self._peer_vector(p, cand["id"])) is not None]
+            hits = self._near_texts(cand["content"], vector, [(p["content"], v) for p, v in pairs])
+            same += [pairs[i][0] for i, _ in hits]
         if not same:
             return 0
         group = sorted([cand, *same], key=lambda c: c["id"])
         return self._promote(group, {"sessions": _distinct([c["session_id"] for c in group]),
                                      "candidate_ids": [c["id"] for c in group]})
 
-    def _recurs(self, cand: dict[str, Any], vector: np.ndarray | None, peer: dict[str, Any]) -> bool:
-        """Whether ``peer`` states what ``cand`` states: the same text, or a near-duplicate by the model."""
-        if peer["content_sha1"] == cand["content_sha1"]:
-            return True
-        if vector is None:
-            return False
-        theirs = self._peer_vector(peer)
-        return theirs is not None and bool(self._near_texts(cand["content"], vector, [(peer["content"], theirs)]))
-
-    def _peer_vector(self, peer: dict[str, Any]) -> np.ndarray | None:
-        """``peer``'s stored vector of the current model; embedded (and stored) when it has none, at most
-        ``MAX_PEER_EMBEDS`` per run of the rule."""
+    def _peer_vector(self, peer: dict[str, Any], examined: int) -> np.ndarray | None:
+        """``peer``'s stored vector of the current model. One without it is embedded (and stored) when it was
+        examined before (an id below ``examined``: while no model was ready), at most ``MAX_PEER_EMBEDS`` per run;
+        a later one is compared when its own turn comes."""
         if peer["vector"] is not None and peer["vector_model"] == self._model_id():
             return np.frombuffer(peer["vector"], dtype=np.float32)
-        if self._peer_embeds >= MAX_PEER_EMBEDS:
+        if peer["id"] > examined or self._peer_embeds >= MAX_PEER_EMBEDS:
             return None
         self._peer_embeds += 1
         vector = self._embed([peer["content"]])[0]

@@ -21,6 +21,8 @@ _COLUMNS = ("id, content, kind, project, session_id, harness, turn, signal, evid
 #: The columns of a recurrence read: a candidate's with its digest and embedding (``vector``: float32 bytes or None,
 #: ``vector_model``: the model that made it, "" when none).
 _RECUR_COLUMNS = _COLUMNS + ", content_sha1, vector, vector_model"
+#: The columns of a candidate compared with another (``peers``).
+_PEER_COLUMNS = "id, content, session_id, content_sha1, vector, vector_model"
 #: Not held for review: a candidate whose evidence gives a ``held`` reason waits for a person.
 _NOT_HELD = "coalesce(json_extract(evidence, '$.held'), '') = ''"
 
@@ -33,7 +35,8 @@ def _prepared(c: NewCandidate) -> tuple[str, str]:
 
 def _row(values: tuple[Any, ...], columns: str = _COLUMNS) -> dict[str, Any]:
     row = dict(zip([c.strip() for c in columns.split(",")], values, strict=True))
-    row["evidence"] = json.loads(row["evidence"] or "{}")
+    if "evidence" in row:
+        row["evidence"] = json.loads(row["evidence"] or "{}")
     return row
 
 
@@ -126,16 +129,20 @@ class CandidateRows:
             f" AND {_NOT_HELD} ORDER BY id LIMIT ?", (int(after_id), *signals, int(limit))).fetchall()
         return [_row(r, _RECUR_COLUMNS) for r in rows]
 
-    def peers(self, project: str, kind: str, *, other_than: str, signals: Sequence[str],
+    def peers(self, project: str, kind: str, *, other_than: str, signals: Sequence[str], digest: str = "",
               limit: int = 2000) -> list[dict[str, Any]]:
         """Pending candidates of ``signals`` in ``project`` and ``kind`` from a known session other than
-        ``other_than``, not held for review, newest first (at most ``limit``); columns as ``pending_after``."""
+        ``other_than``, not held for review: those whose ``content_sha1`` is ``digest`` first (however old), then
+        newest first; at most ``limit``. Columns ``_PEER_COLUMNS``: ``id``, ``content``, ``session_id``,
+        ``content_sha1``, ``vector``, ``vector_model``."""
         marks = ", ".join("?" * len(signals))
         rows = self._db.reader().execute(
-            f"SELECT {_RECUR_COLUMNS} FROM candidates WHERE state = 'pending' AND project = ? AND kind = ?"
+            f"SELECT {_PEER_COLUMNS} FROM candidates WHERE state = 'pending' AND project = ? AND kind = ?"
             f" AND session_id NOT IN ('', ?) AND signal IN ({marks}) AND {_NOT_HELD}"
-            " ORDER BY id DESC LIMIT ?", (project, kind, other_than, *signals, int(limit))).fetchall()
-        return [_row(r, _RECUR_COLUMNS) for r in rows]
+            " ORDER BY content_sha1 = ? DESC, id DESC LIMIT ?",
+            (project, kind, other_than, *signals, digest, int(limit))).fetchall()
+        keys = [c.strip() for c in _PEER_COLUMNS.split(",")]
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     def set_vectors(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
         """Store each candidate's embedding ``(candidate id, float32 bytes)`` made by ``model``."""

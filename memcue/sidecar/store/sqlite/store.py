@@ -330,10 +330,11 @@ class Store:
         """See ``CandidateRows.pending_after``."""
         return self._candidates.pending_after(after_id, signals, limit)
 
-    def candidate_peers(self, project: str, kind: str, *, other_than: str, signals: Sequence[str],
+    def candidate_peers(self, project: str, kind: str, *, other_than: str, signals: Sequence[str], digest: str = "",
                         limit: int = 2000) -> list[dict[str, Any]]:
         """See ``CandidateRows.peers``."""
-        return self._candidates.peers(project, kind, other_than=other_than, signals=signals, limit=limit)
+        return self._candidates.peers(project, kind, other_than=other_than, signals=signals, digest=digest,
+                                      limit=limit)
 
     def set_candidate_vectors(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
         """See ``CandidateRows.set_vectors``."""
