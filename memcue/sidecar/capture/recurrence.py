@@ -3,8 +3,9 @@
 
 Which candidates may recur (the rule): pending candidates of ``RECURRING_SIGNALS``, the signals whose candidates
 wait for a confirmation (the model distiller's ``distill``), and never one held for review: a candidate whose
-evidence gives a ``held`` reason (injection-like text, a role marker; ``capture.statements``) waits for a person,
-however often it comes back. The other signals confirm their candidates at once (the user said it, the commit
+evidence gives a ``held`` reason (injection-like text, a role marker; ``capture.statements``), or whose text reads
+like instructions to a model (``store.instruction_like``, checked here too whatever the signal said), waits for a
+person, however often it comes back. The other signals confirm their candidates at once (the user said it, the commit
 landed, the test passed), so their only pending candidates are held ones.
 
 When: the worker's capture step calls ``run``, which examines each new eligible candidate once, in id order (the
@@ -37,7 +38,7 @@ import numpy as np
 
 from memcue.sidecar.capture.gate import CandidateDecided, Gate
 from memcue.sidecar.runtime.embedding import Embedder
-from memcue.sidecar.store import NewMemory, StoreProtocol
+from memcue.sidecar.store import NewMemory, StoreProtocol, instruction_like
 
 log = logging.getLogger("memcue.capture")
 
@@ -104,7 +105,7 @@ class Recurrence:
     def examine(self, cand: dict[str, Any]) -> int:
         """Check one pending candidate (a row of ``Store.pending_candidates_after``) against stored memories and
         pending candidates of other sessions, promoting what recurred; returns the candidates promoted."""
-        if not cand["session_id"]:
+        if not cand["session_id"] or instruction_like(cand["content"]):
             return 0
         memory_id, vector = None, None
         if self._model_ready():
@@ -120,7 +121,8 @@ class Recurrence:
                                               "recurred_with_memory": memory_id})
         peers = [p for p in self._store.candidate_peers(cand["project"], cand["kind"], other_than=cand["session_id"],
                                                         signals=RECURRING_SIGNALS, digest=cand["content_sha1"],
-                                                        limit=MAX_PEERS) if p["id"] != cand["id"]]
+                                                        limit=MAX_PEERS)
+                 if p["id"] != cand["id"] and not instruction_like(p["content"])]
         same = [p for p in peers if p["content_sha1"] == cand["content_sha1"]]
         if vector is not None:
             pairs = [(p, v) for p in peers if p["content_sha1"] != cand["content_sha1"]
