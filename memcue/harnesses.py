@@ -65,8 +65,8 @@ HARNESSES: dict[str, Harness] = {
     # Hermes has no command hooks: memcue's provider plugin (install/templates/hermes_plugin.py) sends these
     # names and enforces its own deadlines; PostToolUse for each shell or edit call of a finished turn.
     "hermes": Harness("hermes", "memcue.adapters.hermes", "memcue.install.hermes", "hermes",
-                      {ours: Event(event.name, None)
-                       for ours, event in {**_COMMAND_HOOK_EVENTS, **_CODEX_TOOL_EVENTS}.items()}),
+                      {**{ours: Event(event.name, None) for ours, event in _COMMAND_HOOK_EVENTS.items()},
+                       POST_TOOL_USE: Event("PostToolUse", None)}),
 }
 #: Every registered harness name, in registry order.
 NAMES = tuple(HARNESSES)
