@@ -63,9 +63,10 @@ HARNESSES: dict[str, Harness] = {
     "codex": Harness("codex", "memcue.adapters.codex", "memcue.install.codex", "codex",
                      {**_COMMAND_HOOK_EVENTS, **_CODEX_TOOL_EVENTS, SESSION_END: Event("SessionEnd", 3)}),
     # Hermes has no command hooks: memcue's provider plugin (install/templates/hermes_plugin.py) sends these
-    # names and enforces its own deadlines.
+    # names and enforces its own deadlines; PostToolUse for each shell or edit call of a finished turn.
     "hermes": Harness("hermes", "memcue.adapters.hermes", "memcue.install.hermes", "hermes",
-                      {ours: Event(event.name, None) for ours, event in _COMMAND_HOOK_EVENTS.items()}),
+                      {**{ours: Event(event.name, None) for ours, event in _COMMAND_HOOK_EVENTS.items()},
+                       POST_TOOL_USE: Event("PostToolUse", None)}),
 }
 #: Every registered harness name, in registry order.
 NAMES = tuple(HARNESSES)

@@ -26,8 +26,8 @@ import numpy as np
 from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar.answer_check import AnswerChecker
-from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, SpoolReader, TestRuns
-from memcue.sidecar.dedup import NearCheck, find_near_duplicate
+from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, Recurrence, SpoolReader, TestRuns
+from memcue.sidecar.dedup import NearCheck, find_near_duplicate, near_duplicates
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
     KEYWORD_CHANNELS,
@@ -103,6 +103,9 @@ class MemoryService:
                                          on_tool=TestRuns(self._store, self._candidates).record),
                              self._usage, self._gate, capture=self._capture_step)
         self._usage.on_record = self._worker.wake
+        self._recurrence = Recurrence(self._store, self._candidates, self._embedder, near_memory=self._near_memory,
+                                      near_texts=near_duplicates,
+                                      step_aside=lambda: self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S))
         store = self._store
         # The answer cache's key: any write (generation), a new vector or a superseded row (journal), a rebind.
         self._questions = Questions(self.recall, lambda: (store.generation, store.vector_dim,
@@ -217,6 +220,12 @@ class MemoryService:
             return WriteResult(check.memory_id, False, duplicate=True, redacted=prepared.redacted)
         return self._write_with_vector(prepared, check.vector)[0]
 
+    def _near_memory(self, memory: NewMemory) -> tuple[int | None, np.ndarray | None]:
+        """The stored memory ``memory`` near-duplicates (``dedup.find_near_duplicate``) and its vector, each None
+        when there is none (for ``capture.recurrence``)."""
+        check = find_near_duplicate(self._store, self._recall_services.vectors, self._embedder, memory)
+        return check.memory_id, check.vector
+
     def remember_prompt(self, memory: NewMemory) -> WriteResult:
         """Store a captured prompt (blocking). When its recall just embedded the same text (the query-embedding
         cache holds it), that vector is stored with it at once: the worker does not embed the prompt a second
@@ -236,13 +245,14 @@ class MemoryService:
     def _capture_step(self) -> None:
         """The worker's capture work: queued prompts read for statements (once no question ran for
         ``QUIET_GAP_S``: a prompt's recall first, its statements a moment later), pending candidates past their
-        time expired."""
+        time expired, pending candidates that recurred in another session promoted (``capture.recurrence``)."""
         if self._statements.waiting:
             self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
             self._statements.run()
         if self._commits.waiting:
             self._commits.run()
         self._candidates.expire_due()
+        self._recurrence.run()
 
     def _write_with_vector(self, memory: NewMemory | PreparedWrite,
                            vector: np.ndarray | None) -> tuple[WriteResult, bool]:

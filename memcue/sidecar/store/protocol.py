@@ -190,6 +190,18 @@ class StoreProtocol(Protocol):
     def next_candidate_expiry(self) -> float | None:
         """The earliest ``expires_at`` of a pending candidate, None when none is pending."""
 
+    def pending_candidates_after(self, after_id: int, signals: Sequence[str], limit: int = ...
+                                 ) -> list[dict[str, Any]]:
+        """Pending, not held candidates of ``signals`` with an id above ``after_id``, oldest first, with
+        ``content_sha1``, ``vector`` (float32 bytes or None) and ``vector_model``."""
+    def candidate_peers(self, project: str, kind: str, *, other_than: str, signals: Sequence[str], digest: str = ...,
+                        limit: int = ...) -> list[dict[str, Any]]:
+        """Pending, not held candidates of ``signals`` in ``project`` and ``kind`` from a known session other than
+        ``other_than``: those with ``content_sha1`` ``digest`` first, then newest first: ``id``, ``content``,
+        ``session_id``, ``content_sha1``, ``vector``, ``vector_model``."""
+    def set_candidate_vectors(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
+        """Store candidates' embeddings ``(id, float32 bytes)`` made by ``model``."""
+
     # -- sessions
     def session_memories(self, session_id: str) -> list[dict[str, Any]]:
         """Rows stored with ``session_id``, oldest first."""

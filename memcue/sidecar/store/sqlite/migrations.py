@@ -251,6 +251,20 @@ def m013_recall_log_receipt(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m015_candidate_vectors(conn: apsw.Connection) -> None:
+    # Recurrence (capture/recurrence.py): a pending candidate's embedding, computed once when it is examined, so
+    # a later candidate is compared with every pending one of its project and kind without embedding them again;
+    # ``vector_model`` says which model made it (a vector of another model is not compared).
+    conn.execute(
+        """
+        ALTER TABLE candidates ADD COLUMN vector BLOB;
+        ALTER TABLE candidates ADD COLUMN vector_model TEXT NOT NULL DEFAULT '';
+        CREATE INDEX candidates_pending_scope ON candidates(project, kind) WHERE state = 'pending';
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

@@ -325,6 +325,21 @@ class Store:
         """See ``CandidateRows.next_expiry``."""
         return self._candidates.next_expiry()
 
+    def pending_candidates_after(self, after_id: int, signals: Sequence[str], limit: int = 100
+                                 ) -> list[dict[str, Any]]:
+        """See ``CandidateRows.pending_after``."""
+        return self._candidates.pending_after(after_id, signals, limit)
+
+    def candidate_peers(self, project: str, kind: str, *, other_than: str, signals: Sequence[str], digest: str = "",
+                        limit: int = 2000) -> list[dict[str, Any]]:
+        """See ``CandidateRows.peers``."""
+        return self._candidates.peers(project, kind, other_than=other_than, signals=signals, digest=digest,
+                                      limit=limit)
+
+    def set_candidate_vectors(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
+        """See ``CandidateRows.set_vectors``."""
+        self._candidates.set_vectors(items, model)
+
     # -- sessions ----------------------------------------------------------------------------
     def session_memories(self, session_id: str) -> list[dict[str, Any]]:
         """See ``SessionReads.session_memories``."""
