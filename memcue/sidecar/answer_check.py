@@ -170,7 +170,10 @@ class AnswerChecker:
                 "messages": [{"role": "system", "content": SYSTEM},
                              {"role": "user", "content": f"Question: {question}\n\nMemories:\n{memories}"}]}
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        async with httpx.AsyncClient(timeout=self.config.timeout_s) as client:
+        # A loopback judge is reached directly: HTTP_PROXY and the like must not route it off the machine. A remote
+        # one the user allowed may need their proxy.
+        trust_env = not is_loopback(self.config.url)
+        async with httpx.AsyncClient(timeout=self.config.timeout_s, trust_env=trust_env) as client:
             response = await client.post(self.config.url.rstrip("/") + "/chat/completions", json=body,
                                          headers=headers)
             response.raise_for_status()
