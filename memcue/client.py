@@ -227,6 +227,12 @@ class Client:
         "first_at", "last_at", "stored", "captured", "by_kind", "candidates", "recalls"}]}``."""
         return self._call("POST", "/receipt/sessions", json={"project": project, "limit": limit})
 
+    def ledger(self, days: float = 7.0) -> dict[str, Any]:
+        """``POST /ledger``: the distillation ledger, ``{"enabled", "off_reason", "runner", "target", "model",
+        "daily_tokens", "today": {"since", "spent", "left", "calls"}, "days", "entries": [...]}`` (rows of the
+        last ``days`` days, newest first; ``memcue.sidecar.api_models.LedgerOut``)."""
+        return self._call("POST", "/ledger", json={"days": days})
+
     def last_captures(self, sources: list[str]) -> dict[str, Any]:
         """``POST /receipt/last_captures``: ``{"sources": {source: newest row's Unix s, or None}}``."""
         return self._call("POST", "/receipt/last_captures", json={"sources": sources})

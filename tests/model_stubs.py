@@ -48,7 +48,7 @@ class ModelStub:
     instead, in answer to a request that names that tool and whose last message holds no tool result (so the
     harness runs it once per turn, a resumed session's turn too, and the turn then ends with ``reply``); for
     ``chat``, while the turn (the messages after the last user message) holds fewer than ``tool_rounds`` tool
-    results.
+    results. ``usage`` (``chat``): the token counts a completion reports (default 10 prompt, 3 completion).
     """
 
     api: str
@@ -56,6 +56,7 @@ class ModelStub:
     delay_s: float = 0.0
     tool_use: dict[str, Any] | None = None
     tool_rounds: int = 1
+    usage: dict[str, int] | None = None
     requests: list[Recorded] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -137,7 +138,7 @@ class ModelStub:
         if self.tool_use and self.tool_use["name"] in json.dumps(body.get("tools")) and \
                 _turn_tool_results(body) < self.tool_rounds:
             return _chat_tool_call(body, self.tool_use)
-        return _chat(body, self.reply)
+        return _chat(body, self.reply, self.usage)
 
 
 def _sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> tuple[str, bytes]:
@@ -227,9 +228,9 @@ def _responses_tool_call(body: dict[str, Any], call: dict[str, Any]) -> tuple[st
     ])
 
 
-def _chat(body: dict[str, Any], reply: str) -> tuple[str, bytes]:
+def _chat(body: dict[str, Any], reply: str, usage: dict[str, int] | None = None) -> tuple[str, bytes]:
     cid, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", body.get("model", "stub-model")
-    usage = {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+    usage = usage or {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
     if not body.get("stream"):
         done = {"id": cid, "object": "chat.completion", "created": 0, "model": model, "usage": usage,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},

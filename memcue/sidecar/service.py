@@ -27,6 +27,7 @@ from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar.answer_check import AnswerChecker
 from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, Recurrence, SpoolReader, TestRuns
+from memcue.sidecar.capture.distiller import Distiller
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate, near_duplicates
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
@@ -98,6 +99,8 @@ class MemoryService:
         self._candidates = Gate(self._store, self._remember_one)
         self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
         self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake())
+        #: Optional model distillation at session end (off unless ``[distill]`` is configured), its own thread.
+        self._distiller = Distiller(self._store, settings.distill, self._tokens.count, key=settings.distill_key)
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
                              SpoolReader(locations.spool_dir, self._store, on_stored=self._spooled,
                                          on_tool=TestRuns(self._store, self._candidates).record),
@@ -127,6 +130,7 @@ class MemoryService:
         if self._recall_services.reranker is not None:
             self._recall_services.reranker.start()
         self._worker.start()
+        self._distiller.start()
         self._warm = threading.Thread(target=warm_up, name="memcue-dateparser-warm", daemon=True)
         self._warm.start()
 
@@ -136,6 +140,7 @@ class MemoryService:
         native code (onnxruntime, dateparser's imports) are waited for, bounded, so the process never exits
         under them."""
         self._worker.stop()
+        self._distiller.stop()
         if self._embedder is not None:
             self._embedder.close()
         if self._recall_services.reranker is not None:
@@ -238,9 +243,11 @@ class MemoryService:
         return result
 
     def _spooled(self, memory: NewMemory, result: WriteResult) -> None:
-        """A spooled record was stored: a prompt is read for statements, a Stop/SessionEnd for commits."""
+        """A spooled record was stored: a prompt is read for statements, a Stop/SessionEnd for commits, a
+        session's end distilled when a model is configured."""
         self._statements.queue(memory, result)
         self._commits.queue(memory, result)
+        self._distiller.queue(memory, result)
 
     def _capture_step(self) -> None:
         """The worker's capture work: queued prompts read for statements (once no question ran for
@@ -378,6 +385,10 @@ class MemoryService:
             return build_receipt(self._store, session_id or latest_session(self._store, project))
 
         return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def ledger(self, days: float) -> dict[str, Any]:
+        """The distillation ledger and today's spend against the budget (``Distiller.report``)."""
+        return await anyio.to_thread.run_sync(self._distiller.report, days, limiter=self._limiter)
 
     async def sessions(self, project: str | None, limit: int) -> dict[str, Any]:
         """Recent sessions with their counts (``Store.sessions``): ``{"results": [session]}``."""

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from memcue.sidecar.store.write import (
     CandidateAdded,
+    DistillEntry,
     ForgetResult,
     NewCandidate,
     NewMemory,
@@ -211,3 +212,12 @@ class StoreProtocol(Protocol):
         """Sessions that stored something, newest activity first, with their counts."""
     def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
         """The newest row's ``created_at`` per source, None for a source with no row."""
+
+    # -- distillation ledger
+    def add_distill_entry(self, entry: DistillEntry) -> int:
+        """Store one distillation ledger row; returns its id."""
+    def distill_entries(self, *, since: float | None = None, session_id: str | None = None,
+                        limit: int = 200) -> list[dict[str, Any]]:
+        """Ledger rows newest first (``id`` plus ``DistillEntry``'s fields), filtered when given."""
+    def distill_spent(self, since: float) -> int:
+        """Tokens (prompt plus completion) the ledger's rows since ``since`` spent."""
