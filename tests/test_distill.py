@@ -247,3 +247,25 @@ def test_parse_facts_is_strict() -> None:
                 json.dumps({"facts": [{"kind": "fix", "text": f"fact {n}"} for n in range(13)]})):
         with pytest.raises(ValueError):
             parse_facts(bad)
+
+
+def test_a_distill_table_with_a_problem_leaves_distillation_off() -> None:
+    from memcue.sidecar.capture.distill_config import parse_distill
+
+    ok, problems = parse_distill({"kind": "command", "command": ["claude", "-p"], "daily_tokens": 5000})
+    assert ok.enabled and problems == [] and ok.target == "claude" and ok.daily_tokens == 5000
+    for table, problem in (
+            ({"base_url": "https://api.example.com/v1", "model": "m"}, "not on this machine"),
+            ({"kind": "command"}, "distill.command is required"),
+            ({"kind": "shell", "command": ["x"]}, "distill.kind = 'shell'"),
+            ({"base_url": "http://127.0.0.1:8080/v1"}, "distill.model is required"),
+            ({"base_url": "127.0.0.1:8080", "model": "m"}, "an http(s) URL is required"),
+            ({"base_url": "http://127.0.0.1:8080/v1", "model": "m", "max_output_tokens": 10}, "from 50 to"),
+            ({"kind": "command", "command": "claude -p"}, "must be a list of strings"),
+            ({"kind": "command", "command": ["x"], "budget": 1}, "distill.budget: unknown key"),
+            ("on", "[distill] must be a table")):
+        config, problems = parse_distill(table)
+        assert not config.enabled and any(problem in p for p in problems), (table, problems)
+        assert problem in config.off_reason
+    remote, problems = parse_distill({"base_url": "https://api.example.com/v1", "model": "m", "allow_remote": True})
+    assert remote.enabled and problems == []

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from memcue.sidecar.answer_check import is_loopback
+from memcue.core.urls import is_loopback
 
 #: The hard daily budget when the table does not set one (tokens, prompt plus completion).
 DAILY_TOKENS = 20_000
