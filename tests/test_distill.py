@@ -93,6 +93,9 @@ def test_a_sessions_facts_become_pending_candidates_with_a_ledger_row(home: Path
             decisions = sc.client.list_recent(all_projects=True, kind="decision")["results"]
             cli = subprocess.run([sys.executable, "-m", "memcue", "ledger"], capture_output=True, text=True,
                                  timeout=60, env=dict(os.environ))
+            receipt = subprocess.run([sys.executable, "-m", "memcue", "receipt", SESSION], capture_output=True,
+                                     text=True, timeout=60, env=dict(os.environ))
+            health = sc.client.health()
         finally:
             sc.stop()
     [entry] = ledger["entries"]
@@ -115,6 +118,8 @@ def test_a_sessions_facts_become_pending_candidates_with_a_ledger_row(home: Path
     assert cli.returncode == 0, cli.stderr
     assert "distillation: on (endpoint" in cli.stdout and "907 of 20,000 tokens spent" in cli.stdout, cli.stdout
     assert "812+95 tokens (api), 3 candidate(s)" in cli.stdout, cli.stdout
+    assert "distilled: 1 (ok 1), 907 tokens" in receipt.stdout, receipt.stdout
+    assert health["distill"] == {"enabled": True, "off_reason": ""}
 
 
 def test_an_exhausted_budget_sends_no_request(home: Path, tmp_path: Path) -> None:
@@ -131,6 +136,7 @@ def test_an_exhausted_budget_sends_no_request(home: Path, tmp_path: Path) -> Non
                      answer="Safari blocked the blob URL; the PDF is now served from /receipts/<id>.pdf.")
             ledger = _ledger(sc, 2)
             cands = _distilled(sc)
+            receipt = sc.client.receipt("second-session")["distilled"]
         finally:
             sc.stop()
     assert len(_posts(stub)) == 1, "the second session found the day's budget spent: nothing was sent"
@@ -141,6 +147,7 @@ def test_an_exhausted_budget_sends_no_request(home: Path, tmp_path: Path) -> Non
     assert "daily budget: 1400 of 1800 tokens spent today" in skipped["error"], skipped
     assert ledger["today"] == {**ledger["today"], "spent": 1400, "left": 400, "calls": 1}
     assert {c["session_id"] for c in cands} == {SESSION}
+    assert (receipt["by_outcome"], receipt["tokens"]) == ({"skipped": 1}, 0)
 
 
 @pytest.mark.parametrize(("reply", "outcome", "why"), [

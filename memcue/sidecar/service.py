@@ -182,6 +182,7 @@ class MemoryService:
                          "note": reranker.note if reranker else
                          "no reranker configured (config [rerank] model or MEMCUE_RERANK_MODEL)"},
             "config_error": self._settings.error,
+            "distill": {"enabled": self._distiller.config.enabled, "off_reason": self._distiller.config.off_reason},
             "questions": self._questions.stats(),
             "background_yields": self._worker.background_yields,
             "prompt_vectors_reused": self.prompt_vectors_reused,

@@ -3,7 +3,9 @@ unreachable (``SpoolReader``); signals that hold candidates (``PromptStatements`
 in captured prompts, ``find_statements``); the promotion gate every candidate passes to become a memory
 (``Gate``); the commits that landed during a session, read from git at Stop/SessionEnd (``CommitSignal``); a test
 or build that failed and then passed in a session (``TestRuns``, from spooled tool records); a pending candidate
-that recurred in another session of the project (``Recurrence``, ``RECURRING_SIGNALS``)."""
+that recurred in another session of the project (``Recurrence``, ``RECURRING_SIGNALS``). The optional model
+distiller (off by default) is ``capture.distiller``, its configuration ``capture.distill_config`` and its two ways
+of asking a model ``capture.distill_runners``."""
 
 from memcue.sidecar.capture.commits import COMMIT_LANDED, CommitSignal
 from memcue.sidecar.capture.gate import EXPIRE_EVERY_S, CandidateDecided, CandidateNotFound, Gate
