@@ -276,3 +276,29 @@ def test_a_distill_table_with_a_problem_leaves_distillation_off() -> None:
         assert problem in config.off_reason
     remote, problems = parse_distill({"base_url": "https://api.example.com/v1", "model": "m", "allow_remote": True})
     assert remote.enabled and problems == []
+
+
+@pytest.mark.parametrize(("body", "timeout_s", "why", "completion"), [
+    ("import sys\nsys.stdin.read()\nsys.stderr.write('not logged in')\nsys.exit(3)\n", 30,
+     "exited with status 3: not logged in", 0),
+    ("import sys, time\nsys.stdin.read()\ntime.sleep(20)\n", 1, "did not answer within 1 s", 1000),
+    ("import sys\nsys.stdin.read()\nprint('x' * 9000)\n", 30, "printed more than 8000 bytes", 0),
+])
+def test_a_failing_command_stores_nothing_and_counts_what_it_sent(home: Path, tmp_path: Path, body: str,
+                                                                 timeout_s: int, why: str, completion: int) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    script = tmp_path / "fake_cli.py"
+    script.write_text(body, encoding="utf-8")
+    _config(home, {"kind": "command", "command": [sys.executable, str(script)], "timeout_s": timeout_s})
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        _session(project)
+        [entry] = _ledger(sc, 1)["entries"]
+        cands = _distilled(sc)
+    finally:
+        sc.stop()
+    assert (entry["outcome"], entry["candidates"], entry["tokens_from"]) == ("failed", 0, "tiktoken"), entry
+    assert why in entry["error"] and entry["prompt_tokens"] > 100, entry
+    assert entry["completion_tokens"] == completion, entry
+    assert cands == []

@@ -5,13 +5,15 @@ attempt per call (no retry: a retry would spend the budget twice) within the con
 
 The endpoint is called with httpx, ``trust_env=False`` (``HTTP_PROXY`` and friends must not reroute a session's
 transcript), ``max_tokens`` (the answer's cap) and the key from the environment as a bearer token. The command
-gets the whole prompt on stdin and must print the answer on stdout; it runs without a shell, its stdout read at
-most ``STDOUT_MAX_BYTES``.
+gets the whole prompt on stdin and must print the answer on stdout; it runs without a shell, in the sidecar's
+environment. What a CLI spends around the prompt (its own system prompt, tools) is not visible to memcue: the
+ledger counts what memcue sent and what came back.
 """
 
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,8 +21,9 @@ import httpx
 
 from memcue.sidecar.capture.distill_config import DistillConfig
 
-#: Most bytes of a command's stdout read (a longer answer is not the asked JSON anyway).
-STDOUT_MAX_BYTES = 256 * 1024
+#: Bytes of a command's stdout read per token of ``max_output_tokens`` (o200k averages about 4 bytes a token in
+#: English; a longer answer is not the asked JSON anyway).
+STDOUT_BYTES_PER_TOKEN = 8
 #: Characters of an error body or a command's stderr kept in the reason.
 ERROR_CHARS = 300
 
@@ -38,11 +41,13 @@ class Reply:
 
 class RunFailed(Exception):
     """The call failed (HTTP error, timeout, unreadable answer, the command's exit status); the message says
-    why. ``sent``: True when the request left (its tokens count against the budget)."""
+    why. ``sent``: True when the request left (its tokens count against the budget); ``timed_out``: no answer
+    came in time (the model may have written one all the same: its cap counts too)."""
 
-    def __init__(self, reason: str, *, sent: bool = True) -> None:
+    def __init__(self, reason: str, *, sent: bool = True, timed_out: bool = False) -> None:
         super().__init__(reason)
         self.sent = sent
+        self.timed_out = timed_out
 
 
 class Runner(Protocol):
@@ -70,7 +75,7 @@ class EndpointRunner:
             with httpx.Client(timeout=cfg.timeout_s, trust_env=False, follow_redirects=False) as client:
                 response = client.post(cfg.base_url.rstrip("/") + "/chat/completions", json=body, headers=headers)
         except httpx.TimeoutException:
-            raise RunFailed(f"no answer within {cfg.timeout_s:g} s") from None
+            raise RunFailed(f"no answer within {cfg.timeout_s:g} s", timed_out=True) from None
         except httpx.HTTPError as exc:
             raise RunFailed(f"{type(exc).__name__}: {exc}"[:ERROR_CHARS], sent=False) from None
         if response.status_code != 200:
@@ -107,24 +112,31 @@ class CommandRunner:
         self._config = config
 
     def run(self, system: str, user: str) -> Reply:
-        """Ask once. Raises ``RunFailed`` (not found, timeout, non-zero exit, stdout not UTF-8 or too long)."""
+        """Ask once. Raises ``RunFailed`` (not found, timeout, non-zero exit, stdout not UTF-8 or longer than
+        ``STDOUT_BYTES_PER_TOKEN`` bytes per ``max_output_tokens``). Its output goes to temporary files, so a
+        command that prints without end costs disk until the timeout, never the sidecar's memory."""
         cfg = self._config
-        try:
-            proc = subprocess.run(list(cfg.command), input=f"{system}\n\n{user}".encode(), capture_output=True,
-                                  timeout=cfg.timeout_s, check=False)
-        except FileNotFoundError:
-            raise RunFailed(f"command not found: {cfg.command[0]}", sent=False) from None
-        except subprocess.TimeoutExpired:
-            raise RunFailed(f"{cfg.command[0]} did not answer within {cfg.timeout_s:g} s") from None
-        except OSError as exc:
-            raise RunFailed(f"{cfg.command[0]} could not run: {exc}"[:ERROR_CHARS], sent=False) from None
+        limit = cfg.max_output_tokens * STDOUT_BYTES_PER_TOKEN
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.run(list(cfg.command), input=f"{system}\n\n{user}".encode(), stdout=out,
+                                      stderr=err, timeout=cfg.timeout_s, check=False)
+            except FileNotFoundError:
+                raise RunFailed(f"command not found: {cfg.command[0]}", sent=False) from None
+            except subprocess.TimeoutExpired:
+                raise RunFailed(f"{cfg.command[0]} did not answer within {cfg.timeout_s:g} s", timed_out=True) from None
+            except OSError as exc:
+                raise RunFailed(f"{cfg.command[0]} could not run: {exc}"[:ERROR_CHARS], sent=False) from None
+            out.seek(0)
+            err.seek(max(0, err.seek(0, 2) - ERROR_CHARS))
+            stdout, stderr = out.read(limit + 1), err.read().decode("utf-8", "replace").strip()
         if proc.returncode != 0:
-            err = proc.stderr.decode("utf-8", "replace").strip()[-ERROR_CHARS:]
-            raise RunFailed(f"{cfg.command[0]} exited with status {proc.returncode}: {err}")
-        if len(proc.stdout) > STDOUT_MAX_BYTES:
-            raise RunFailed(f"{cfg.command[0]} printed more than {STDOUT_MAX_BYTES} bytes")
+            raise RunFailed(f"{cfg.command[0]} exited with status {proc.returncode}: {stderr}")
+        if len(stdout) > limit:
+            raise RunFailed(f"{cfg.command[0]} printed more than {limit} bytes (max_output_tokens "
+                            f"{cfg.max_output_tokens})")
         try:
-            return Reply(proc.stdout.decode("utf-8"))
+            return Reply(stdout.decode("utf-8"))
         except UnicodeDecodeError:
             raise RunFailed(f"{cfg.command[0]} printed text that is not UTF-8") from None
 

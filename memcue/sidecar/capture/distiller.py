@@ -285,8 +285,9 @@ class Distiller:
             reply = self._runner.run(system, user)
         except RunFailed as exc:
             entry.outcome, entry.error = "failed", str(exc)
-            if exc.sent:  # the request left: count what was sent (the answer is unknown)
+            if exc.sent:  # the request left: count what was sent, and the answer's cap when none came in time
                 entry.prompt_tokens, entry.tokens_from = self._reserve(system + user), "tiktoken"
+                entry.completion_tokens = self.config.max_output_tokens if exc.timed_out else 0
             return
         self._spend(reply, system + user, entry)
         if reply.refused:
