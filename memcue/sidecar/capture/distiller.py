@@ -129,7 +129,10 @@ def day_start(now: float | None = None) -> float:
 
 
 @dataclass(frozen=True)
-class _Session:
+class DistillJob:
+    """One session to distill: its ``project``, ``session_id``, ``harness`` and the ``trigger`` (the session
+    event that asked: ``SessionEnd``)."""
+
     project: str
     session_id: str
     harness: str
@@ -153,7 +156,7 @@ class Distiller:
         self.config = config
         self._count = count
         self._runner = runner or runner_for(config, key)
-        self._queue: collections.deque[_Session] = collections.deque()
+        self._queue: collections.deque[DistillJob] = collections.deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -182,7 +185,7 @@ class Distiller:
                 or not memory.session_id):
             return
         trigger = "SessionEnd" if memory.content.startswith("Session ended") else memory.content[:40]
-        item = _Session(memory.project, memory.session_id, source.split(":", 1)[1], trigger)
+        item = DistillJob(memory.project, memory.session_id, source.split(":", 1)[1], trigger)
         with self._lock:
             if any(q.session_id == item.session_id for q in self._queue):
                 return
@@ -206,7 +209,7 @@ class Distiller:
                 except Exception:  # noqa: BLE001 - one session must not stop the thread
                     log.exception("distilling session %s failed", item.session_id)
 
-    def distill(self, item: _Session) -> DistillEntry | None:
+    def distill(self, item: DistillJob) -> DistillEntry | None:
         """Distill one session now (blocking; see the module docstring): the ledger row written, or None when
         the session has nothing new to send (no row written)."""
         transcript = self._transcript(item.session_id)
@@ -279,7 +282,7 @@ class Distiller:
             end = int(end * tokens / self._count(text[:end]) * 0.95)
         return text[:end]
 
-    def _ask(self, item: _Session, system: str, user: str, entry: DistillEntry) -> None:
+    def _ask(self, item: DistillJob, system: str, user: str, entry: DistillEntry) -> None:
         """Call the model once and fill ``entry`` (tokens, outcome, candidates, error)."""
         try:
             reply = self._runner.run(system, user)
@@ -313,7 +316,7 @@ class Distiller:
             entry.prompt_tokens = self._count(sent) + MESSAGE_OVERHEAD_TOKENS
             entry.completion_tokens, entry.tokens_from = self._count(reply.text), "tiktoken"
 
-    def _hold(self, item: _Session, facts: list[tuple[str, str]], entry: DistillEntry) -> int:
+    def _hold(self, item: DistillJob, facts: list[tuple[str, str]], entry: DistillEntry) -> int:
         """Hold each fact as a pending candidate; returns how many were added (a fact empty once prepared, or
         held already for this session, is not)."""
         added = 0
