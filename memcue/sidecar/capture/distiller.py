@@ -38,8 +38,14 @@ from typing import Any
 
 from memcue.sidecar.capture.distill_config import DistillConfig
 from memcue.sidecar.capture.distill_runners import Reply, RunFailed, Runner, runner_for
-from memcue.sidecar.capture.statements import _held as instruction_like
-from memcue.sidecar.store import DistillEntry, NewCandidate, NewMemory, StoreProtocol, WriteResult
+from memcue.sidecar.store import (
+    DistillEntry,
+    NewCandidate,
+    NewMemory,
+    StoreProtocol,
+    WriteResult,
+    instruction_like,
+)
 
 log = logging.getLogger("memcue.capture")
 
