@@ -302,3 +302,28 @@ def test_a_failing_command_stores_nothing_and_counts_what_it_sent(home: Path, tm
     assert why in entry["error"] and entry["prompt_tokens"] > 100, entry
     assert entry["completion_tokens"] == completion, entry
     assert cands == []
+
+
+def test_a_fact_distilled_in_two_sessions_is_promoted_by_recurrence(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    with ModelStub("chat", reply=json.dumps(FACTS)) as stub:
+        _config(home, _endpoint(stub))
+        sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+        try:
+            _session(project)
+            _ledger(sc, 1)
+            _session(project, session="second-session", prompt="the invoice export is slow again, same cause?",
+                     answer="Yes: a new report called the tax API inline; it now goes through the worker too.")
+            _ledger(sc, 2)
+            promoted = wait_until(lambda: [c for c in _distilled(sc) if c["state"] == "promoted"])
+            cands = _distilled(sc)
+            lessons = sc.client.list_recent(all_projects=True, kind="lesson")["results"]
+        finally:
+            sc.stop()
+    assert len(_posts(stub)) == 2
+    assert {(c["kind"], c["reason"]) for c in promoted} == {("lesson", "recurred"), ("command", "recurred")}
+    assert len(promoted) == 4, "each session's copy names the one memory"
+    assert [m["content"] for m in lessons] == [FACTS["facts"][0]["text"]]
+    held = [c for c in cands if c["kind"] == "decision"]
+    assert [c["state"] for c in held] == ["pending", "pending"], "instruction-like text waits for a person"
