@@ -327,3 +327,53 @@ def test_a_fact_distilled_in_two_sessions_is_promoted_by_recurrence(home: Path, 
     assert [m["content"] for m in lessons] == [FACTS["facts"][0]["text"]]
     held = [c for c in cands if c["kind"] == "decision"]
     assert [c["state"] for c in held] == ["pending", "pending"], "instruction-like text waits for a person"
+
+
+#: A "CLI" that, like ``claude -p``, fires the harness's hooks (memcue's, as installed) for its own session.
+HOOKED_CLI = """import json, os, subprocess, sys
+prompt, cwd = sys.stdin.read(), sys.argv[1]
+base = {"session_id": "cli-own-session", "transcript_path": "/tmp/cli-own-session.jsonl", "cwd": cwd}
+env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+for payload, event in (({**base, "hook_event_name": "UserPromptSubmit", "prompt": prompt}, "user-prompt-submit"),
+                       ({**base, "hook_event_name": "Stop", "stop_hook_active": False,
+                         "last_assistant_message": "I listed the durable facts of the session as JSON."}, "stop"),
+                       ({**base, "hook_event_name": "SessionEnd", "reason": "other"}, "session-end")):
+    subprocess.run([sys.executable, "-m", "memcue.hooks", "claude-code", event], input=json.dumps(payload).encode(),
+                   env=env, capture_output=True, timeout=30)
+print(json.dumps({"facts": [{"kind": "command", "text": "make test-invoices runs the invoice tests."}]}))
+"""
+
+
+def test_the_cli_distillers_own_session_is_never_captured_or_distilled(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    script = tmp_path / "hooked_cli.py"
+    script.write_text(HOOKED_CLI, encoding="utf-8")
+    _config(home, {"kind": "command", "command": [sys.executable, str(script), str(project)], "timeout_s": 60})
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        _session(project)
+        _ledger(sc, 1)
+        time.sleep(3.0)  # what the CLI's own SessionEnd would need to be spooled, ingested and distilled
+        ledger = sc.client.ledger(1)
+        own = [r for r in sc.client.list_recent(all_projects=True, include_bookkeeping=True, limit=200)["results"]
+               if r["session_id"] == "cli-own-session"]
+    finally:
+        sc.stop()
+    assert [(e["session_id"], e["outcome"]) for e in ledger["entries"]] == [(SESSION, "ok")]
+    assert own == [], "the distiller's own CLI session left nothing in the store"
+
+
+def test_hooks_off_makes_every_hook_do_nothing(home: Path, tmp_path: Path) -> None:
+    import hookutil
+
+    env = {**os.environ, "MEMCUE_HOOKS_OFF": "1"}
+    base = {"session_id": "cli-own-session", "transcript_path": "/tmp/x.jsonl", "cwd": str(tmp_path)}
+    for payload, event in ((prompt_payload("what port is the invoices database on?", str(tmp_path)),
+                            "user-prompt-submit"),
+                           ({**base, "hook_event_name": "SessionStart", "source": "startup"}, "session-start"),
+                           ({**base, "hook_event_name": "SessionEnd", "reason": "other"}, "session-end")):
+        proc = run_hook(payload, event, env=env)
+        assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr
+    assert hookutil.spool_files(home) == [] and hookutil.sidecar_pids(home) == []
+    assert not (home / "memcue.db").exists(), "no sidecar was started"

@@ -34,6 +34,7 @@ from memcue.adapters.base import (
     Budget,
     HookEvent,
 )
+from memcue.core.hooks_off import hooks_off
 from memcue.core.paths import locations, socket_blocked
 from memcue.core.text import scrub_surrogates
 from memcue.hooks import logging_
@@ -417,7 +418,7 @@ def run(argv: list[str], started: float) -> None:
     Prints the adapter's output (or nothing). Exceptions propagate; ``main`` swallows them.
     """
     resolved = _resolve(argv)
-    if resolved is None:
+    if resolved is None or hooks_off():  # off: the distiller's own headless CLI session (core/hooks_off.py)
         read_stdin(time.monotonic() + DRAIN_S)
         return
     adapter, event_name = resolved

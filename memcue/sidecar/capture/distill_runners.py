@@ -6,12 +6,14 @@ attempt per call (no retry: a retry would spend the budget twice) within the con
 The endpoint is called with httpx, ``trust_env=False`` (``HTTP_PROXY`` and friends must not reroute a session's
 transcript), ``max_tokens`` (the answer's cap) and the key from the environment as a bearer token. The command
 gets the whole prompt on stdin and must print the answer on stdout; it runs without a shell, in the sidecar's
-environment. What a CLI spends around the prompt (its own system prompt, tools) is not visible to memcue: the
-ledger counts what memcue sent and what came back.
+environment plus ``MEMCUE_HOOKS_OFF=1`` (``core.hooks_off``: memcue's hooks in that CLI's own session do nothing,
+so the distiller never captures or distills its own call). What a CLI spends around the prompt (its own system
+prompt, tools) is not visible to memcue: the ledger counts what memcue sent and what came back.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from memcue.core.hooks_off import HOOKS_OFF_ENV
 from memcue.sidecar.capture.distill_config import DistillConfig
 
 #: Bytes of a command's stdout read per token of ``max_output_tokens`` (o200k averages about 4 bytes a token in
@@ -120,7 +123,8 @@ class CommandRunner:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
                 proc = subprocess.run(list(cfg.command), input=f"{system}\n\n{user}".encode(), stdout=out,
-                                      stderr=err, timeout=cfg.timeout_s, check=False)
+                                      stderr=err, timeout=cfg.timeout_s, check=False,
+                                      env={**os.environ, HOOKS_OFF_ENV: "1"})
             except FileNotFoundError:
                 raise RunFailed(f"command not found: {cfg.command[0]}", sent=False) from None
             except subprocess.TimeoutExpired:
