@@ -279,7 +279,7 @@ def test_a_distill_table_with_a_problem_leaves_distillation_off() -> None:
 
 
 @pytest.mark.parametrize(("body", "timeout_s", "why", "completion"), [
-    ("import sys\nsys.stdin.read()\nsys.stderr.write('not logged in')\nsys.exit(3)\n", 30,
+    (f"import sys\nsys.stdin.read()\nsys.stderr.write('not logged in\\x1b[2J, key {SECRET}')\nsys.exit(3)\n", 30,
      "exited with status 3: not logged in", 0),
     ("import sys, time\nsys.stdin.read()\ntime.sleep(20)\n", 1, "did not answer within 1 s", 1000),
     ("import sys\nsys.stdin.read()\nprint('x' * 9000)\n", 30, "printed more than 8000 bytes", 0),
@@ -300,6 +300,7 @@ def test_a_failing_command_stores_nothing_and_counts_what_it_sent(home: Path, tm
         sc.stop()
     assert (entry["outcome"], entry["candidates"], entry["tokens_from"]) == ("failed", 0, "tiktoken"), entry
     assert why in entry["error"] and entry["prompt_tokens"] > 100, entry
+    assert "\x1b" not in entry["error"] and SECRET not in entry["error"], "the error is cleaned and redacted"
     assert entry["completion_tokens"] == completion, entry
     assert cands == []
 

@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from memcue.sidecar.store.sqlite.db import Database
-from memcue.sidecar.store.write import DistillEntry
+from memcue.sidecar.store.write import DistillEntry, redact, sanitize_text
 
 #: Ledger rows older than this are pruned on write (days).
 RETENTION_DAYS = 365
@@ -24,8 +24,9 @@ class DistillLedger:
         self._db = db
 
     def add(self, entry: DistillEntry) -> int:
-        """Store ``entry``; returns its row id."""
-        values = dataclasses.astuple(entry)
+        """Store ``entry``, its ``error`` cleaned (control characters and escape sequences out, secrets redacted:
+        it may quote a model's answer or a command's stderr); returns its row id."""
+        values = dataclasses.astuple(dataclasses.replace(entry, error=redact(sanitize_text(entry.error)).text))
         db = self._db
         with db.write_lock, db.writer:
             db.writer.execute("DELETE FROM distill_ledger WHERE created_at < ?",
