@@ -6,12 +6,10 @@ distilled again (which would loop until the day's budget was spent). Standard li
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
 HOOKS_OFF_ENV = "MEMCUE_HOOKS_OFF"
 
 
-def hooks_off(environ: Mapping[str, str] | None = None) -> bool:
-    """True when ``environ`` (default ``os.environ``) turns memcue's hooks off."""
-    value = (os.environ if environ is None else environ).get(HOOKS_OFF_ENV, "").strip()
-    return value not in ("", "0")
+def hooks_off() -> bool:
+    """True when this process's environment turns memcue's hooks off."""
+    return os.environ.get(HOOKS_OFF_ENV, "").strip() not in ("", "0")
