@@ -378,3 +378,52 @@ def test_hooks_off_makes_every_hook_do_nothing(home: Path, tmp_path: Path) -> No
         assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr
     assert hookutil.spool_files(home) == [] and hookutil.sidecar_pids(home) == []
     assert not (home / "memcue.db").exists(), "no sidecar was started"
+
+
+def _hook(payload: dict[str, Any], event: str) -> None:
+    proc = run_hook(payload, event, env={**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"})
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_session_end_again_sends_only_what_is_new(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    base = {"session_id": SESSION, "transcript_path": f"/tmp/{SESSION}.jsonl", "cwd": str(project)}
+    later = "The receipt PDF was blank on Safari because of the blob URL; it is now served from /receipts/<id>.pdf."
+    with ModelStub("chat", reply='{"facts": []}') as stub:
+        _config(home, _endpoint(stub))
+        sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+        try:
+            _session(project)
+            _ledger(sc, 1)
+            _hook({**base, "hook_event_name": "SessionEnd", "reason": "exit"}, "session-end")  # the same end again
+            _hook({**base, "hook_event_name": "SessionEnd", "reason": "other"}, "session-end")  # nothing new since
+            time.sleep(1.5)
+            quiet = len(_posts(stub)), len(sc.client.ledger(1)["entries"])
+            _hook({**base, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": later},
+                  "stop")  # the session resumed: one more answer, then it ends again
+            _hook({**base, "hook_event_name": "SessionEnd", "reason": "logout"}, "session-end")
+            ledger = _ledger(sc, 2)
+        finally:
+            sc.stop()
+    assert quiet == (1, 1), "a session end with nothing new since the last distillation sends nothing"
+    assert [e["outcome"] for e in ledger["entries"]] == ["no-facts", "no-facts"]
+    first, second = (p.body["messages"][1]["content"] for p in _posts(stub))
+    assert "invoice export times out" in first and "receipt PDF" not in first
+    assert "receipt PDF" in second and "invoice export" not in second, second
+
+
+def test_an_endpoint_that_is_down_spends_nothing(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    with ModelStub("chat") as stub:
+        closed = stub.url  # a port nothing listens on once the stub is gone
+    _config(home, {"base_url": f"{closed}/v1", "model": "stub-model"})
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        _session(project)
+        [entry] = _ledger(sc, 1)["entries"]
+    finally:
+        sc.stop()
+    assert (entry["outcome"], entry["prompt_tokens"], entry["completion_tokens"]) == ("failed", 0, 0), entry
+    assert "ConnectError" in entry["error"], entry
