@@ -122,6 +122,33 @@ def test_a_sessions_facts_become_pending_candidates_with_a_ledger_row(home: Path
     assert health["distill"] == {"enabled": True, "off_reason": ""}
 
 
+def test_a_compaction_distills_the_session_before_it_is_summarised(home: Path, tmp_path: Path) -> None:
+    """PreCompact (Claude Code's payload, through the real hook) reads the session like SessionEnd does."""
+    project = tmp_path / "shop"
+    project.mkdir()
+    env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+    base = {"session_id": SESSION, "transcript_path": f"/tmp/{SESSION}.jsonl", "cwd": str(project)}
+    with ModelStub("chat", reply=json.dumps(FACTS)) as stub:
+        _config(home, _endpoint(stub))
+        sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+        try:
+            for payload, event in ((prompt_payload(PROMPT, str(project), session_id=SESSION), "user-prompt-submit"),
+                                   ({**base, "hook_event_name": "Stop", "stop_hook_active": False,
+                                     "last_assistant_message": ANSWER}, "stop"),
+                                   ({**base, "hook_event_name": "PreCompact", "trigger": "auto",
+                                     "custom_instructions": ""}, "pre-compact")):
+                proc = run_hook(payload, event, env=env)
+                assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr
+            ledger = _ledger(sc, 1)
+            events = sc.client.list_recent(all_projects=True, kind="event", include_bookkeeping=True)["results"]
+        finally:
+            sc.stop()
+    [entry] = ledger["entries"]
+    assert (entry["outcome"], entry["trigger"], entry["candidates"]) == ("ok", "PreCompact", 3), entry
+    assert [e["content"] for e in events] == ["Context compacted (trigger: auto)"]
+    assert len(_posts(stub)) == 1
+
+
 def test_an_exhausted_budget_sends_no_request(home: Path, tmp_path: Path) -> None:
     project = tmp_path / "shop"
     project.mkdir()

@@ -113,10 +113,10 @@ def test_install_into_no_file_and_uninstall_removes_it(tmp_path: Path) -> None:
     path = _settings(tmp_path)
     hooks = json.loads(path.read_text())["hooks"]
     assert set(hooks) == {"UserPromptSubmit", "SessionStart", "PostToolUse", "PostToolUseFailure", "Stop",
-                          "SessionEnd"}
-    # Tool-call capture runs in the background (Claude Code's "async": true); the rest block as before.
+                          "PreCompact", "SessionEnd"}
+    # Tool-call and compaction capture run in the background (Claude Code's "async": true); the rest block.
     assert {event for event, groups in hooks.items() if groups[0]["hooks"][0].get("async") is True} == {
-        "PostToolUse", "PostToolUseFailure"}
+        "PostToolUse", "PostToolUseFailure", "PreCompact"}
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
     assert not path.exists()

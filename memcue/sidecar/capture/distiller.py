@@ -190,7 +190,8 @@ class Distiller:
         if (not self.config.enabled or memory.kind != "event" or not source.startswith("hook:")
                 or not memory.session_id):
             return
-        trigger = "SessionEnd" if memory.content.startswith("Session ended") else memory.content[:40]
+        trigger = ("SessionEnd" if memory.content.startswith("Session ended") else
+                   "PreCompact" if memory.content.startswith("Context compacted") else memory.content[:40])
         item = DistillJob(memory.project, memory.session_id, source.split(":", 1)[1], trigger)
         with self._lock:
             if any(q.session_id == item.session_id for q in self._queue):
