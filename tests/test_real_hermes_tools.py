@@ -9,28 +9,22 @@ with reason ``test-passed`` that names the command and its failure line, with ha
 
 from __future__ import annotations
 
-import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from conftest import start_sidecar
 from model_stubs import ModelStub
-from real_harness import explain, memcue_cli, private_env, program, project_dir, promoted_and_tool_records
+from real_harness import explain, memcue_cli, program, project_dir, promoted_and_tool_records
 from test_real_claude_code_tools import MAKEFILE
-from test_real_hermes import CONFIG, _offline
+from test_real_hermes import CONFIG, hermes_env
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 
 
 def test_hermes_terminal_calls_are_spooled_and_a_fail_then_pass_is_promoted(home: Path, tmp_path: Path) -> None:
     hermes = program("hermes")
-    env = _offline(private_env(tmp_path, home, LANG="C.UTF-8", LC_ALL="C.UTF-8"))
-    hermes_home = Path(env["HOME"]) / ".hermes"
-    hermes_home.mkdir()
-    (hermes_home / ".update_check").write_text(json.dumps({"ts": time.time(), "behind": 0, "rev": None,
-                                                           "ver": "0.19.0"}))
+    env, hermes_home = hermes_env(tmp_path, home)
     project = project_dir(tmp_path)
     (project / "Makefile").write_text(MAKEFILE)
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from collections.abc import Callable
 from typing import Protocol
 
 PROJECT_HELP = ("a path in the project (its git top-level is the project, as for the hooks), or a bare project "
@@ -58,3 +59,17 @@ def limit(text: str) -> int:
     if not 1 <= value <= 100:
         raise argparse.ArgumentTypeError("must be between 1 and 100")
     return value
+
+
+def days(most: float) -> Callable[[str], float]:
+    """An argparse ``type`` for a number of days: more than 0 and at most ``most``; anything else is a usage
+    error that names the range."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not 0 < value <= most:
+            raise argparse.ArgumentTypeError(f"{text!r}: days must be more than 0 and at most {most:g}")
+        return value
+    return parse

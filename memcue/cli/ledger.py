@@ -13,7 +13,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from memcue.cli.arguments import AddCommand
+from memcue.cli.arguments import AddCommand, days
 from memcue.cli.output import emit
 from memcue.core.text import preview
 
@@ -49,16 +49,6 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _days(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value <= 365:
-        raise argparse.ArgumentTypeError(f"{text!r}: days must be more than 0 and at most 365")
-    return value
-
-
 def cmd_ledger(args: argparse.Namespace) -> int:
     """``memcue ledger [--days N]``."""
     from memcue.client import Client
@@ -73,6 +63,6 @@ def register(add: AddCommand) -> None:
     """Register ``ledger``."""
     p = add("ledger", "What the optional model distillation spent and made: today's tokens against the daily "
                       "budget, and each session it considered (outcome, tokens, candidates).")
-    p.add_argument("--days", type=_days, default=DEFAULT_DAYS,
+    p.add_argument("--days", type=days(365), default=DEFAULT_DAYS,
                    help=f"rows of the last N days (default {DEFAULT_DAYS:g})")
     p.set_defaults(fn=cmd_ledger)
