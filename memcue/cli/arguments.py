@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 from collections.abc import Callable
 from typing import Protocol
 
@@ -42,14 +43,23 @@ def project_of(args: argparse.Namespace) -> str | None:
     return project_key(getattr(args, "project", None), global_=getattr(args, "global_", False))
 
 
-def iso_time(text: str) -> str:
-    """An ISO 8601 date or date-time ("2026-10-01", "2026-10-01T09:30:00Z"), checked here so a typo is a
-    usage error (exit 2) with a clear message."""
+def iso_time(text: str) -> str | float:
+    """An ISO 8601 date or date-time ("2026-10-01", "2026-10-01T09:30:00Z") as given, or Unix seconds
+    ("1790000000") as a float, as the API takes both; checked here so a typo is a usage error (exit 2) with a
+    clear message."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(seconds):
+            return seconds
     try:
         dt.datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 date or date-time (e.g. 2026-10-01 or 2026-10-01T09:30:00Z)") from None
+            f"{text!r} is not an ISO 8601 date or date-time (e.g. 2026-10-01 or 2026-10-01T09:30:00Z) nor Unix "
+            "seconds") from None
     return text
 
 
