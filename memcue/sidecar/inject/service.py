@@ -39,6 +39,12 @@ from memcue.sidecar.store import NewMemory
 
 #: Newest memories offered at session start, before the budget cut.
 SESSION_RECENT = 8
+#: The kinds that state how the project works (a rule, a decision, a preference, a correction of the agent):
+#: the session-start block offers them before the newest memories, however old, so a standing rule is in view
+#: before the first task prompt (issue 15). Up to ``SESSION_STANDING`` of them, the most confirmed first
+#: (``seen_count``: said again, reinforced), then the newest.
+STANDING_KINDS = ("decision", "preference", "correction", "convention", "rule")
+SESSION_STANDING = 8
 #: Results a prompt hook asks recall for, before the budget cut (the default of ``MEMCUE_HOOK_RECALL_LIMIT``).
 PROMPT_LIMIT = 8
 
@@ -239,10 +245,14 @@ class HookService:
                           query_id=query_id, included=0, left_out=0, tokens=tokens)
 
     def _session_rows(self, project: str) -> list[dict[str, Any]]:
-        """The session-start block's memories, each once: pinned, the newest (no bookkeeping, no captured
-        prompts or episodes), then the supported answers of a recall on the project's name (blocking)."""
+        """The session-start block's memories, each once: pinned, the standing rules (``STANDING_KINDS``, most
+        confirmed first), the newest (no bookkeeping, no captured prompts or episodes), then the supported answers
+        of a recall on the project's name (blocking)."""
         backend, now = self.backend, time.time()
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
+        standing = [row for kind in STANDING_KINDS for row in backend.list_memories(
+            project=project, limit=SESSION_STANDING, include_bookkeeping=False, kind=kind)]
+        standing.sort(key=lambda r: (-int(r.get("seen_count") or 1), -float(r["created_at"])))
         recent = backend.list_memories(project=project, limit=SESSION_RECENT, include_bookkeeping=False,
                                        kinds_excluded=("request", "episode"))
         name = os.path.basename(project.rstrip("/")) if project else ""
@@ -253,7 +263,7 @@ class HookService:
             named = [r for r in answer["results"] if r["tier"] == "supported"]
         seen: set[int] = set()
         out = []
-        for row in [*pinned, *recent, *named]:
+        for row in [*pinned, *standing[:SESSION_STANDING], *recent, *named]:
             mid = row.get("id", row.get("memory_id"))
             if mid in seen:
                 continue
