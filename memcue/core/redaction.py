@@ -129,7 +129,7 @@ class _Rule:
 _NOT_A_VALUE = re.compile(
     r"""^(?:
         \$\{?[A-Za-z_][A-Za-z0-9_]*\}?           # $VAR, ${VAR}
-      | \$\{\{.*\}\}? | \{\{.*\}\} | \{[A-Za-z_]*\} | %\([a-z_]+\)s | %s   # templates
+      | \$?\{\{.* | \{[A-Za-z_]*\} | %\([a-z_]+\)s | %s   # templates: ${{ … }}, {{ … }}, {name}, %s
       | <[^<>]*> | \*+ | x{3,} | X{3,} | \.{3} | …   # <your-token>, ****, xxx, ...
       | (?i:none|null|nil|true|false|yes|no|undefined|required|optional|empty|redacted|changeme|secret|password
           |passwd|token|string|str|int|bytes)
@@ -149,9 +149,10 @@ _IDENTIFIER = re.compile(r"^[a-z]+(?:[_-][a-z]+)+$")
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
-def _plausible(value: str, *, quoted: bool, kind: str, trusted: bool, key_only: bool) -> bool:
-    """Whether an assigned ``value`` looks like a secret of ``kind`` (see the module docstring). ``trusted``: an
-    environment-style name or a config line; ``key_only``: the name only ends in ``key``."""
+def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, key_only: bool) -> bool:
+    """Whether an assigned ``value`` looks like a secret of ``kind`` (see the module docstring). ``env``: the
+    name is an environment variable's; ``config``: the assignment is a config line; ``key_only``: the name only
+    ends in ``key``."""
     if not value or _NOT_A_VALUE.match(value):
         return False
     if _NUMBER.match(value):
@@ -159,11 +160,13 @@ def _plausible(value: str, *, quoted: bool, kind: str, trusted: bool, key_only: 
     if key_only:
         return (len(value) >= 16 and " " not in value and any(c.isdigit() for c in value)
                 and any(c.isalpha() for c in value))
-    if quoted:
+    if quoted or env:
         return len(value) >= 3
-    if trusted:
+    if _IDENTIFIER.match(value):
+        return False
+    if config:
         return len(value) >= 3
-    if _IDENTIFIER.match(value) or len(value) < 6:
+    if len(value) < 6:
         return False
     return (any(c.isdigit() for c in value) or not value.isalnum()
             or (any(c.isupper() for c in value) and any(c.islower() for c in value)))
@@ -226,12 +229,35 @@ def _config_line(m: re.Match[str], value_end: int) -> bool:
     return bool(_LINE_OPENER.match(text[start:m.start()])) and (not rest or rest.startswith("#"))
 
 
+#: Where an assignment's name may end: a secret word, maybe a closing quote, then the separator. Found first (a
+#: cheap scan), so the full pattern runs only where a secret's name may be.
+_HINT = r"""(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key)["']?[ \t]*(?::=|=>|[:=])"""
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_hint: list[re.Pattern[str]] = []
+
+
+def _assignment_starts(text: str) -> list[int]:
+    """Where the name of each possible secret assignment in ``text`` starts (its opening quote, if any)."""
+    if not _hint:
+        _hint.append(re.compile(_HINT))
+    starts: list[int] = []
+    for h in _hint[0].finditer(text):
+        start, floor = h.start(), max(0, h.start() - 100)
+        while start > floor and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        if start > 0 and text[start - 1] in "\"'":
+            start -= 1
+        starts.append(start)
+    return starts
+
+
 def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> str:
     """``text`` with the value of every secret assignment (``_ASSIGNMENT``) replaced by its marker."""
     out: list[str] = []
     done = 0
-    for m in pattern.finditer(text):
-        if m.start() < done:
+    for at in _assignment_starts(text):
+        m = pattern.match(text, at) if at >= done else None
+        if m is None:
             continue
         named = _name_kind(m.group("name"))
         if named is None:
@@ -241,8 +267,9 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
         value = m.group("qval") if quoted else m.group("val")
         start = m.start("qval") if quoted else m.start("val")
         end = start + len(value)
-        trusted = bool(_ENV_NAME.match(m.group("name"))) or _config_line(m, end + (1 if quoted else 0))
-        if not _plausible(value, quoted=quoted, kind=kind, trusted=trusted, key_only=key_only):
+        env = bool(_ENV_NAME.match(m.group("name")))
+        config = not env and _config_line(m, end + (1 if quoted else 0))
+        if not _plausible(value, quoted=quoted, kind=kind, env=env, config=config, key_only=key_only):
             continue
         out.append(text[done:start])
         out.append(_marker(kind))
@@ -274,11 +301,11 @@ def _openai(m: re.Match[str]) -> str | None:
 
 
 def _valued(kind: str) -> Replace:
-    """Keep ``pre`` and the quotes ``q`` around ``val``; the value becomes the marker unless it is a placeholder,
-    a path, a variable or another flag."""
+    """Keep ``pre`` and the quotes ``q`` around the value (``val``, or ``qval`` when quoted); the value becomes the
+    marker unless it is a placeholder, a path, a variable, a number or another flag."""
     def replace(m: re.Match[str]) -> str | None:
-        value = m.group("val")
-        if _NOT_A_VALUE.match(value) or value.startswith("-") or _NUMBER.match(value):
+        value = m.groupdict().get("qval") or m.group("val") or ""
+        if not value or _NOT_A_VALUE.match(value) or value.startswith("-") or _NUMBER.match(value):
             return None
         q = m.group("q") or ""
         return f"{m.group('pre')}{q}{_marker(kind)}{q}"
@@ -362,7 +389,7 @@ _RULES: tuple[_Rule, ...] = (
           ("dp.",)),
     _Rule("telegram-bot-token", r"(?<!\d)\d{5,16}:A[A-Za-z0-9_\-]{34}" + _TOKEN_END, (":A",)),
     _Rule("discord-token", r"\b(?P<id>[MNO][A-Za-z0-9_\-]{23,25})\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"
-          + _TOKEN_END, (".",), replace=_discord),
+          + _TOKEN_END, ("discord",), fold=True, replace=_discord),
     _Rule("digitalocean-token", rf"\bdo[opr]_v1_{_HEX}{{64}}\b", ("_v1_",)),
     _Rule("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", ("shp",)),
     _Rule("linear-key", r"\blin_(?:api|oauth)_[A-Za-z0-9]{40}\b", ("lin_",)),
@@ -381,16 +408,17 @@ _RULES: tuple[_Rule, ...] = (
           ("authorization",), fold=True, flags=re.IGNORECASE, replace=_auth_header),
     _Rule("bearer-token", r"(?P<pre>\b[Bb]earer\s+)(?!\[REDACTED:)[A-Za-z0-9._~+/\-]{20,}=*", ("earer",),
           fold=True, replace=_keep_prefix("bearer-token")),
-    _Rule("basic-auth", r"(?P<pre>\b(?:curl|http|https|xh)\b[^\n|;&]*?[ \t](?:-u|--user|-a|--auth)(?:[ \t]+|=)"
+    _Rule("basic-auth", r"(?P<pre>\b(?:curl|http|https|xh)\b[^\n|;&]{0,300}?[ \t](?:-u|--user|-a|--auth)(?:[ \t]+|=)"
           r"(?P<q>[\"']?)[^\s:\"'@]*:)(?P<val>[^\s\"'@]+)(?P=q)", ("curl", "http", "xh "), fold=True,
           replace=_valued("basic-auth")),
-    _Rule("password", r"(?P<pre>\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]*?[ \t]-p)(?P<q>[\"']?)(?P<val>[^\s\"'\-][^\s\"']*)"
-          r"(?P=q)", ("mysql", "mariadb"), replace=_valued("password")),
-    _Rule("password", r"(?P<pre>\b(?:sshpass|docker[ \t]+login|podman[ \t]+login)\b[^\n|;&]*?[ \t]-p[ \t]*)"
+    _Rule("password", r"(?P<pre>\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,300}?[ \t]-p)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"'\-][^\s\"']*)(?P=q)", ("mysql", "mariadb"), replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\b(?:sshpass|docker[ \t]+login|podman[ \t]+login)\b[^\n|;&]{0,300}?[ \t]-p[ \t]*)"
           r"(?P<q>[\"']?)(?P<val>[^\s\"'\-][^\s\"']*)(?P=q)", ("sshpass", "login"), replace=_valued("password")),
     _Rule("secret", r"(?P<pre>(?<![\w\-])--(?:password|passwd|pass|token|api-?key|api-token|auth-token|"
           r"access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|webhook-secret)"
-          r"(?:[ \t]+|=))(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)", ("--",), replace=_valued("secret")),
+          r"(?:[ \t]+|=))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"']+))", ("--",),
+          replace=_valued("secret")),
     _Rule("secret", r"(?P<pre>\bname:[ \t]*[\"']?[A-Za-z_]*(?i:password|passwd|secret|token|api_?key)[\"']?"
           r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)", ("value:",),
           replace=_valued("secret")),
