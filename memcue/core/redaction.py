@@ -52,7 +52,7 @@ from memcue.core.limits import CAPTURE_MAX_CHARS, PRECUT_CHARS, PRECUT_GUARD_CHA
 
 #: The marker that replaces a secret of ``kind``.
 MARKER = "[REDACTED:{kind}]"
-_MARKED = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
+_MARKED = r"\[REDACTED:([a-z0-9-]+)\]"
 
 
 def _marker(kind: str) -> str:
@@ -117,7 +117,7 @@ class _Rule:
             out = _marker(self.kind) if self.replace is None else self.replace(m)
             if out is None:
                 return m.group(0)
-            found = _MARKED.findall(out)
+            found = re.findall(_MARKED, out)
             kinds.extend(found or [self.kind])
             return out
 
@@ -126,8 +126,8 @@ class _Rule:
 
 # -- what a value must look like ------------------------------------------------------------------------------
 #: Values that name a secret rather than being one: placeholders, variables, templates, code references.
-_NOT_A_VALUE = re.compile(
-    r"""^(?:
+_NOT_A_VALUE = (
+    r"""(?x)^(?:
         \$\{?[A-Za-z_][A-Za-z0-9_]*\}?           # $VAR, ${VAR}
       | \$?\{\{.* | \{[A-Za-z_]*\} | %\([a-z_]+\)s | %s   # templates: ${{ … }}, {{ … }}, {name}, %s
       | <[^<>]*> | \*+ | x{3,} | X{3,} | \.{3} | …   # <your-token>, ****, xxx, ...
@@ -138,31 +138,30 @@ _NOT_A_VALUE = re.compile(
       | [A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+            # settings.SECRET_KEY
       | (?:~|\.{1,2})?/[\w.@+\-/]*               # a path: /home/me/src, ~/.ssh/id_rsa, ./token.txt
       | [A-Za-z]:\\[^\s]*                         # C:\Users\me
-    )$""",
-    re.VERBOSE,
+    )$"""
 )
 #: A number, or a duration: ``3600``, ``30s``, ``1.5h``.
-_NUMBER = re.compile(r"^\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y|sec|min)?$")
+_NUMBER = r"^\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y|sec|min)?$"
 #: Lower-case words joined by ``_`` or ``-`` without a digit (``test_login_flow``): an identifier.
-_IDENTIFIER = re.compile(r"^[a-z]+(?:[_-][a-z]+)+$")
+_IDENTIFIER = r"^[a-z]+(?:[_-][a-z]+)+$"
 #: An environment-variable name (``POSTGRES_PASSWORD``, ``PGPASSWORD``).
-_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_ENV_NAME = r"^[A-Z][A-Z0-9_]*$"
 
 
 def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, key_only: bool) -> bool:
     """Whether an assigned ``value`` looks like a secret of ``kind`` (see the module docstring). ``env``: the
     name is an environment variable's; ``config``: the assignment is a config line; ``key_only``: the name only
     ends in ``key``."""
-    if not value or _NOT_A_VALUE.match(value):
+    if not value or re.match(_NOT_A_VALUE, value):
         return False
-    if _NUMBER.match(value):
+    if re.match(_NUMBER, value):
         return kind == "password" and value.isdigit() and len(value) >= 6
     if key_only:
         return (len(value) >= 16 and " " not in value and any(c.isdigit() for c in value)
                 and any(c.isalpha() for c in value))
     if quoted or env:
         return len(value) >= 3
-    if _IDENTIFIER.match(value):
+    if re.match(_IDENTIFIER, value):
         return False
     if config:
         return len(value) >= 3
@@ -184,14 +183,14 @@ _SECRET_PAIRS = {("api", "key"): "api-key", ("access", "key"): "api-key", ("secr
                  ("private", "key"): "secret", ("auth", "key"): "api-key", ("account", "key"): "secret",
                  ("access", "token"): "token", ("auth", "token"): "token", ("client", "secret"): "secret",
                  ("signing", "key"): "secret", ("encryption", "key"): "secret", ("master", "key"): "secret"}
-_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_NAME_PARTS = r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])"
 
 
 def _name_kind(name: str) -> tuple[str, bool] | None:
     """The marker kind for an assignment to ``name`` (``DB_PASSWORD``, ``apiKey``, ``github.token``) and whether
     only a ``*_KEY`` ending made it one; None when the name does not end in a secret word (``max_tokens``,
     ``token_count``, ``compass``, ``password_reset_url``)."""
-    parts = [p.lower() for p in _NAME_PARTS.findall(name)]
+    parts = [p.lower() for p in re.findall(_NAME_PARTS, name)]
     if not parts:
         return None
     if len(parts) >= 2 and (parts[-2], parts[-1]) in _SECRET_PAIRS:
@@ -201,7 +200,7 @@ def _name_kind(name: str) -> tuple[str, bool] | None:
     for ending, kind in _SECRET_ENDINGS:
         if parts[-1].endswith(ending):
             return kind, False
-    if parts[-1] == "key" and len(parts) >= 2 and _ENV_NAME.match(name):
+    if parts[-1] == "key" and len(parts) >= 2 and re.match(_ENV_NAME, name):
         return "api-key", True
     return None
 
@@ -217,7 +216,7 @@ _ASSIGNMENT = (
             |(?P<val>[^\s"'`,;)\]}]{1,512})))                      # or an unquoted one
     """)
 #: What may stand before a name that opens a config line: indentation, a YAML list dash, ``export``/``set``.
-_LINE_OPENER = re.compile(r"^[ \t]*(?:-[ \t]+)?(?:export[ \t]+|set[ \t]+|ENV[ \t]+)?$")
+_LINE_OPENER = r"^[ \t]*(?:-[ \t]+)?(?:export[ \t]+|set[ \t]+|ENV[ \t]+)?$"
 
 
 def _config_line(m: re.Match[str], value_end: int) -> bool:
@@ -226,7 +225,7 @@ def _config_line(m: re.Match[str], value_end: int) -> bool:
     start = text.rfind("\n", 0, m.start()) + 1
     end = text.find("\n", value_end)
     rest = text[value_end:end if end >= 0 else len(text)].strip()
-    return bool(_LINE_OPENER.match(text[start:m.start()])) and (not rest or rest.startswith("#"))
+    return bool(re.match(_LINE_OPENER, text[start:m.start()])) and (not rest or rest.startswith("#"))
 
 
 #: Where an assignment's name may end: a secret word, maybe a closing quote, then the separator. Found first (a
@@ -267,7 +266,7 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
         value = m.group("qval") if quoted else m.group("val")
         start = m.start("qval") if quoted else m.start("val")
         end = start + len(value)
-        env = bool(_ENV_NAME.match(m.group("name")))
+        env = bool(re.match(_ENV_NAME, m.group("name")))
         config = not env and _config_line(m, end + (1 if quoted else 0))
         if not _plausible(value, quoted=quoted, kind=kind, env=env, config=config, key_only=key_only):
             continue
@@ -287,7 +286,7 @@ def _keep_prefix(kind: str, group: str = "pre") -> Replace:
 
 
 def _url_password(m: re.Match[str]) -> str | None:
-    if _NOT_A_VALUE.match(m.group("pw")):
+    if re.match(_NOT_A_VALUE, m.group("pw")):
         return None
     return f"{m.group('pre')}{_marker('url-password')}@"
 
@@ -305,7 +304,7 @@ def _valued(kind: str) -> Replace:
     marker unless it is a placeholder, a path, a variable, a number or another flag."""
     def replace(m: re.Match[str]) -> str | None:
         value = m.groupdict().get("qval") or m.group("val") or ""
-        if not value or _NOT_A_VALUE.match(value) or value.startswith("-") or _NUMBER.match(value):
+        if not value or re.match(_NOT_A_VALUE, value) or value.startswith("-") or re.match(_NUMBER, value):
             return None
         q = m.group("q") or ""
         return f"{m.group('pre')}{q}{_marker(kind)}{q}"
@@ -322,14 +321,14 @@ def _auth_header(m: re.Match[str]) -> str:
     return m.group("pre") + _marker(kind)
 
 
-_CSV_SECRET_COLUMN = re.compile(r"(?i)^\s*(?:secret access key|secret|password|client secret|secret key|token)\s*$")
+_CSV_SECRET_COLUMN = (r"(?i)^\s*(?:secret access key|secret|password|client secret|secret key|token)\s*$")
 
 
 def _credential_csv(m: re.Match[str]) -> str:
     """A CSV header naming secret columns, and the rows under it with those fields replaced."""
     header, rows = m.group("header"), m.group("rows")
     columns = header.split(",")
-    secret = [i for i, c in enumerate(columns) if _CSV_SECRET_COLUMN.match(c)]
+    secret = [i for i, c in enumerate(columns) if re.match(_CSV_SECRET_COLUMN, c)]
     out = []
     for row in rows.split("\n"):
         fields = row.split(",")
@@ -422,7 +421,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("secret", r"(?P<pre>\bname:[ \t]*[\"']?[A-Za-z_]*(?i:password|passwd|secret|token|api_?key)[\"']?"
           r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)", ("value:",),
           replace=_valued("secret")),
-    _Rule("secret", _ASSIGNMENT, ("=", ":"), flags=re.VERBOSE, scan=_scan_assignments),
+    _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
+          scan=_scan_assignments),
 )
 
 
