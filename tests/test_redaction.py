@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memcue.sidecar.store import NewMemory, Store, redact
+from memcue.sidecar.store import NewCandidate, NewMemory, Store, redact
 from tests.conftest import start_sidecar
 
 ALNUM = "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY2z4A6c8D0eF"
@@ -225,6 +225,28 @@ def test_store_writes_the_redacted_text(tmp_path: Path) -> None:
         assert meta["embed_text"] == "[May] bob: use [REDACTED:github-token]"
     finally:
         store.close()
+
+
+def test_metadata_and_candidate_evidence_are_redacted(tmp_path: Path) -> None:
+    """Every string of a memory's metadata, at any depth, and of a candidate's evidence (issue 16: metadata was
+    never redacted); keys, numbers and ordinary text stay."""
+    store = Store(tmp_path / "m.db", want_vec=False)
+    secret = "Md47" + "metaPw"
+    try:
+        res = store.remember(NewMemory(content="the deploy notes", project="p", metadata={
+            "cwd": "/home/me/src", "command": f"curl -u ci:{secret} https://ci.example.com",
+            "evidence": {"lines": [f"export PGPASSWORD={secret}", "make deploy"], "exit_code": 1}}))
+        meta = store.fetch([res.id])[res.id]["metadata"]
+        assert meta == {"cwd": "/home/me/src", "command": "curl -u ci:[REDACTED:basic-auth] https://ci.example.com",
+                        "evidence": {"lines": ["export PGPASSWORD=[REDACTED:password]", "make deploy"], "exit_code": 1}}
+        [added] = store.add_candidates([NewCandidate(content="deploy with make deploy", signal="test-passed",
+                                                     evidence={"command": f"make deploy --token {secret}"})])
+        held = store.get_candidate(added.id)
+        assert held is not None and held["evidence"] == {"command": "make deploy --token [REDACTED:secret]"}
+    finally:
+        store.close()
+    assert secret.encode() not in (tmp_path / "m.db").read_bytes() + (
+        (tmp_path / "m.db-wal").read_bytes() if (tmp_path / "m.db-wal").exists() else b"")
 
 
 def test_real_sidecar_redacts_and_the_secret_is_not_findable(home: Path) -> None:

@@ -451,3 +451,15 @@ def redact_captured(text: str) -> Redacted:
     secrets = redact(cap_text(text, PRECUT_CHARS))
     limit = min(CAPTURE_MAX_CHARS, max(len(secrets.text) - PRECUT_GUARD_CHARS, 0))
     return Redacted(cap_text(secrets.text, limit, full_chars=len(text)), secrets.count, secrets.kinds)
+
+
+def redact_value(value: object) -> object:
+    """``value`` (JSON-shaped: strings, numbers, lists, dicts) with every string in it, at any depth, redacted
+    (``redact``); dict keys are kept as they are, tuples become lists. Never raises."""
+    if isinstance(value, str):
+        return redact(value).text
+    if isinstance(value, dict):
+        return {key: redact_value(v) for key, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v) for v in value]
+    return value

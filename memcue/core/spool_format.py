@@ -85,16 +85,7 @@ def redact_record(record: dict[str, object]) -> dict[str, object]:
     """A copy of ``record`` with no secret in it (``memcue.core.redaction``): ``content`` redacted and cut as a
     captured text (``redact_captured``), every other string, at any depth (a tool record's command, key line and
     files), redacted; ``ROUTING_FIELDS`` as they are. Never raises on JSON-shaped values."""
-    from memcue.core.redaction import redact, redact_captured  # only a record to write pays for the rules
-
-    def clean(value: object) -> object:
-        if isinstance(value, str):
-            return redact(value).text
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [clean(v) for v in value]
-        return value
+    from memcue.core.redaction import redact_captured, redact_value  # only a record to write pays for the rules
 
     out: dict[str, object] = {}
     for key, value in record.items():
@@ -103,7 +94,7 @@ def redact_record(record: dict[str, object]) -> dict[str, object]:
         elif key == "content" and isinstance(value, str):
             out[key] = redact_captured(value).text
         else:
-            out[key] = clean(value)
+            out[key] = redact_value(value)
     return out
 
 

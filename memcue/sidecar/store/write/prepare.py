@@ -85,14 +85,4 @@ def prepare_write(memory: NewMemory) -> PreparedWrite:
 def _redact_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     """``metadata`` with secrets out of every string in it, at any depth (``embed_text``, embedded instead of the
     content when present, a capture's evidence, an importer's fields); keys are kept as they are."""
-    return {key: _redact_value(value) for key, value in metadata.items()}
-
-
-def _redact_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return redaction.redact(value).text
-    if isinstance(value, dict):
-        return {key: _redact_value(v) for key, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redact_value(v) for v in value]
-    return value
+    return {key: redaction.redact_value(value) for key, value in metadata.items()}
