@@ -101,6 +101,9 @@ SHAPES = [
     ("cloud-credential", "User name,Password,Access key ID,Secret access key,Console login link\nalice,"
      + "Al1ceP@ss" + "," + AWS_ID + "," + AWS_SECRET + ",https://acct.signin.aws.amazon.com/console",
      "Al1ceP@ss", "https://acct.signin.aws.amazon.com/console"),
+    ("cloud-credential", "username,password\nalice," + "W0nderland" + "\n", "W0nderland", "username,password\nalice,"),
+    ("password", "kubectl create secret generic db --from-literal=password=" + "S3cretKube", "S3cretKube",
+     "--from-literal=password="),
 ]
 
 
@@ -185,6 +188,12 @@ NOT_SECRETS = [
     f"trace {uuid.UUID(int=0x2F1A62CC057A49EC940250C099080EBE)} in logs",
     "OrganizationServiceImpl.method.someVeryLongMethodNameThatIsLong",
     "e.g. key: value pairs",
+    "export GITHUB_TOKEN=$(gh auth token)",
+    'specials = {"cls_token": "[CLS]", "mask_token": "[MASK]"}',
+    "docker login -u me --password-stdin",
+    "curl --user-agent memcue/1.0 https://example.com",
+    "curl -u $CI_USER:$CI_TOKEN https://ci.example.com",
+    "tokens: 1500",
 ]
 
 

@@ -129,6 +129,8 @@ class _Rule:
 _NOT_A_VALUE = (
     r"""(?x)^(?:
         \$\{?[A-Za-z_][A-Za-z0-9_]*\}?           # $VAR, ${VAR}
+      | \$\(.* | `.*                              # $(gh auth token), `cat token.txt`
+      | \[[A-Za-z_]+\]                           # [CLS], [MASK]: a model's special tokens
       | \$?\{\{.* | \{[A-Za-z_]*\} | %\([a-z_]+\)s | %s   # templates: ${{ … }}, {{ … }}, {name}, %s
       | <[^<>]*> | \*+ | x{3,} | X{3,} | \.{3} | …   # <your-token>, ****, xxx, ...
       | (?i:none|null|nil|true|false|yes|no|undefined|required|optional|empty|redacted|changeme|secret|password
@@ -346,7 +348,8 @@ _TOKEN_END = r"(?![A-Za-z0-9_\-])"
 _RULES: tuple[_Rule, ...] = (
     _Rule("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?"
           r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)", ("PRIVATE KEY",), flags=re.DOTALL),
-    _Rule("cloud-credential", r"(?im)^(?P<header>[^\n]*(?:secret access key|,\s*password\s*,)[^\n]*)\n"
+    _Rule("cloud-credential", r"(?im)^(?P<header>(?:[^\n,]*,)*[ \t]*(?:secret access key|password|secret|"
+          r"client secret|secret key|token)[ \t]*(?:,[^\n]*)?)\n"
           r"(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)", ("secret access key", "password"), fold=True,
           replace=_credential_csv),
     _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?#@]+)@",
