@@ -194,6 +194,7 @@ NOT_SECRETS = [
     "curl --user-agent memcue/1.0 https://example.com",
     "curl -u $CI_USER:$CI_TOKEN https://ci.example.com",
     "tokens: 1500",
+    "a `curl -u ci:...`; `--api-key ...`; a `postgres://user:pw@host` URL (documentation placeholders)",
 ]
 
 

@@ -134,7 +134,7 @@ _NOT_A_VALUE = (
       | \$?\{\{.* | \{[A-Za-z_]*\} | %\([a-z_]+\)s | %s   # templates: ${{ … }}, {{ … }}, {name}, %s
       | <[^<>]*> | \*+ | x{3,} | X{3,} | \.{3} | …   # <your-token>, ****, xxx, ...
       | (?i:none|null|nil|true|false|yes|no|undefined|required|optional|empty|redacted|changeme|secret|password
-          |passwd|token|string|str|int|bytes)
+          |passwd|pass|pw|pwd|token|string|str|int|bytes)
       | \[REDACTED:[a-z0-9-]+\]
       | [A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\s*[(\[].*   # get_token(), os.environ[...]
       | [A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+            # settings.SECRET_KEY
@@ -411,18 +411,19 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("bearer-token", r"(?P<pre>\b[Bb]earer\s+)(?!\[REDACTED:)[A-Za-z0-9._~+/\-]{20,}=*", ("earer",),
           fold=True, replace=_keep_prefix("bearer-token")),
     _Rule("basic-auth", r"(?P<pre>\b(?:curl|http|https|xh)\b[^\n|;&]{0,300}?[ \t](?:-u|--user|-a|--auth)(?:[ \t]+|=)"
-          r"(?P<q>[\"']?)[^\s:\"'@]*:)(?P<val>[^\s\"'@]+)(?P=q)", ("curl", "http", "xh "), fold=True,
+          r"(?P<q>[\"']?)[^\s:\"'@]*:)(?P<val>[^\s\"'@`;|&)]+)(?P=q)", ("curl", "http", "xh "), fold=True,
           replace=_valued("basic-auth")),
     _Rule("password", r"(?P<pre>\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,300}?[ \t]-p)(?P<q>[\"']?)"
-          r"(?P<val>[^\s\"'\-][^\s\"']*)(?P=q)", ("mysql", "mariadb"), replace=_valued("password")),
+          r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("mysql", "mariadb"), replace=_valued("password")),
     _Rule("password", r"(?P<pre>\b(?:sshpass|docker[ \t]+login|podman[ \t]+login)\b[^\n|;&]{0,300}?[ \t]-p[ \t]*)"
-          r"(?P<q>[\"']?)(?P<val>[^\s\"'\-][^\s\"']*)(?P=q)", ("sshpass", "login"), replace=_valued("password")),
+          r"(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)",
+          ("sshpass", "login"), replace=_valued("password")),
     _Rule("secret", r"(?P<pre>(?<![\w\-])--(?:password|passwd|pass|token|api-?key|api-token|auth-token|"
           r"access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|webhook-secret)"
-          r"(?:[ \t]+|=))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"']+))", ("--",),
+          r"(?:[ \t]+|=))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))", ("--",),
           replace=_valued("secret")),
     _Rule("secret", r"(?P<pre>\bname:[ \t]*[\"']?[A-Za-z_]*(?i:password|passwd|secret|token|api_?key)[\"']?"
-          r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)", ("value:",),
+          r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)]+)(?P=q)", ("value:",),
           replace=_valued("secret")),
     _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
           scan=_scan_assignments),
