@@ -125,23 +125,42 @@ class _Rule:
 
 
 # -- what a value must look like ------------------------------------------------------------------------------
-#: Values that name a secret rather than being one: placeholders, variables, templates, code references.
-_NOT_A_VALUE = (
-    r"""(?x)^(?:
-        \$\{?[A-Za-z_][A-Za-z0-9_]*\}?           # $VAR, ${VAR}
-      | \$\(.* | `.*                              # $(gh auth token), `cat token.txt`
-      | \[[A-Za-z_]+\]                           # [CLS], [MASK]: a model's special tokens
-      | \$?\{\{.* | \{[A-Za-z_]*\} | %\([a-z_]+\)s | %s   # templates: ${{ … }}, {{ … }}, {name}, %s
-      | <[^<>]*> | \*+ | x{3,} | X{3,} | \.{3} | …   # <your-token>, ****, xxx, ...
-      | (?i:none|null|nil|true|false|yes|no|undefined|required|optional|empty|redacted|changeme|secret|password
-          |passwd|pass|pw|pwd|token|string|str|int|bytes)
-      | \[REDACTED:[a-z0-9-]+\]
-      | [A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\s*[(\[].*   # get_token(), os.environ[...]
-      | [A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+            # settings.SECRET_KEY
-      | (?:~|\.{1,2})?/[\w.@+\-/]*               # a path: /home/me/src, ~/.ssh/id_rsa, ./token.txt
-      | [A-Za-z]:\\[^\s]*                         # C:\Users\me
-    )$"""
-)
+#: Values that name a secret rather than being one: placeholder words (compared lower-cased) ...
+_PLACEHOLDER_WORDS = frozenset(
+    "none null nil true false yes no undefined required optional empty redacted changeme secret password passwd "
+    "pass pw pwd token string str int bytes ... …".split())
+#: ... and prefixes of variables, templates and command substitutions (``$VAR``, ``${{ … }}``, ``$(gh auth
+#: token)``, ``{{ .Values.x }}``, ``<your-token>``, ``%(name)s``, a marker already there).
+_PLACEHOLDER_PREFIXES = ("$", "`", "{{", "<", "%(", "%s", "[REDACTED:")
+_PATH_CHARS = frozenset("_.@+-/~")
+
+
+def _is_reference(value: str) -> bool:
+    """A code reference or a path: ``get_token()``, ``os.environ[...]``, ``settings.SECRET_KEY``, ``{name}``,
+    ``[CLS]``, ``/home/me/src``, ``~/.ssh/id_rsa``, ``./token.txt``, ``C:\\Users\\me`` (plain string work: no
+    pattern to compile in a hook process)."""
+    if value.startswith(("/", "~/", "./", "../")):
+        return all(c.isalnum() or c in _PATH_CHARS for c in value)
+    if value[1:3] == ":\\":
+        return " " not in value
+    if value[:1] in "{[" and value[-1:] in "}]":
+        inner = value[1:-1]
+        return not inner or inner.replace("_", "a").isalpha()
+    cuts = [i for i in (value.find("("), value.find("[")) if i > 0]
+    head = value[:min(cuts)].rstrip() if cuts else value
+    return (bool(cuts) or "." in head) and all(part.isidentifier() for part in head.split("."))
+
+
+def _not_a_value(value: str) -> bool:
+    """True when ``value`` names a secret rather than being one (placeholder words, variables, templates, code
+    references, paths), or is masked (``****``, ``xxx``)."""
+    if value.lower() in _PLACEHOLDER_WORDS or value.startswith(_PLACEHOLDER_PREFIXES):
+        return True
+    if len(value) >= 3 and (set(value) == {"*"} or set(value.lower()) == {"x"}):
+        return True
+    return _is_reference(value)
+
+
 #: A number, or a duration: ``3600``, ``30s``, ``1.5h``.
 _NUMBER = r"^\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y|sec|min)?$"
 #: Lower-case words joined by ``_`` or ``-`` without a digit (``test_login_flow``): an identifier.
@@ -154,7 +173,7 @@ def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, 
     """Whether an assigned ``value`` looks like a secret of ``kind`` (see the module docstring). ``env``: the
     name is an environment variable's; ``config``: the assignment is a config line; ``key_only``: the name only
     ends in ``key``."""
-    if not value or re.match(_NOT_A_VALUE, value):
+    if not value or _not_a_value(value):
         return False
     if re.match(_NUMBER, value):
         return kind == "password" and value.isdigit() and len(value) >= 6
@@ -288,7 +307,7 @@ def _keep_prefix(kind: str, group: str = "pre") -> Replace:
 
 
 def _url_password(m: re.Match[str]) -> str | None:
-    if re.match(_NOT_A_VALUE, m.group("pw")):
+    if _not_a_value(m.group("pw")):
         return None
     return f"{m.group('pre')}{_marker('url-password')}@"
 
@@ -306,7 +325,7 @@ def _valued(kind: str) -> Replace:
     marker unless it is a placeholder, a path, a variable, a number or another flag."""
     def replace(m: re.Match[str]) -> str | None:
         value = m.groupdict().get("qval") or m.group("val") or ""
-        if not value or re.match(_NOT_A_VALUE, value) or value.startswith("-") or re.match(_NUMBER, value):
+        if not value or _not_a_value(value) or value.startswith("-") or re.match(_NUMBER, value):
             return None
         q = m.group("q") or ""
         return f"{m.group('pre')}{q}{_marker(kind)}{q}"
