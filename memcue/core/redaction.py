@@ -4,7 +4,8 @@ such as ``[REDACTED:aws-access-key]``; the text around it (and the name of an as
 Standard library only: the hook's spool writer and log (``memcue.hooks``) and the store's one write-preparation
 path (``memcue.sidecar.store.write.prepare``) both call ``redact``. A hook is a new process each time, so no
 pattern is compiled at import: each rule names literal triggers and is compiled the first time a text holds one
-(a tool record without ``=``, ``:`` or a token prefix compiles nothing).
+(a tool record that names no secret word and no token prefix compiles nothing; ``benchmarks/redaction_cost.py``
+measures it per record shape).
 
 What is found:
 - blocks and rows: PEM private keys (the whole block, also when cut before its END line), cloud credential CSVs
