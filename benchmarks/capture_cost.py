@@ -7,7 +7,10 @@ store, no sidecar). Writes ``benchmarks/results/capture_cost.{json,md}``.
 Three numbers per size, each the median of ``--repeats`` runs in ms:
 - ``extract_ms``: ``extract_entities`` on the whole text (the work that grew quadratically);
 - ``write_ms``: ``Store.remember`` of the text as a captured prompt (kind ``request``), everything included;
-- ``lock_ms``: time the writer lock was held during that write (what a second writer waits for).
+- ``lock_ms``: time the writer lock was held during that write (what a second writer waits for);
+- ``spool_ms``: the hook's spool writer on the same text as a captured prompt (``spool_format.remember_prompt``
+  then ``hooks.spool.append``: the cut, the redaction of every text field, the JSON line, the fsynced append),
+  what a prompt hook spends when the sidecar cannot take the paste.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS_DIR, git_commit, git_dirty, say, write_results  # noqa: E402
 
+from memcue.core import spool_format  # noqa: E402
+from memcue.hooks import spool  # noqa: E402
 from memcue.sidecar.store import NewMemory, Store, extract_entities  # noqa: E402
 
 #: Paste sizes measured (characters).
@@ -67,11 +72,11 @@ class _TimedLock:
         self._lock.release()
 
 
-def measure(size: int, repeats: int, store: Store) -> dict[str, Any]:
-    """Median ``extract_ms``, ``write_ms`` and ``lock_ms`` (see the module docstring) for a ``size`` paste,
-    and the stored row's length."""
+def measure(size: int, repeats: int, store: Store, spool_dir: Path) -> dict[str, Any]:
+    """Median ``extract_ms``, ``write_ms``, ``lock_ms`` and ``spool_ms`` (see the module docstring) for a
+    ``size`` paste, and the stored row's length."""
     text = build_log(size)
-    extract, write, held, stored = [], [], [], 0
+    extract, write, held, spooled, stored = [], [], [], [], 0
     db = store._db  # the benchmark looks inside on purpose: the lock is not public
     for i in range(repeats):
         t = time.perf_counter()
@@ -84,17 +89,22 @@ def measure(size: int, repeats: int, store: Store) -> dict[str, Any]:
         write.append((time.perf_counter() - t) * 1000)
         held.append(timed.held * 1000)
         stored = len(store.fetch([res.id])[res.id]["content"])
+        t = time.perf_counter()
+        record = spool_format.remember_prompt(f"{i} {text}", project="bench", session_id="s", harness="claude-code")
+        spool.append(record, spool_dir / f"bench-{size}.jsonl")
+        spooled.append((time.perf_counter() - t) * 1000)
     return {"chars": size, "extract_ms": round(statistics.median(extract), 1),
             "write_ms": round(statistics.median(write), 1), "lock_ms": round(statistics.median(held), 1),
-            "stored_chars": stored}
+            "spool_ms": round(statistics.median(spooled), 1), "stored_chars": stored}
 
 
 def _markdown(rows: list[dict[str, Any]]) -> str:
     out = ["# Capture cost of a pasted build log (case C22)", "",
-           "| paste (chars) | extract_entities ms | captured-prompt write ms | writer lock held ms | stored chars |",
-           "|---:|---:|---:|---:|---:|"]
-    out += [f"| {r['chars']:,} | {r['extract_ms']} | {r['write_ms']} | {r['lock_ms']} | {r['stored_chars']:,} |"
-            for r in rows]
+           "| paste (chars) | extract_entities ms | captured-prompt write ms | writer lock held ms | hook spool ms "
+           "| stored chars |",
+           "|---:|---:|---:|---:|---:|---:|"]
+    out += [f"| {r['chars']:,} | {r['extract_ms']} | {r['write_ms']} | {r['lock_ms']} | {r['spool_ms']} "
+            f"| {r['stored_chars']:,} |" for r in rows]
     return "\n".join(out) + "\n"
 
 
@@ -109,7 +119,7 @@ def main() -> None:
         store = Store(Path(tmp) / "bench.db", want_vec=False)
         for size in SIZES:
             say(f"{size:,} characters ...")
-            rows.append(measure(size, args.repeats, store))
+            rows.append(measure(size, args.repeats, store, Path(tmp) / "spool"))
         store.close()
     report = {"benchmark": "capture_cost", "commit": git_commit(), "dirty": git_dirty(), "sizes": rows}
     write_results(args.out, "capture_cost", report, _markdown(rows))

@@ -88,10 +88,11 @@ def test_C22_cap_cuts_at_a_line_with_a_marker() -> None:
 
 
 def test_C22_every_captured_route_gets_the_cap(tmp_path: Path) -> None:
-    """The spool record and the write path of every captured kind apply the same cap; a memory written on
-    purpose (a note) is not cut."""
+    """The spool record (as the hook's writer writes it: ``redact_record``) and the write path of every captured
+    kind apply the same cap; a memory written on purpose (a note) is not cut."""
     log = build_log(250_000)
-    record = spool_format.remember_prompt(log, project="/p", session_id="s", harness="claude-code")
+    record = spool_format.redact_record(
+        spool_format.remember_prompt(log, project="/p", session_id="s", harness="claude-code"))
     assert len(str(record["content"])) <= CAPTURE_MAX_CHARS
     assert len(json.dumps(record)) < CAPTURE_MAX_CHARS + 1000
     for kind in ("request", "response", "event"):

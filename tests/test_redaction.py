@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memcue.sidecar.store import NewMemory, Store, redact
+from memcue.sidecar.store import NewCandidate, NewMemory, Store, redact
 from tests.conftest import start_sidecar
 
 ALNUM = "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY2z4A6c8D0eF"
@@ -54,6 +54,65 @@ CASES = [
     ("token", "auth_token: 9f8e7d6c5b4aZZ", "9f8e7d6c5b4aZZ", "auth_token: "),
     ("api-key", "api_key='" + ALNUM[:18] + "'", ALNUM[:18], "api_key='"),
 ]
+
+HEX = "0123456789abcdef"
+#: Config shapes and vendor formats (issue 16, finding 2; case C25): (kind, text, secret, text that survives).
+SHAPES = [
+    ("password", "services:\n  db:\n    environment:\n      MYSQL_ROOT_PASSWORD: " + "example"
+     + "\n      MYSQL_DATABASE: shop", "example", "MYSQL_DATABASE: shop"),
+    ("password", "environment:\n  POSTGRES_PASSWORD: " + "pgpass2024" + "\n  POSTGRES_USER: app", "pgpass2024",
+     "POSTGRES_USER: app"),
+    ("password", "environment:\n  - POSTGRES_PASSWORD=" + "hunter" + "\n  - POSTGRES_DB=app", "hunter",
+     "POSTGRES_DB=app"),
+    ("secret", "env:\n  - name: DB_PASSWORD\n    value: " + "k8spw123", "k8spw123", "name: DB_PASSWORD"),
+    ("password", "export PGPASSWORD=" + "Sup3rpw" + " && psql -h db", "Sup3rpw", "&& psql -h db"),
+    ("token", "DEPLOY_TOKEN: " + "dtok1" + "  # rotated monthly", "dtok1", "# rotated monthly"),
+    ("secret", "JWT_SECRET=" + "hs256-signing", "hs256-signing", "JWT_SECRET="),
+    ("api-key", "STRIPE_KEY=" + ALNUM[:24], ALNUM[:24], "STRIPE_KEY="),
+    ("basic-auth", "curl -H 'Authorization: Basic " + "dXNlcjpwYXNzd29yZA==" + "' https://api.example.com",
+     "dXNlcjpwYXNzd29yZA==", "https://api.example.com"),
+    ("url-password", "REDIS_URL=redis://:" + "redispw77" + "@cache:6379/0", "redispw77", "@cache:6379/0"),
+    ("basic-auth", "curl -u ci:" + "cipass99" + " https://ci.example.com/api", "cipass99", "curl -u ci:"),
+    ("basic-auth", "curl --user ci:" + "cipass99" + " https://ci.example.com/api", "cipass99", "curl --user ci:"),
+    ("secret", "deploy --token " + "abcdef123456" + " --env prod", "abcdef123456", "--env prod"),
+    ("secret", "tool --api-key=" + "K3yK3yK3y" + " --verbose", "K3yK3yK3y", "--verbose"),
+    ("secret", "login --password '" + "pw with spaces" + "' now", "pw with spaces", "now"),
+    ("password", "mysql -u root -p'" + "r00tpw" + "' shop", "r00tpw", "shop"),
+    ("password", "sshpass -p '" + "sshpw123" + "' ssh host", "sshpw123", "ssh host"),
+    ("webhook-secret", "signing secret whsec" + "_" + ALNUM[:32] + " for stripe", ALNUM[:32], "for stripe"),
+    ("sendgrid-key", "mail via SG" + "." + ALNUM[:22] + "." + ALNUM[:43] + " ok", ALNUM[:22], " ok"),
+    ("twilio-key", "twilio key SK" + HEX * 2 + " ok", HEX * 2, "twilio key"),
+    ("twilio-account", "twilio sid AC" + HEX * 2 + " ok", HEX * 2, "twilio sid"),
+    ("npm-token", "//registry.npmjs.org/:_authToken=npm" + "_" + ALNUM[:36], ALNUM[:36], "registry.npmjs.org"),
+    ("pypi-token", "password = pypi" + "-AgEIcHlwaS5vcmc" + ALNUM + ALNUM[:20], ALNUM, "password = "),
+    ("vault-token", "VAULT said hvs" + "." + ALNUM + ALNUM, ALNUM, "VAULT said"),
+    ("telegram-bot-token", "https://api.telegram.org/bot" + "123456789:AA" + ALNUM[:33] + "/sendMessage", ALNUM[:33],
+     "/sendMessage"),
+    ("discord-token", "discord client.run('" + "MTk4NjIyNDgzNDcxOTI1MjQ4" + ".Cl2FMQ." + ALNUM[:27] + "')", ALNUM[:27],
+     "discord client.run("),
+    ("digitalocean-token", "doctl auth init -t dop" + "_v1_" + HEX * 4, HEX * 4, "doctl auth init"),
+    ("mailgun-key", "mailgun api: key" + "-" + HEX * 2, HEX * 2, "mailgun api:"),
+    ("shopify-token", "X-Shopify-Access-Token shpat" + "_" + HEX * 2, HEX * 2, "X-Shopify"),
+    ("doppler-token", "doppler run --token dp" + ".st.prd." + ALNUM[:40], ALNUM[:40], "doppler run"),
+    ("linear-key", "linear lin" + "_api_" + ALNUM[:40], ALNUM[:40], "linear"),
+    ("postman-key", "postman PMAK" + "-" + HEX + HEX[:8] + "-" + HEX * 2 + "ab", HEX * 2, "postman"),
+    ("cloud-credential", "Access key ID,Secret access key\n" + AWS_ID + "," + AWS_SECRET + "\n", AWS_SECRET,
+     "Access key ID,Secret access key"),
+    ("cloud-credential", "User name,Password,Access key ID,Secret access key,Console login link\nalice,"
+     + "Al1ceP@ss" + "," + AWS_ID + "," + AWS_SECRET + ",https://acct.signin.aws.amazon.com/console",
+     "Al1ceP@ss", "https://acct.signin.aws.amazon.com/console"),
+    ("cloud-credential", "username,password\nalice," + "W0nderland" + "\n", "W0nderland", "username,password\nalice,"),
+    ("password", "kubectl create secret generic db --from-literal=password=" + "S3cretKube", "S3cretKube",
+     "--from-literal=password="),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret", "kept"), SHAPES, ids=[f"{c[0]}-{i}" for i, c in enumerate(SHAPES)])
+def test_config_shapes_and_vendor_formats(kind: str, text: str, secret: str, kept: str) -> None:
+    out = redact(text)
+    assert f"[REDACTED:{kind}]" in out.text, out.text
+    assert secret not in out.text
+    assert kept in out.text
 
 
 @pytest.mark.parametrize(("kind", "text", "secret", "kept"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
@@ -102,6 +161,40 @@ NOT_SECRETS = [
     "we use scikit-learn (sk-learn-style estimators) for the baseline",
     "the sidecar listens on http://127.0.0.1:8123/health",
     "retry at 10:30, port: 5432, timeout=30s",
+    # Issue 16's false positives, and their kin: paths, identifiers, names that only start with a secret word,
+    # numbers of seconds, flags naming a file, ids that are hex.
+    "PWD=/home/me/src",
+    "pass: test_login_flow",
+    "see password_reset_url=https://example.com/reset",
+    "TOKEN_TTL=3600",
+    "SESSION_TOKEN_MAX_AGE: 86400",
+    "token_expiry: 3600s",
+    "deploy --token-file /etc/deploy/token --env prod",
+    "vault login --token-file=./token.txt",
+    "ssh_key_path: ~/.ssh/id_ed25519",
+    "secret_name: db-credentials",
+    "token_type: bearer",
+    "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
+    "password: {{ .Values.db.password }}",
+    "passwordless: true",
+    "- name: DB_HOST\n  value: db.internal",
+    "docker run -u 1000:1000 app",
+    "mysql -p shop",
+    "mysql -P3306 -h db.internal",
+    f"cache-key-{HEX * 2}",
+    "SORT_KEY=created_at",
+    f"image@sha256:{hashlib.sha256(b'z').hexdigest()}",
+    f"git checkout {hashlib.sha1(b'w').hexdigest()}",
+    f"trace {uuid.UUID(int=0x2F1A62CC057A49EC940250C099080EBE)} in logs",
+    "OrganizationServiceImpl.method.someVeryLongMethodNameThatIsLong",
+    "e.g. key: value pairs",
+    "export GITHUB_TOKEN=$(gh auth token)",
+    'specials = {"cls_token": "[CLS]", "mask_token": "[MASK]"}',
+    "docker login -u me --password-stdin",
+    "curl --user-agent memcue/1.0 https://example.com",
+    "curl -u $CI_USER:$CI_TOKEN https://ci.example.com",
+    "tokens: 1500",
+    "a `curl -u ci:...`; `--api-key ...`; a `postgres://user:pw@host` URL (documentation placeholders)",
 ]
 
 
@@ -142,6 +235,28 @@ def test_store_writes_the_redacted_text(tmp_path: Path) -> None:
         assert meta["embed_text"] == "[May] bob: use [REDACTED:github-token]"
     finally:
         store.close()
+
+
+def test_metadata_and_candidate_evidence_are_redacted(tmp_path: Path) -> None:
+    """Every string of a memory's metadata, at any depth, and of a candidate's evidence (issue 16: metadata was
+    never redacted); keys, numbers and ordinary text stay."""
+    store = Store(tmp_path / "m.db", want_vec=False)
+    secret = "Md47" + "metaPw"
+    try:
+        res = store.remember(NewMemory(content="the deploy notes", project="p", metadata={
+            "cwd": "/home/me/src", "command": f"curl -u ci:{secret} https://ci.example.com",
+            "evidence": {"lines": [f"export PGPASSWORD={secret}", "make deploy"], "exit_code": 1}}))
+        meta = store.fetch([res.id])[res.id]["metadata"]
+        assert meta == {"cwd": "/home/me/src", "command": "curl -u ci:[REDACTED:basic-auth] https://ci.example.com",
+                        "evidence": {"lines": ["export PGPASSWORD=[REDACTED:password]", "make deploy"], "exit_code": 1}}
+        [added] = store.add_candidates([NewCandidate(content="deploy with make deploy", signal="test-passed",
+                                                     evidence={"command": f"make deploy --token {secret}"})])
+        held = store.get_candidate(added.id)
+        assert held is not None and held["evidence"] == {"command": "make deploy --token [REDACTED:secret]"}
+    finally:
+        store.close()
+    assert secret.encode() not in (tmp_path / "m.db").read_bytes() + (
+        (tmp_path / "m.db-wal").read_bytes() if (tmp_path / "m.db-wal").exists() else b"")
 
 
 def test_real_sidecar_redacts_and_the_secret_is_not_findable(home: Path) -> None:

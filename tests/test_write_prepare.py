@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from memcue.core import redaction
 from memcue.sidecar.dedup import find_near_duplicate
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.store import NewMemory, Store, prepare_write
@@ -29,13 +30,13 @@ def test_a_prepared_write_is_stored_as_is(tmp_path: Path, monkeypatch: pytest.Mo
     store = Store(tmp_path / "m.db", want_vec=False)
     try:
         calls: list[str] = []
-        real = prepare.redact
+        real = redaction.redact
 
         def counting(text: str) -> object:
             calls.append(text)
             return real(text)
 
-        monkeypatch.setattr(prepare, "redact", counting)
+        monkeypatch.setattr(redaction, "redact", counting)
         memory = NewMemory(content=f"deploy with {GH}", project="p")
         check = find_near_duplicate(store, VectorIndex(), None, memory)  # no model: prepared, not compared
         assert check.memory_id is None and check.prepared is not None and len(calls) == 1
@@ -52,13 +53,13 @@ def test_a_huge_capture_is_cut_before_redaction_and_guarded(monkeypatch: pytest.
     no more than a long answer); the stored text is a prefix of the original, within the cap, ends at least
     ``PRECUT_GUARD_CHARS`` before the pre-cut, and its marker counts the characters left out of the original."""
     seen: list[int] = []
-    real = prepare.redact
+    real = redaction.redact
 
     def measuring(text: str) -> object:
         seen.append(len(text))
         return real(text)
 
-    monkeypatch.setattr(prepare, "redact", measuring)
+    monkeypatch.setattr(redaction, "redact", measuring)
     text = "\n".join(f"line {n} of a pasted build log, step {n % 9} ok" for n in range(20_000))
     p = prepare_write(NewMemory(content=text, kind="request", project="p"))
     assert seen and max(seen) <= prepare.PRECUT_CHARS

@@ -21,6 +21,14 @@ CAPTURE_MAX_CHARS = 16_000
 #: The line that ends a cut text; ``{left_out}`` is the number of characters left out, with thousands
 #: separators.
 CUT_MARKER = "[memcue: cut here, {left_out} more characters left out]"
+#: A captured text longer than this is cut (at a line or word) before redaction
+#: (``memcue.core.redaction.redact_captured``): twice the cap, so the kept text comes from well inside what was
+#: redacted.
+PRECUT_CHARS = 2 * CAPTURE_MAX_CHARS
+#: After that cut, the kept text ends at least this many characters before its end, so a multi-line secret the
+#: cut split (a 4,096-bit RSA private key in PEM is about 3,300 characters) is never kept in part, even when
+#: redaction shrank the text a lot.
+PRECUT_GUARD_CHARS = 8_000
 
 
 def cap_text(text: str, limit: int = CAPTURE_MAX_CHARS, *, full_chars: int | None = None) -> str:

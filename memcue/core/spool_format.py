@@ -13,9 +13,14 @@ becomes the stored memory's ``source_id``, so a record read twice is stored once
 the ``tool`` object as ``memcue.adapters.tools`` builds it), read by ``parse_tool`` and never stored as a memory.
 ``kind`` is ``request`` for a captured prompt, ``event`` for a session end, ``episode`` for an agent's answer
 (``response`` in records spooled before episodes existed). ``content`` holds at most
-``memcue.core.limits.CAPTURE_MAX_CHARS`` characters (``remember_prompt`` cuts a longer text, with a marker).
+``memcue.core.limits.CAPTURE_MAX_CHARS`` characters (the writer's ``redact_record`` cuts a longer text, with a marker).
 ``cwd`` (optional: Stop and SessionEnd records carry it) is the event's working directory, which the commit
 signal reads git in (a linked worktree's project is its main repository, its commits are on its own branch).
+
+No secret is written: the hook's writer (``memcue.hooks.spool.append``) passes every record through
+``redact_record`` first, which redacts every text field but the ones that identify and route it
+(``ROUTING_FIELDS``), the ``content`` cut as every captured text is (``memcue.core.redaction.redact_captured``:
+pre-cut, redacted, cut to ``CAPTURE_MAX_CHARS``).
 
 Standard library only (the hook imports it when the sidecar cannot be reached).
 """
@@ -27,8 +32,6 @@ import math
 import os
 import time
 
-from memcue.core.limits import cap_text
-
 #: The one operation a record can ask for.
 OP_REMEMBER = "remember"
 #: The operation of a finished tool call's record.
@@ -37,6 +40,8 @@ OP_TOOL = "tool"
 KIND_REQUEST = "request"
 #: ``source`` of a record that names none.
 DEFAULT_SOURCE = "spool"
+#: Fields that identify and route a record (ids, times, the project and working directory): written as they are.
+ROUTING_FIELDS = frozenset({"spool_id", "op", "ts", "kind", "project", "session_id", "source", "turn", "cwd"})
 
 
 def new_id() -> str:
@@ -57,15 +62,15 @@ def remember_prompt(
 
     ``spool_id`` defaults to a new id; the hook passes the event's request id (``memcue.hooks.request_id``: the
     same for two copies of one delivery), which it also sends to the sidecar as ``event.extra["request_id"]``,
-    so copies are stored once whichever way they arrive. ``content`` longer than
-    ``CAPTURE_MAX_CHARS`` is cut at a line or word with a marker (``limits.cap_text``), as the sidecar would
-    cut it when storing.
+    so copies are stored once whichever way they arrive. ``content`` is kept whole here: ``redact_record`` (the
+    spool writer's) redacts it and cuts it to ``CAPTURE_MAX_CHARS`` at a line or word with a marker, as the
+    sidecar would cut it when storing, and in that order.
     """
     record: dict[str, object] = {
         "spool_id": spool_id or new_id(),
         "op": OP_REMEMBER,
         "ts": time.time(),
-        "content": cap_text(content),
+        "content": content,
         "kind": kind,
         "project": project,
         "session_id": session_id,
@@ -74,6 +79,23 @@ def remember_prompt(
     if cwd:
         record["cwd"] = cwd
     return record
+
+
+def redact_record(record: dict[str, object]) -> dict[str, object]:
+    """A copy of ``record`` with no secret in it (``memcue.core.redaction``): ``content`` redacted and cut as a
+    captured text (``redact_captured``), every other string, at any depth (a tool record's command, key line and
+    files), redacted; ``ROUTING_FIELDS`` as they are. Never raises on JSON-shaped values."""
+    from memcue.core.redaction import redact_captured, redact_value  # only a record to write pays for the rules
+
+    out: dict[str, object] = {}
+    for key, value in record.items():
+        if key in ROUTING_FIELDS:
+            out[key] = value
+        elif key == "content" and isinstance(value, str):
+            out[key] = redact_captured(value).text
+        else:
+            out[key] = redact_value(value)
+    return out
 
 
 def parse_record(line: bytes) -> dict[str, object] | None:

@@ -1,4 +1,5 @@
-"""Best-effort diagnostics for the hook: one timestamped line per event in ``locations().hook_log``.
+"""Best-effort diagnostics for the hook: one timestamped line per event in ``locations().hook_log``, secrets
+redacted (``memcue.core.redaction``).
 
 Standard library only. Never raises and never writes to stdout or stderr: the harness reads stdout,
 and stderr can surface in the user's session.
@@ -19,8 +20,12 @@ context = ""
 
 
 def log(message: str) -> None:
-    """Append ``<UTC time> pid=<pid> <context> <message>`` to the hook log; swallow every error."""
+    """Append ``<UTC time> pid=<pid> <context> <message>`` to the hook log, secrets in ``message`` replaced by
+    markers; swallow every error."""
     try:
+        from memcue.core.redaction import redact  # only a run that logs pays for the rules
+
+        message = redact(message).text
         path = locations().hook_log
         path.parent.mkdir(parents=True, exist_ok=True)
         try:

@@ -337,7 +337,7 @@ def _capture(event: HookEvent) -> None:
     compacted" row (bookkeeping: the record of the session, kept; the optional distiller reads the session at
     either); Stop the turn's answer (``last_assistant_message``) an ``episode`` (it answers
     only "what did we do about X?"; a trivial one is flagged bookkeeping at write). Both are cut like every
-    captured text at ``core.limits.CAPTURE_MAX_CHARS`` by the spool record builder. The record carries its
+    captured text at ``core.limits.CAPTURE_MAX_CHARS`` by the spool writer, after redaction. The record carries its
     provenance: ``source`` "hook:<harness>", the session, and as ``spool_id`` the event's ``request_id`` (the
     turn's id), so the copy a twin hook spools for the same delivery is stored once; it carries the event's
     ``cwd``, where the sidecar reads the session's commits (``sidecar/capture/commits.py``)."""

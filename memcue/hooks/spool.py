@@ -1,5 +1,6 @@
 """The hook's write spool: captured prompts the sidecar could not take, one JSON line each (records are
-built by ``memcue.core.spool_format``, the format the reader shares).
+built by ``memcue.core.spool_format``, the format the reader shares). No secret reaches the file: every record
+goes through ``spool_format.redact_record`` (every text field redacted, the content cut) before it is written.
 
 Standard library only. Each writer has its own file, ``spool_dir / "hook-<harness>-<session>.jsonl"``
 (``<session>``: 12 hex digits of the session id's sha1), so harnesses and sessions never share one. The
@@ -30,15 +31,18 @@ def spool_path(harness: str, session_id: str) -> Path:
 
 
 def append(record: dict[str, object], path: Path) -> Path:
-    """Append ``record`` as one JSON line to the spool file ``path``, fsynced; returns ``path``.
+    """Append ``record``, redacted (``spool_format.redact_record``), as one JSON line to the spool file ``path``,
+    fsynced; returns ``path``.
 
     Creates the spool directory (mode 0700) and file (mode 0600) when missing. Raises ``OSError`` on
     failure (for example a full disk); the caller decides whether that matters.
     """
     import fcntl
 
+    from memcue.core.spool_format import redact_record
+
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    line = json.dumps(redact_record(record), ensure_ascii=False, separators=(",", ":")) + "\n"
     data = line.encode("utf-8", "replace")
     for _ in range(_OPEN_ATTEMPTS):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)

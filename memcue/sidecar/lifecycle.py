@@ -140,16 +140,29 @@ def _own_paths(loc: Locations) -> list[Path]:
     return list(dict.fromkeys(paths))
 
 
+class RedactingFormatter(logging.Formatter):
+    """A ``logging.Formatter`` whose every line (message, arguments and traceback) has its secrets replaced by
+    markers (``memcue.core.redaction``): what a request carried never reaches the log as it was."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from memcue.core.redaction import redact
+
+        return redact(super().format(record)).text
+
+
 def _setup_logging(loc: Locations, foreground: bool) -> None:
     loc.sidecar_log.parent.mkdir(parents=True, exist_ok=True)
     handler: logging.Handler = logging.handlers.RotatingFileHandler(
         loc.sidecar_log, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
     )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    formatter = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     if foreground:
-        root.addHandler(logging.StreamHandler(sys.stderr))
+        stderr = logging.StreamHandler(sys.stderr)
+        stderr.setFormatter(formatter)
+        root.addHandler(stderr)
     root.setLevel(logging.INFO)
 
 

@@ -1,6 +1,7 @@
 """Capture candidates (``candidates`` table): held apart from ``memories``, so nothing here is ever a recall
 candidate. A candidate's text goes through the one write-preparation path (``store.write.prepare_write``, as a
-captured text: sanitised, memcue blocks stripped, secrets redacted, cut to the capture cap) before the writer lock.
+captured text: sanitised, memcue blocks stripped, secrets redacted, cut to the capture cap) before the writer lock;
+every string of its evidence is redacted too (``memcue.core.redaction.redact_value``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from memcue.core.redaction import redact_value
 from memcue.sidecar.store.sqlite.db import Database
 from memcue.sidecar.store.write import CANDIDATE_TTL_S, CandidateAdded, NewCandidate, NewMemory, prepare_write
 
@@ -49,14 +51,14 @@ class CandidateRows:
     def add(self, candidates: Iterable[NewCandidate]) -> list[CandidateAdded]:
         """Hold ``candidates`` in one transaction; one already held (same signal, turn and text) is not added
         again. Raises ``ValueError`` for text empty after preparation (nothing of the batch is written then)."""
-        prepared = [(c, *_prepared(c)) for c in candidates]
-        if any(not text.strip() for _, text, _ in prepared):
+        prepared = [(c, *_prepared(c), json.dumps(redact_value(c.evidence), ensure_ascii=False)) for c in candidates]
+        if any(not text.strip() for _, text, _, _ in prepared):
             raise ValueError("a candidate needs some text: the content is empty after cleaning")
         now = time.time()
         out: list[CandidateAdded] = []
         db = self._db
         with db.write_lock, db.writer:
-            for c, text, digest in prepared:
+            for c, text, digest, evidence in prepared:
                 created = c.created_at if c.created_at is not None else now
                 expires = c.expires_at if c.expires_at is not None else created + CANDIDATE_TTL_S
                 rows = db.writer.execute(
@@ -64,7 +66,7 @@ class CandidateRows:
                     " content_sha1, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT(signal, turn, content_sha1) DO NOTHING RETURNING id",
                     (text, c.kind or "note", c.project, c.session_id, c.harness, c.turn, c.signal,
-                     json.dumps(c.evidence, ensure_ascii=False), digest, created, expires)).fetchall()
+                     evidence, digest, created, expires)).fetchall()
                 if rows:
                     out.append(CandidateAdded(int(rows[0][0]), True))
                     continue

@@ -3,6 +3,7 @@ write-preparation path (``prepare_write``) and the text work it chains (sanitise
 recognise bookkeeping), entity extraction, and the vector journal. No SQL here: backends (``store.sqlite``)
 store what this prepares."""
 
+from memcue.core.redaction import Redacted, redact
 from memcue.core.text import sanitize_text
 from memcue.sidecar.store.write.entities import MAYBE_NAME, extract_entities
 from memcue.sidecar.store.write.instructions import ROLE_MARKER, instruction_like
@@ -22,7 +23,6 @@ from memcue.sidecar.store.write.records import (
     ServedRecall,
     WriteResult,
 )
-from memcue.sidecar.store.write.redaction import Redacted, redact
 from memcue.sidecar.store.write.strip import strip_injected
 
 __all__ = [

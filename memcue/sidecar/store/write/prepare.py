@@ -3,15 +3,16 @@ near-duplicate check of ``/remember`` (``sidecar.dedup``) see its text through `
 is cleaned and redacted once.
 
 The steps, in order: sanitise (``sanitize``: invalid Unicode, control bytes, line ends); strip memcue's own
-injected blocks out of a captured prompt (kind ``request``, ``strip``); redact secrets (``redaction``: the
-content and ``metadata["embed_text"]``, the text embedded instead when given); cut a captured text (``records.
-CAPTURED_KINDS``) to ``memcue.core.limits.CAPTURE_MAX_CHARS`` at a line or word, with a marker saying how much was
-left out (after redaction, so a secret is never cut into a piece the redactor no longer knows; a captured text
-far over the cap is first cut to ``PRECUT_CHARS`` at a line, so a pasted megabyte costs the redactor no more than
-a long answer, and what is stored then ends at least ``PRECUT_GUARD_CHARS`` before that cut); flag bookkeeping
-rows (a prompt that was only a pasted block, a record kind, an agent's answer too short to be an episode, or a
-line a tool writes about itself: ``bookkeeping``); the digest that finds the same text written again in the
-same project; and the entities the text names (``entities.extract_entities``, for the entity graph).
+injected blocks out of a captured prompt (kind ``request``, ``strip``); redact secrets (``memcue.core.redaction``,
+the one redactor the hook's spool writer also uses: the content, and every string in ``metadata``, such as
+``embed_text``, the text embedded instead when given); cut a captured text (``records.CAPTURED_KINDS``) to
+``memcue.core.limits.CAPTURE_MAX_CHARS`` at a line or word, with a marker saying how much was left out (after
+redaction, so a secret is never cut into a piece the redactor no longer knows; a captured text far over the cap
+is first cut to ``PRECUT_CHARS`` at a line, so a pasted megabyte costs the redactor no more than a long answer,
+and what is stored then ends at least ``PRECUT_GUARD_CHARS`` before that cut: ``redaction.redact_captured``);
+flag bookkeeping rows (a prompt that was only a pasted block, a record kind, an agent's answer too short to be
+an episode, or a line a tool writes about itself: ``bookkeeping``); the digest that finds the same text written
+again in the same project; and the entities the text names (``entities.extract_entities``, for the entity graph).
 
 All of it is text work done before the store takes its writer lock, so a long text never holds up other
 writers, and only the SQL runs under the lock.
@@ -23,21 +24,15 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from memcue.core.limits import CAPTURE_MAX_CHARS, cap_text
+from memcue.core import redaction
+from memcue.core.limits import CAPTURE_MAX_CHARS, PRECUT_CHARS, PRECUT_GUARD_CHARS
 from memcue.core.text import sanitize_text
 from memcue.sidecar.store.write.bookkeeping import is_bookkeeping, is_trivial_answer
 from memcue.sidecar.store.write.entities import extract_entities
 from memcue.sidecar.store.write.records import CAPTURED_KINDS, EPISODE, RECORD_KINDS, NewMemory
-from memcue.sidecar.store.write.redaction import redact
 from memcue.sidecar.store.write.strip import strip_injected
 
-#: A captured text longer than this is cut (at a line or word) before redaction: twice the cap, so the stored
-#: text (at most ``CAPTURE_MAX_CHARS``) comes from well inside what was redacted.
-PRECUT_CHARS = 2 * CAPTURE_MAX_CHARS
-#: After that cut, the stored text ends at least this many characters before its end, so a multi-line secret
-#: the cut split (a 4,096-bit RSA private key in PEM is about 3,300 characters) is never stored in part, even
-#: when redaction shrank the text a lot.
-PRECUT_GUARD_CHARS = 8_000
+__all__ = ["CAPTURE_MAX_CHARS", "PRECUT_CHARS", "PRECUT_GUARD_CHARS", "PreparedWrite", "prepare_write"]
 
 
 @dataclass(frozen=True)
@@ -68,10 +63,8 @@ def prepare_write(memory: NewMemory) -> PreparedWrite:
     stripped = strip_injected(content) if memory.kind == "request" else content
     only_block = bool(content.strip()) and not stripped.strip()
     content = content if only_block else stripped
-    captured = memory.kind in CAPTURED_KINDS
-    precut = captured and len(content) > PRECUT_CHARS
-    secrets = redact(cap_text(content, PRECUT_CHARS) if precut else content)
-    content = _captured_cut(secrets.text, len(content), precut) if captured else secrets.text
+    secrets = (redaction.redact_captured if memory.kind in CAPTURED_KINDS else redaction.redact)(content)
+    content = secrets.text
     bookkeeping = (only_block or memory.kind in RECORD_KINDS or is_bookkeeping(content)
                    or (memory.kind == EPISODE and is_trivial_answer(content)))
     return PreparedWrite(
@@ -89,18 +82,7 @@ def prepare_write(memory: NewMemory) -> PreparedWrite:
     )
 
 
-def _captured_cut(redacted: str, full_chars: int, precut: bool) -> str:
-    """``redacted`` (a captured text after redaction) cut to ``CAPTURE_MAX_CHARS``; after a pre-cut, also to
-    ``PRECUT_GUARD_CHARS`` before its end, its marker counting what was left out of the ``full_chars``
-    characters the text had before any cut."""
-    if not precut:
-        return cap_text(redacted)
-    limit = min(CAPTURE_MAX_CHARS, max(len(redacted) - PRECUT_GUARD_CHARS, 0))
-    return cap_text(redacted, limit, full_chars=full_chars)
-
-
 def _redact_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """``metadata`` with secrets out of ``embed_text`` (embedded instead of the content when present)."""
-    if isinstance(metadata.get("embed_text"), str):
-        return {**metadata, "embed_text": redact(metadata["embed_text"]).text}
-    return metadata
+    """``metadata`` with secrets out of every string in it, at any depth (``embed_text``, embedded instead of the
+    content when present, a capture's evidence, an importer's fields); keys are kept as they are."""
+    return {key: redaction.redact_value(value) for key, value in metadata.items()}

@@ -82,7 +82,7 @@ class CandidateAdded:
 class WriteResult:
     """Outcome of one write: the row ``id``, whether it was flagged ``bookkeeping``, and whether it was a
     ``duplicate`` of an earlier write (same ``source_id``, or same text in the same project): then nothing
-    new was stored. ``redacted``: secrets replaced by markers in the text (``store.write.redaction``)."""
+    new was stored. ``redacted``: secrets replaced by markers in the text (``memcue.core.redaction``)."""
 
     id: int
     bookkeeping: bool

@@ -1,0 +1,489 @@
+"""Secrets out of text before it is spooled, stored, indexed, embedded or logged: each becomes a typed marker
+such as ``[REDACTED:aws-access-key]``; the text around it (and the name of an assigned secret) is kept.
+
+Standard library only: the hook's spool writer and log (``memcue.hooks``) and the store's one write-preparation
+path (``memcue.sidecar.store.write.prepare``) both call ``redact``. A hook is a new process each time, so no
+pattern is compiled at import: each rule names literal triggers and is compiled the first time a text holds one
+(a tool record that names no secret word and no token prefix compiles nothing; ``benchmarks/redaction_cost.py``
+measures it per record shape).
+
+What is found:
+- blocks and rows: PEM private keys (the whole block, also when cut before its END line), cloud credential CSVs
+  (a header naming a secret column such as ``Secret access key`` or ``Password``: those columns of every row);
+- vendor formats with a prefix, as the vendors document them and gitleaks encodes them: AWS (access key ids; a
+  secret key after its id or next to an ``aws_secret_access_key``-like name), GCP API keys, Azure storage keys
+  and SAS signatures, GitHub, GitLab, Slack (tokens, webhook URLs), OpenAI, Anthropic, Stripe (keys and
+  ``whsec_`` webhook secrets), npm, PyPI, RubyGems, Docker Hub, Hugging Face, SendGrid, Twilio (``SK`` key ids;
+  ``AC`` account ids when the text names Twilio), Mailgun, HashiCorp Vault, Doppler, Telegram and Discord bot
+  tokens, DigitalOcean, Shopify, Linear, Postman, 1Password service accounts, age keys, Grafana, Sentry,
+  Supabase, Databricks, New Relic, JWTs;
+- credentials by their place: ``Authorization: Bearer|Basic|Token …``, the password of ``scheme://user:pw@host``
+  (also with an empty user, ``redis://:pw@host``), ``curl -u user:pw`` / ``--user user:pw``, flags such as
+  ``--token X``, ``--api-key=X``, ``--password X`` (``--token-file path`` is a path), ``mysql -p'pw'``,
+  ``sshpass -p pw``, a Kubernetes ``- name: DB_PASSWORD`` / ``value: …`` pair;
+- assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``secret``,
+  ``token``, ``api_key``, ``PGPASSWORD``, ``client_secret`` …), quoted or not, in code, JSON, YAML (nested
+  blocks such as compose ``environment:``), ``.env`` files and shell ``export``; the name is kept. An
+  environment-style name (``POSTGRES_PASSWORD``) or a config line (the name opens the line, the value ends it)
+  is trusted with a short value; in prose a value must look like one (a digit, a symbol or mixed case). A
+  ``*_KEY`` name (``STRIPE_KEY``) needs a key-like value (16+ characters, letters and digits).
+
+Not secrets, kept as written: placeholders and references (``${VAR}``, ``<token>``, ``get_token()``,
+``settings.SECRET_KEY``), paths (``PWD=/home/me/src``), numbers and durations (``TOKEN_TTL=3600``, ``timeout:
+30s``; a password of 6+ digits is still a password), lower-case identifiers in prose or YAML (``pass:
+test_login_flow``), names that only start with a secret word (``password_reset_url``, ``token_count``), git
+SHAs, UUIDs and sha256 digests (no rule matches bare hex). ``tests/test_redaction.py`` holds both lists.
+
+Why not detect-secrets (1.5.0, evaluated in a scratch venv): it is built to scan files for review, not to
+rewrite text. (1) It reports a secret's value, not its span, and for several kinds not even the whole value:
+GitHub and GitLab tokens come back as their prefix only (``ghp``, ``glpat``), a JWT without its signature, a
+PEM key as its ``BEGIN … PRIVATE KEY`` header line (it scans line by line), so replacing what it reports would
+leave most of the secret in place. (2) It has no detector for OpenAI ``sk-proj-``, Anthropic ``sk-ant-``, GCP
+``AIza`` keys or an unquoted ``aws_secret_access_key = …``. (3) With its entropy plugins (needed for generic
+keys) it flags ordinary words, git commit hashes, UUIDs, sha256 digests and base64 test data and costs 1.1 ms
+per 200-character memory. gitleaks (Go) cannot run in the hook's interpreter; its rule formats are followed here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from memcue.core.limits import CAPTURE_MAX_CHARS, PRECUT_CHARS, PRECUT_GUARD_CHARS, cap_text
+
+#: The marker that replaces a secret of ``kind``.
+MARKER = "[REDACTED:{kind}]"
+_MARKED = r"\[REDACTED:([a-z0-9-]+)\]"
+
+
+def _marker(kind: str) -> str:
+    return MARKER.format(kind=kind)
+
+
+class Redacted:
+    """``text`` with secrets replaced, and how many were (``count``) of which ``kinds`` (marker kinds, in the
+    order the rules found them)."""
+
+    __slots__ = ("text", "count", "kinds")
+
+    def __init__(self, text: str, count: int, kinds: tuple[str, ...] = ()) -> None:
+        self.text = text
+        self.count = count
+        self.kinds = kinds
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Redacted) and (self.text, self.count, self.kinds) == (
+            other.text, other.count, other.kinds)
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.count, self.kinds))
+
+    def __repr__(self) -> str:
+        return f"Redacted(text={self.text!r}, count={self.count}, kinds={self.kinds!r})"
+
+
+#: A replacement: the match -> its new text, or None to keep the match (a validator said it is no secret).
+Replace = Callable[[re.Match[str]], "str | None"]
+
+
+class _Rule:
+    """One kind of secret: ``source`` compiled on first use, tried only when ``text`` holds one of ``triggers``
+    (``fold``: looked for in the lower-cased text; empty: always). ``replace`` builds the new text (None: the
+    whole match becomes the marker of ``kind``); ``scan`` replaces the regex substitution altogether."""
+
+    __slots__ = ("kind", "source", "flags", "triggers", "fold", "replace", "scan", "_pattern")
+
+    def __init__(self, kind: str, source: str, triggers: tuple[str, ...] = (), *, fold: bool = False,
+                 flags: int = 0, replace: Replace | None = None,
+                 scan: Callable[[re.Pattern[str], str, list[str]], str] | None = None) -> None:
+        self.kind, self.source, self.flags, self.triggers, self.fold = kind, source, flags, triggers, fold
+        self.replace, self.scan = replace, scan
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile(self.source, self.flags)
+        return self._pattern
+
+    def wanted(self, text: str, lower: str) -> bool:
+        hay = lower if self.fold else text
+        return not self.triggers or any(t in hay for t in self.triggers)
+
+    def apply(self, text: str, kinds: list[str]) -> str:
+        if self.scan is not None:
+            return self.scan(self.pattern, text, kinds)
+
+        def sub(m: re.Match[str]) -> str:
+            out = _marker(self.kind) if self.replace is None else self.replace(m)
+            if out is None:
+                return m.group(0)
+            found = re.findall(_MARKED, out)
+            kinds.extend(found or [self.kind])
+            return out
+
+        return self.pattern.sub(sub, text)
+
+
+# -- what a value must look like ------------------------------------------------------------------------------
+#: Values that name a secret rather than being one: placeholder words (compared lower-cased) ...
+_PLACEHOLDER_WORDS = frozenset(
+    "none null nil true false yes no undefined required optional empty redacted changeme secret password passwd "
+    "pass pw pwd token string str int bytes ... …".split())
+#: ... and prefixes of variables, templates and command substitutions (``$VAR``, ``${{ … }}``, ``$(gh auth
+#: token)``, ``{{ .Values.x }}``, ``<your-token>``, ``%(name)s``, a marker already there).
+_PLACEHOLDER_PREFIXES = ("$", "`", "{{", "<", "%(", "%s", "[REDACTED:")
+_PATH_CHARS = frozenset("_.@+-/~")
+
+
+def _is_reference(value: str) -> bool:
+    """A code reference or a path: ``get_token()``, ``os.environ[...]``, ``settings.SECRET_KEY``, ``{name}``,
+    ``[CLS]``, ``/home/me/src``, ``~/.ssh/id_rsa``, ``./token.txt``, ``C:\\Users\\me`` (plain string work: no
+    pattern to compile in a hook process)."""
+    if value.startswith(("/", "~/", "./", "../")):
+        return all(c.isalnum() or c in _PATH_CHARS for c in value)
+    if value[1:3] == ":\\":
+        return " " not in value
+    if value[:1] in "{[" and value[-1:] in "}]":
+        inner = value[1:-1]
+        return not inner or inner.replace("_", "a").isalpha()
+    cuts = [i for i in (value.find("("), value.find("[")) if i > 0]
+    head = value[:min(cuts)].rstrip() if cuts else value
+    return (bool(cuts) or "." in head) and all(part.isidentifier() for part in head.split("."))
+
+
+def _not_a_value(value: str) -> bool:
+    """True when ``value`` names a secret rather than being one (placeholder words, variables, templates, code
+    references, paths), or is masked (``****``, ``xxx``)."""
+    if value.lower() in _PLACEHOLDER_WORDS or value.startswith(_PLACEHOLDER_PREFIXES):
+        return True
+    if len(value) >= 3 and (set(value) == {"*"} or set(value.lower()) == {"x"}):
+        return True
+    return _is_reference(value)
+
+
+#: A number, or a duration: ``3600``, ``30s``, ``1.5h``.
+_NUMBER = r"^\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y|sec|min)?$"
+#: Lower-case words joined by ``_`` or ``-`` without a digit (``test_login_flow``): an identifier.
+_IDENTIFIER = r"^[a-z]+(?:[_-][a-z]+)+$"
+#: An environment-variable name (``POSTGRES_PASSWORD``, ``PGPASSWORD``).
+_ENV_NAME = r"^[A-Z][A-Z0-9_]*$"
+
+
+def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, key_only: bool) -> bool:
+    """Whether an assigned ``value`` looks like a secret of ``kind`` (see the module docstring). ``env``: the
+    name is an environment variable's; ``config``: the assignment is a config line; ``key_only``: the name only
+    ends in ``key``."""
+    if not value or _not_a_value(value):
+        return False
+    if re.match(_NUMBER, value):
+        return kind == "password" and value.isdigit() and len(value) >= 6
+    if key_only:
+        return (len(value) >= 16 and " " not in value and any(c.isdigit() for c in value)
+                and any(c.isalpha() for c in value))
+    if quoted or env:
+        return len(value) >= 3
+    if re.match(_IDENTIFIER, value):
+        return False
+    if config:
+        return len(value) >= 3
+    if len(value) < 6:
+        return False
+    return (any(c.isdigit() for c in value) or not value.isalnum()
+            or (any(c.isupper() for c in value) and any(c.islower() for c in value)))
+
+
+# -- assignments: password = "…", API_TOKEN=…, "secret": "…", POSTGRES_PASSWORD: … ---------------------------
+#: A name's last part that makes its value a secret, and the marker kind.
+_SECRET_WORDS = {"password": "password", "passwd": "password", "pwd": "password", "passphrase": "password",
+                 "pass": "password", "secret": "secret", "token": "token", "apikey": "api-key"}
+#: Endings of a one-part name (``PGPASSWORD``, ``csrftoken``) that make it a secret's name.
+_SECRET_ENDINGS = (("password", "password"), ("passwd", "password"), ("passphrase", "password"),
+                   ("secret", "secret"), ("token", "token"), ("apikey", "api-key"))
+#: Two-part endings (``api_key``, ``AccessKey``; ``client_secret`` is covered by ``secret``).
+_SECRET_PAIRS = {("api", "key"): "api-key", ("access", "key"): "api-key", ("secret", "key"): "secret",
+                 ("private", "key"): "secret", ("auth", "key"): "api-key", ("account", "key"): "secret",
+                 ("access", "token"): "token", ("auth", "token"): "token", ("client", "secret"): "secret",
+                 ("signing", "key"): "secret", ("encryption", "key"): "secret", ("master", "key"): "secret"}
+_NAME_PARTS = r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])"
+
+
+def _name_kind(name: str) -> tuple[str, bool] | None:
+    """The marker kind for an assignment to ``name`` (``DB_PASSWORD``, ``apiKey``, ``github.token``) and whether
+    only a ``*_KEY`` ending made it one; None when the name does not end in a secret word (``max_tokens``,
+    ``token_count``, ``compass``, ``password_reset_url``)."""
+    parts = [p.lower() for p in re.findall(_NAME_PARTS, name)]
+    if not parts:
+        return None
+    if len(parts) >= 2 and (parts[-2], parts[-1]) in _SECRET_PAIRS:
+        return _SECRET_PAIRS[(parts[-2], parts[-1])], False
+    if parts[-1] in _SECRET_WORDS:
+        return _SECRET_WORDS[parts[-1]], False
+    for ending, kind in _SECRET_ENDINGS:
+        if parts[-1].endswith(ending):
+            return kind, False
+    if parts[-1] == "key" and len(parts) >= 2 and re.match(_ENV_NAME, name):
+        return "api-key", True
+    return None
+
+
+#: A name ending in a secret word, its separator, and (looked at, not consumed, so a name inside a value that is
+#: no secret is still seen) its value.
+_ASSIGNMENT = (
+    r"""(?<![A-Za-z0-9_.\-])(?P<nq>["']?)
+        (?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key))(?P=nq)
+        (?P<sep>[ \t]*(?::=|=>|[:=])[ \t]*)
+        (?=(?!["'`]?\[REDACTED:)
+          (?:(?P<q>["'`])(?P<qval>[^"'`\n]{1,512})(?P=q)            # a quoted value
+            |(?P<val>[^\s"'`,;)\]}]{1,512})))                      # or an unquoted one
+    """)
+#: What may stand before a name that opens a config line: indentation, a YAML list dash, ``export``/``set``.
+_LINE_OPENER = r"^[ \t]*(?:-[ \t]+)?(?:export[ \t]+|set[ \t]+|ENV[ \t]+)?$"
+
+
+def _config_line(m: re.Match[str], value_end: int) -> bool:
+    """True when the name opens its line and the value ends it (a comment may follow): a config file's line."""
+    text = m.string
+    start = text.rfind("\n", 0, m.start()) + 1
+    end = text.find("\n", value_end)
+    rest = text[value_end:end if end >= 0 else len(text)].strip()
+    return bool(re.match(_LINE_OPENER, text[start:m.start()])) and (not rest or rest.startswith("#"))
+
+
+#: Where an assignment's name may end: a secret word, maybe a closing quote, then the separator. Found first (a
+#: cheap scan), so the full pattern runs only where a secret's name may be.
+_HINT = r"""(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key)["']?[ \t]*(?::=|=>|[:=])"""
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_hint: list[re.Pattern[str]] = []
+
+
+def _assignment_starts(text: str) -> list[int]:
+    """Where the name of each possible secret assignment in ``text`` starts (its opening quote, if any)."""
+    if not _hint:
+        _hint.append(re.compile(_HINT))
+    starts: list[int] = []
+    for h in _hint[0].finditer(text):
+        start, floor = h.start(), max(0, h.start() - 100)
+        while start > floor and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        if start > 0 and text[start - 1] in "\"'":
+            start -= 1
+        starts.append(start)
+    return starts
+
+
+def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> str:
+    """``text`` with the value of every secret assignment (``_ASSIGNMENT``) replaced by its marker."""
+    out: list[str] = []
+    done = 0
+    for at in _assignment_starts(text):
+        m = pattern.match(text, at) if at >= done else None
+        if m is None:
+            continue
+        named = _name_kind(m.group("name"))
+        if named is None:
+            continue
+        kind, key_only = named
+        quoted = m.group("q") is not None
+        value = m.group("qval") if quoted else m.group("val")
+        start = m.start("qval") if quoted else m.start("val")
+        end = start + len(value)
+        env = bool(re.match(_ENV_NAME, m.group("name")))
+        config = not env and _config_line(m, end + (1 if quoted else 0))
+        if not _plausible(value, quoted=quoted, kind=kind, env=env, config=config, key_only=key_only):
+            continue
+        out.append(text[done:start])
+        out.append(_marker(kind))
+        kinds.append(kind)
+        done = end
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
+
+
+# -- the rules' replacements -----------------------------------------------------------------------------------
+def _keep_prefix(kind: str, group: str = "pre") -> Replace:
+    return lambda m: m.group(group) + _marker(kind)
+
+
+def _url_password(m: re.Match[str]) -> str | None:
+    if _not_a_value(m.group("pw")):
+        return None
+    return f"{m.group('pre')}{_marker('url-password')}@"
+
+
+def _openai(m: re.Match[str]) -> str | None:
+    body = m.group("body")
+    # Real keys mix digits and letters; a kebab-case word after "sk-" (``sk-learn-style-wrapper``) does not.
+    if not any(c.isdigit() for c in body) or not any(c.isalpha() for c in body):
+        return None
+    return _marker("openai-key")
+
+
+def _valued(kind: str) -> Replace:
+    """Keep ``pre`` and the quotes ``q`` around the value (``val``, or ``qval`` when quoted); the value becomes the
+    marker unless it is a placeholder, a path, a variable, a number or another flag."""
+    def replace(m: re.Match[str]) -> str | None:
+        value = m.groupdict().get("qval") or m.group("val") or ""
+        if not value or _not_a_value(value) or value.startswith("-") or re.match(_NUMBER, value):
+            return None
+        q = m.group("q") or ""
+        return f"{m.group('pre')}{q}{_marker(kind)}{q}"
+    return replace
+
+
+def _discord(m: re.Match[str]) -> str | None:
+    # The first part is a user id in base64: digits among its letters (a dotted CamelCase name has none).
+    return _marker("discord-token") if any(c.isdigit() for c in m.group("id")) else None
+
+
+def _auth_header(m: re.Match[str]) -> str:
+    kind = "basic-auth" if m.group("scheme").lower() == "basic" else "auth-token"
+    return m.group("pre") + _marker(kind)
+
+
+_CSV_SECRET_COLUMN = (r"(?i)^\s*(?:secret access key|secret|password|client secret|secret key|token)\s*$")
+
+
+def _credential_csv(m: re.Match[str]) -> str:
+    """A CSV header naming secret columns, and the rows under it with those fields replaced."""
+    header, rows = m.group("header"), m.group("rows")
+    columns = header.split(",")
+    secret = [i for i, c in enumerate(columns) if re.match(_CSV_SECRET_COLUMN, c)]
+    out = []
+    for row in rows.split("\n"):
+        fields = row.split(",")
+        if len(fields) == len(columns):
+            for i in secret:
+                if fields[i].strip():
+                    fields[i] = _marker("cloud-credential")
+        out.append(",".join(fields))
+    return header + "\n" + "\n".join(out)
+
+
+_HEX = "[0-9a-f]"
+_TOKEN_END = r"(?![A-Za-z0-9_\-])"
+#: The rules, in order: whole blocks first, then vendor formats, then credentials by place, then assignments.
+_RULES: tuple[_Rule, ...] = (
+    _Rule("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?"
+          r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)", ("PRIVATE KEY",), flags=re.DOTALL),
+    _Rule("cloud-credential", r"(?im)^(?P<header>(?:[^\n,]*,)*[ \t]*(?:secret access key|password|secret|"
+          r"client secret|secret key|token)[ \t]*(?:,[^\n]*)?)\n"
+          r"(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)", ("secret access key", "password"), fold=True,
+          replace=_credential_csv),
+    _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?#@]+)@",
+          ("://",), replace=_url_password),
+    _Rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
+          ("hooks.slack.com",)),
+    _Rule("azure-storage-key", r"(?P<pre>\bAccountKey=)[A-Za-z0-9+/]{40,}={0,2}", ("accountkey=",), fold=True,
+          flags=re.IGNORECASE, replace=_keep_prefix("azure-storage-key")),
+    _Rule("azure-sas", r"(?P<pre>[?&]sig=)[A-Za-z0-9%+/]{30,}={0,2}(?:%3D)*", ("sig=",),
+          replace=_keep_prefix("azure-sas")),
+    _Rule("aws-secret-key", r"(?P<pre>\b(?:AKIA|ASIA)[A-Z0-9]{16}\s*[,:;|]\s*)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+          ("AKIA", "ASIA"), replace=_keep_prefix("aws-secret-key")),
+    _Rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
+          ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
+    _Rule("aws-secret-key", r"(?P<pre>(?i:\baws_?(?:secret_?(?:access_?)?key|secret)|\bsecret_?access_?key)"
+          r"[\"']?\s*(?:[:=]|=>)?\s*[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", ("secret",), fold=True,
+          replace=_keep_prefix("aws-secret-key")),
+    _Rule("gcp-api-key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", ("AIza",)),
+    _Rule("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+          ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    _Rule("gitlab-token", r"\bgl(?:pat|dt|rt|ptt|soat|cbt)-[A-Za-z0-9_\-]{20,}",
+          ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-")),
+    _Rule("slack-token", r"\bxox[baprse]-[A-Za-z0-9\-]{10,}|\bxapp-\d-[A-Za-z0-9\-]{10,}", ("xox", "xapp-")),
+    _Rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",)),
+    _Rule("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?(?P<body>[A-Za-z0-9_\-]{20,})", ("sk-",), replace=_openai),
+    _Rule("stripe-key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", ("k_live_", "k_test_")),
+    _Rule("webhook-secret", r"\bwhsec_[A-Za-z0-9+/=_\-]{20,}", ("whsec_",)),
+    _Rule("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
+    _Rule("pypi-token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", ("pypi-AgE",)),
+    _Rule("rubygems-token", rf"\brubygems_{_HEX}{{48}}\b", ("rubygems_",)),
+    _Rule("docker-token", r"\bdckr_pat_[A-Za-z0-9_\-]{27,}", ("dckr_pat_",)),
+    _Rule("huggingface-token", r"\bhf_[A-Za-z0-9]{34,}\b", ("hf_",)),
+    _Rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{40,50}" + _TOKEN_END, ("SG.",)),
+    _Rule("twilio-key", r"\bSK[0-9a-fA-F]{32}\b", ("SK",)),
+    _Rule("twilio-account", rf"\bAC{_HEX}{{32}}\b", ("twilio",), fold=True),
+    _Rule("mailgun-key", rf"(?<![\w\-])key-{_HEX}{{32}}\b", ("key-",)),
+    _Rule("vault-token", r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
+    _Rule("doppler-token", r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_\-]{2,35}\.)?[A-Za-z0-9]{40,44}\b",
+          ("dp.",)),
+    _Rule("telegram-bot-token", r"(?<!\d)\d{5,16}:A[A-Za-z0-9_\-]{34}" + _TOKEN_END, (":A",)),
+    _Rule("discord-token", r"\b(?P<id>[MNO][A-Za-z0-9_\-]{23,25})\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"
+          + _TOKEN_END, ("discord",), fold=True, replace=_discord),
+    _Rule("digitalocean-token", rf"\bdo[opr]_v1_{_HEX}{{64}}\b", ("_v1_",)),
+    _Rule("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", ("shp",)),
+    _Rule("linear-key", r"\blin_(?:api|oauth)_[A-Za-z0-9]{40}\b", ("lin_",)),
+    _Rule("postman-key", rf"\bPMAK-{_HEX}{{24}}-{_HEX}{{34}}\b", ("PMAK-",)),
+    _Rule("onepassword-token", r"\bops_eyJ[A-Za-z0-9+/]{100,}={0,3}", ("ops_eyJ",)),
+    _Rule("age-key", r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", ("AGE-SECRET-KEY-",)),
+    _Rule("grafana-token", r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})",
+          ("glsa_", "glc_")),
+    _Rule("sentry-token", r"\bsntr[ysu]_[A-Za-z0-9+/=_\-]{30,}", ("sntr",)),
+    _Rule("supabase-token", rf"\bsbp_{_HEX}{{40}}\b", ("sbp_",)),
+    _Rule("databricks-token", rf"\bdapi{_HEX}{{32}}(?:-\d)?\b", ("dapi",)),
+    _Rule("newrelic-key", r"\bNRAK-[A-Z0-9]{27}\b", ("NRAK-",)),
+    _Rule("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", ("eyJ",)),
+    _Rule("auth-token", r"(?P<pre>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
+          r"(?P<scheme>basic|token|digest|apikey|api-key|key|sso-key)\s+)(?!\[REDACTED:)[A-Za-z0-9+/=._~:\-]{8,}",
+          ("authorization",), fold=True, flags=re.IGNORECASE, replace=_auth_header),
+    _Rule("bearer-token", r"(?P<pre>\b[Bb]earer\s+)(?!\[REDACTED:)[A-Za-z0-9._~+/\-]{20,}=*", ("earer",),
+          fold=True, replace=_keep_prefix("bearer-token")),
+    _Rule("basic-auth", r"(?P<pre>\b(?:curl|http|https|xh)\b[^\n|;&]{0,300}?[ \t](?:-u|--user|-a|--auth)(?:[ \t]+|=)"
+          r"(?P<q>[\"']?)[^\s:\"'@]*:)(?P<val>[^\s\"'@`;|&)]+)(?P=q)", ("curl", "http", "xh "), fold=True,
+          replace=_valued("basic-auth")),
+    _Rule("password", r"(?P<pre>\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,300}?[ \t]-p)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("mysql", "mariadb"), replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\b(?:sshpass|docker[ \t]+login|podman[ \t]+login)\b[^\n|;&]{0,300}?[ \t]-p[ \t]*)"
+          r"(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)",
+          ("sshpass", "login"), replace=_valued("password")),
+    _Rule("secret", r"(?P<pre>(?<![\w\-])--(?:password|passwd|pass|token|api-?key|api-token|auth-token|"
+          r"access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|webhook-secret)"
+          r"(?:[ \t]+|=))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))", ("--",),
+          replace=_valued("secret")),
+    _Rule("secret", r"(?P<pre>\bname:[ \t]*[\"']?[A-Za-z_]*(?i:password|passwd|secret|token|api_?key)[\"']?"
+          r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)]+)(?P=q)", ("value:",),
+          replace=_valued("secret")),
+    _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
+          scan=_scan_assignments),
+)
+
+
+def redact(text: str) -> Redacted:
+    """Replace every secret in ``text`` with its marker (see the module docstring). Never raises; text
+    without a secret comes back unchanged (the same object). Cost grows with the text: cut a long one first
+    (``redact_captured``)."""
+    lower = text.lower()
+    kinds: list[str] = []
+    for rule in _RULES:
+        if rule.wanted(text, lower):
+            text = rule.apply(text, kinds)
+    return Redacted(text, len(kinds), tuple(kinds))
+
+
+def redact_captured(text: str) -> Redacted:
+    """``text`` as a captured text is kept: redacted and cut to ``CAPTURE_MAX_CHARS`` at a line or word with a
+    marker (``limits.cap_text``). A text over ``PRECUT_CHARS`` is cut to that first, so a pasted megabyte costs
+    the redactor no more than a long answer, and what is kept then ends at least ``PRECUT_GUARD_CHARS`` before
+    that cut (a multi-line secret the pre-cut split is never kept in part); the cut marker counts what was
+    left out of the whole ``text``. Redaction runs before the final cut, so no secret is cut into a piece
+    the rules no longer know. Never raises."""
+    if len(text) <= PRECUT_CHARS:
+        secrets = redact(text)
+        return Redacted(cap_text(secrets.text), secrets.count, secrets.kinds)
+    secrets = redact(cap_text(text, PRECUT_CHARS))
+    limit = min(CAPTURE_MAX_CHARS, max(len(secrets.text) - PRECUT_GUARD_CHARS, 0))
+    return Redacted(cap_text(secrets.text, limit, full_chars=len(text)), secrets.count, secrets.kinds)
+
+
+def redact_value(value: object) -> object:
+    """``value`` (JSON-shaped: strings, numbers, lists, dicts) with every string in it, at any depth, redacted
+    (``redact``); dict keys are kept as they are, tuples become lists. Never raises."""
+    if isinstance(value, str):
+        return redact(value).text
+    if isinstance(value, dict):
+        return {key: redact_value(v) for key, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v) for v in value]
+    return value
