@@ -186,6 +186,12 @@ class Client:
         Raises ``ClientError`` for a part that is not a number (HTTP 422)."""
         return self._call("POST", "/forget", json={"ids": ids})
 
+    def purge(self, ids: list[int] | str) -> dict[str, Any]:
+        """``POST /purge``: hard-delete memories and every version of them, for good (a list of ids or
+        ``"12, 15"``). Returns ``{"purged": [id], "not_found": [id], "wal_truncated": bool}``. Raises
+        ``ClientError`` for a part that is not a number (HTTP 422)."""
+        return self._call("POST", "/purge", json={"ids": ids})
+
     def session_context(self, **fields: Any) -> dict[str, Any]:
         """``POST /session_context``: the session-start block of ``project`` (pinned, newest, named after the
         project) once per session; the same session asking again gets a one-line pointer (or "").

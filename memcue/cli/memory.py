@@ -11,6 +11,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import sys
 from typing import Any
 
 from memcue.cli.arguments import AddCommand, add_project_options, project_of
@@ -116,6 +117,26 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return emit(out, args.json, text, ok=bool(out["forgotten"] or out["already"]))
 
 
+def cmd_purge(args: argparse.Namespace) -> int:
+    """``memcue purge IDS [--yes]``: hard delete, after a confirmation typed at a terminal (or ``--yes``); exit 1
+    when none was found, 2 when not confirmed."""
+    ids = [int(i) for i in args.ids.split(",")]
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return usage_error("purge deletes for good and cannot be undone: pass --yes to confirm", args.json)
+        shown = ", ".join(f"#{i}" for i in ids)
+        answer = input(f"Purge {shown} and every version of them for good? This cannot be undone. [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            return usage_error("nothing purged", args.json)
+    with _client() as client:
+        out = client.purge(ids)
+    parts = [f"purged for good: {', '.join(f'#{i}' for i in out['purged'])}" if out["purged"] else "",
+             f"not found: {', '.join(f'#{i}' for i in out['not_found'])}" if out["not_found"] else ""]
+    if out["purged"] and not out["wal_truncated"]:
+        parts.append("(the write-ahead log is emptied at the next checkpoint: a reader was busy)")
+    return emit(out, args.json, "\n".join(p for p in parts if p), ok=bool(out["purged"]))
+
+
 def cmd_expand(args: argparse.Namespace) -> int:
     """``memcue expand IDS``: the memories with their session, entity and replacement context."""
     with _client() as client:
@@ -156,7 +177,7 @@ def _opening(p: argparse.ArgumentParser) -> None:
 
 
 def register(add: AddCommand) -> None:
-    """Register ``search``, ``fetch``, ``list``, ``forget``, ``expand`` and ``session-context``."""
+    """Register ``search``, ``fetch``, ``list``, ``forget``, ``purge``, ``expand`` and ``session-context``."""
     p = add("search", "Keyword-only search for a known exact term (an error code, a flag, a file name).")
     p.add_argument("term", help="the exact term(s)")
     p.add_argument("--limit", type=int, default=20, help="most results (default 20)")
@@ -182,6 +203,12 @@ def register(add: AddCommand) -> None:
     p = add("forget", "Forget memories (soft delete): they stop answering at once, and stay listable and fetchable.")
     p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15")
     p.set_defaults(fn=cmd_forget)
+
+    p = add("purge", "Delete memories for good (every version; rows, keyword index, vectors, entity graph, "
+                     "candidates), for a secret or a private detail that got stored. Asks first; cannot be undone.")
+    p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15")
+    p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+    p.set_defaults(fn=cmd_purge)
 
     p = add("expand", "Show memories with their context: the same session's neighbours, shared entities, the "
                       "version that replaced them.")

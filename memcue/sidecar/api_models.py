@@ -248,6 +248,19 @@ class ForgetOut(BaseModel):
     already: list[int]
 
 
+class PurgeIn(IdsIn):
+    """``POST /purge``: hard-delete memories (and every version of them) by id, for good."""
+
+
+class PurgeOut(BaseModel):
+    """Every id ``purged`` (versions included, ascending), the ids asked for that are ``not_found``, and
+    ``wal_truncated`` (False when a reader kept the WAL from being emptied)."""
+
+    purged: list[int]
+    not_found: list[int]
+    wal_truncated: bool
+
+
 class SessionContextIn(BaseModel):
     """``POST /session_context``: the session-start block a SessionStart hook gets, once per session (the
     same session asking again gets a one-line pointer, or "" when the project holds nothing). ``session_id``

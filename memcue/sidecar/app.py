@@ -32,6 +32,8 @@ from memcue.sidecar.api_models import (
     LedgerOut,
     ListIn,
     ListOut,
+    PurgeIn,
+    PurgeOut,
     RecallIn,
     ReceiptIn,
     RememberBatchIn,
@@ -95,7 +97,7 @@ def _written(result: WriteResult) -> RememberOut:
 
 
 def _writes(app: FastAPI, service: MemoryService) -> None:
-    """``/remember``, ``/remember/batch``, ``/update`` and ``/forget``."""
+    """``/remember``, ``/remember/batch``, ``/update``, ``/forget`` and ``/purge``."""
 
     @app.post("/remember", response_model=RememberOut)
     async def remember(body: RememberIn) -> RememberOut:
@@ -118,6 +120,11 @@ def _writes(app: FastAPI, service: MemoryService) -> None:
     async def forget(body: ForgetIn) -> ForgetOut:
         out = await service.forget(body.ids)
         return ForgetOut(forgotten=out.forgotten, not_found=out.not_found, already=out.already)
+
+    @app.post("/purge", response_model=PurgeOut)
+    async def purge(body: PurgeIn) -> PurgeOut:
+        out = await service.purge(body.ids)
+        return PurgeOut(purged=out.purged, not_found=out.not_found, wal_truncated=out.wal_truncated)
 
 
 def _reads(app: FastAPI, service: MemoryService) -> None:

@@ -48,7 +48,15 @@ from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
 from memcue.sidecar.settings import Settings
-from memcue.sidecar.store import ForgetResult, NewMemory, PreparedWrite, Store, WriteResult, prepare_write
+from memcue.sidecar.store import (
+    ForgetResult,
+    NewMemory,
+    PreparedWrite,
+    PurgeResult,
+    Store,
+    WriteResult,
+    prepare_write,
+)
 from memcue.sidecar.usage import UsageRecorder, served_recall
 from memcue.sidecar.worker import QUIET_GAP_S, STEP_ASIDE_MAX_S, Worker
 
@@ -302,6 +310,18 @@ class MemoryService:
         out = self._store.forget(ids)
         for memory_id in out.forgotten:
             self._recall_services.working_sets.forget(memory_id)
+        return out
+
+    async def purge(self, ids: list[int]) -> PurgeResult:
+        """Hard-delete memories and all their versions (see ``Store.purge``): gone from every table, index and
+        working set, their text left in neither the database file nor its WAL. Cannot be undone."""
+        return await anyio.to_thread.run_sync(self._purge, ids, limiter=self._limiter)
+
+    def _purge(self, ids: list[int]) -> PurgeResult:
+        out = self._store.purge(ids)
+        for memory_id in out.purged:
+            self._recall_services.working_sets.forget(memory_id)
+        log.warning("purged memories %s for good (asked for %s)", out.purged, ids)
         return out
 
     # -- reads ---------------------------------------------------------------------------------

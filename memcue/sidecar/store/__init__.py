@@ -19,6 +19,7 @@ from memcue.sidecar.store.write import (
     NewCandidate,
     NewMemory,
     PreparedWrite,
+    PurgeResult,
     ServedRecall,
     WriteResult,
     extract_entities,
@@ -34,5 +35,5 @@ __all__ = [
     "DF_CAP", "ForgetResult", "MAYBE_NAME", "NewMemory", "PreparedWrite", "RECORD_KINDS", "ServedRecall", "Store",
     "StoreProtocol", "VectorSupport", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected",
-    "KIND_PATTERN", "ROLE_MARKER", "instruction_like",
+    "KIND_PATTERN", "PurgeResult", "ROLE_MARKER", "instruction_like",
 ]

@@ -22,6 +22,7 @@ from memcue.sidecar.store.write import (
     NewCandidate,
     NewMemory,
     PreparedWrite,
+    PurgeResult,
     ServedRecall,
     VectorJournal,
     WriteResult,
@@ -92,6 +93,9 @@ class StoreProtocol(Protocol):
         (already superseded or forgotten, empty text)."""
     def forget(self, ids: Iterable[int], *, now: float | None = None) -> ForgetResult:
         """Soft-delete ``ids`` (idempotent)."""
+    def purge(self, ids: Iterable[int]) -> PurgeResult:
+        """Hard-delete ``ids`` and every version of them, from rows, keyword index, vectors, entity graph,
+        candidates and usage log, leaving their text in neither the database file nor its WAL."""
 
     # -- rows
     def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:

@@ -26,6 +26,7 @@ from memcue.sidecar.store.sqlite.ledger import DistillLedger
 from memcue.sidecar.store.sqlite.memories import MemoryRows
 from memcue.sidecar.store.sqlite.meta import MetaTable
 from memcue.sidecar.store.sqlite.migrations import migrate
+from memcue.sidecar.store.sqlite.purging import Purging
 from memcue.sidecar.store.sqlite.sessions import SessionReads
 from memcue.sidecar.store.sqlite.timeline import Timeline
 from memcue.sidecar.store.sqlite.usage import UsageLog
@@ -37,6 +38,7 @@ from memcue.sidecar.store.write import (
     NewCandidate,
     NewMemory,
     PreparedWrite,
+    PurgeResult,
     ServedRecall,
     VectorJournal,
     WriteResult,
@@ -60,6 +62,7 @@ class Store:
         self._graph = EntityGraph(db)
         self._timeline = Timeline(db)
         self._forgetting = Forgetting(db)
+        self._purging = Purging(db)
         self._usage = UsageLog(db)
         self._candidates = CandidateRows(db)
         self._sessions = SessionReads(db)
@@ -154,6 +157,10 @@ class Store:
     def forget(self, ids: Iterable[int], *, now: float | None = None) -> ForgetResult:
         """See ``Forgetting.forget``."""
         return self._forgetting.forget(ids, now=now)
+
+    def purge(self, ids: Iterable[int]) -> PurgeResult:
+        """See ``Purging.purge``."""
+        return self._purging.purge(ids)
 
     # -- rows --------------------------------------------------------------------------------
     def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:

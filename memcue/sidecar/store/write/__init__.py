@@ -20,6 +20,7 @@ from memcue.sidecar.store.write.records import (
     ForgetResult,
     NewCandidate,
     NewMemory,
+    PurgeResult,
     ServedRecall,
     WriteResult,
 )
@@ -31,5 +32,5 @@ __all__ = [
     "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
     "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected",
-    "KIND_PATTERN", "ROLE_MARKER", "instruction_like",
+    "KIND_PATTERN", "PurgeResult", "ROLE_MARKER", "instruction_like",
 ]

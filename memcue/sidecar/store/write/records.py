@@ -101,6 +101,17 @@ class ForgetResult:
 
 
 @dataclass(frozen=True)
+class PurgeResult:
+    """Outcome of ``purge``: ``purged`` every id deleted (the versions of those asked for included, ascending),
+    ``not_found`` the ids asked for that no memory has; ``wal_truncated`` False when a reader kept the WAL from
+    being checkpointed to empty (the deleted pages are zeroed in it all the same)."""
+
+    purged: list[int] = field(default_factory=list)
+    not_found: list[int] = field(default_factory=list)
+    wal_truncated: bool = True
+
+
+@dataclass(frozen=True)
 class ServedRecall:
     """One recall served: ``items`` are ``(memory_id, kind, channels)`` of the memories it showed; ``tokens``
     the block's size (o200k tokens, 0 when unknown); ``skipped`` why a hook injected nothing ("" when it did)."""
