@@ -30,8 +30,10 @@ from memcue.sidecar.store import NewMemory, Store, WriteResult
 log = logging.getLogger("memcue.spool")
 
 #: A fully ingested spool file untouched this long (s) is deleted; idle files are looked for this often (s).
-IDLE_REMOVE_S = 3600.0
-SWEEP_EVERY_S = 300.0
+#: Spool records go once ingested (DESIGN.md section 8); the short wait only spares a file that a session's
+#: next hook is about to append to from being deleted and made again.
+IDLE_REMOVE_S = 120.0
+SWEEP_EVERY_S = 60.0
 #: ``meta`` key prefix (then the spool file's name) of the count of lines that file held that could not be read.
 BROKEN_KEY = "spool_broken:"
 #: Subfolder of the spool folder where lines that failed through a fault of memcue's are kept (see the module).
@@ -86,7 +88,7 @@ class SpoolReader:
             self.store.set_meta(key, str(offset + end))
         if written:
             log.info("ingested %d spooled memories", written)
-        if time.monotonic() - self._last_sweep >= SWEEP_EVERY_S:  # files idle for an hour: no need every tick
+        if time.monotonic() - self._last_sweep >= SWEEP_EVERY_S:  # idle files: no need to look every tick
             self._last_sweep = time.monotonic()
             self.remove_idle()
         return written
