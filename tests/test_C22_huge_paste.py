@@ -143,11 +143,12 @@ def _listed(sidecar: Sidecar, project: str, kind: str, timeout_s: float = 60) ->
 
 
 def test_C22_paste_through_the_real_hook_is_stored_cut(sidecar: Sidecar, tmp_path: Path) -> None:
-    """A 250 KB build log pasted as a prompt through the real hook is stored once, cut at the cap at a line,
-    with the marker (answered or spooled: either way the same cut)."""
+    """A 250 KB build log pasted as a prompt through the real hook, with a question typed after it, is stored
+    once, cut at the cap at lines, with the marker, and keeps its end: the question (answered or spooled: either
+    way the same cut)."""
     project = tmp_path / "paste"
     project.mkdir()
-    log = build_log(250_000)
+    log = build_log(250_000) + "\n" + QUESTION
     proc = run_hook(prompt_payload(log, str(project), PASTE_SESSION), env=sidecar.env)
     assert proc.returncode == 0
     context_of(proc)
@@ -155,8 +156,9 @@ def test_C22_paste_through_the_real_hook_is_stored_cut(sidecar: Sidecar, tmp_pat
     assert len(rows) == 1, rows
     stored = rows[0]["content"]
     assert len(stored) <= CAPTURE_MAX_CHARS
-    head, marker = stored.rsplit("\n", 1)
-    assert marker.startswith(MARKER_START) and log.startswith(head + "\n")
+    head, rest = stored.split("\n" + MARKER_START, 1)
+    tail = rest.split("left out]\n", 1)[1]
+    assert log.startswith(head + "\n") and log.endswith("\n" + tail) and tail.endswith(QUESTION)
 
 
 def test_C22_second_session_is_answered_while_a_paste_is_captured(sidecar: Sidecar, tmp_path: Path) -> None:

@@ -56,6 +56,17 @@ def test_a_stated_decision_is_recalled_by_another_sessions_question(sidecar: Sid
     assert "port 5433" in context and 'kind="decision"' in context, context
 
 
+def test_a_statement_typed_after_a_pasted_log_is_kept(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
+    """A 120 KB build log with the user's statement after it (case C22): the stored prompt keeps its end, so
+    the statement is read and promoted."""
+    project = _project(tmp_path)
+    log = "\n".join(f"2026-11-30T10:{n // 60 % 60:02d}:{n % 60:02d}Z step {n} ok in {n % 97} ms" for n in range(3000))
+    run = run_hook(prompt_payload(f"{log}\n\nThe build above is green. {STATEMENT}.", str(project)))
+    assert run.returncode == 0, run.stderr
+    promoted = wait_until(lambda: keyword_sidecar.client.candidates(state="promoted")["results"])
+    assert [c["content"] for c in promoted] == [STATEMENT + "."], promoted
+
+
 def test_a_spooled_delivery_and_its_live_twin_hold_one_candidate(home: Path, tmp_path: Path) -> None:
     project = _project(tmp_path)
     payload = {**prompt_payload(STATEMENT, str(project)), "prompt_id": "c3f0e1d2-aaaa-4bbb-8ccc-0123456789ab"}

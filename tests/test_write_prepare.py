@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memcue.core import redaction
+from memcue.core.limits import CAPTURE_TAIL_CHARS
 from memcue.sidecar.dedup import find_near_duplicate
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.store import NewMemory, Store, prepare_write
@@ -49,9 +50,10 @@ def test_a_prepared_write_is_stored_as_is(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_a_huge_capture_is_cut_before_redaction_and_guarded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A captured text far over the cap reaches the redactor cut to ``PRECUT_CHARS`` (a pasted megabyte costs
-    no more than a long answer); the stored text is a prefix of the original, within the cap, ends at least
-    ``PRECUT_GUARD_CHARS`` before the pre-cut, and its marker counts the characters left out of the original."""
+    """A captured text far over the cap reaches the redactor cut to its two ends (``PRECUT_CHARS`` in all: a
+    pasted megabyte costs no more than a long answer); the stored text is the original's start and end, within
+    the cap, each at least ``PRECUT_GUARD_CHARS`` away from the pre-cut, and its marker counts the characters
+    left out of the original."""
     seen: list[int] = []
     real = redaction.redact
 
@@ -61,11 +63,15 @@ def test_a_huge_capture_is_cut_before_redaction_and_guarded(monkeypatch: pytest.
 
     monkeypatch.setattr(redaction, "redact", measuring)
     text = "\n".join(f"line {n} of a pasted build log, step {n % 9} ok" for n in range(20_000))
+    text += "\nwhy does step 7 fail after this?"
     p = prepare_write(NewMemory(content=text, kind="request", project="p"))
-    assert seen and max(seen) <= prepare.PRECUT_CHARS
-    head, marker = p.content.rsplit("\n", 1)
+    assert seen and sum(seen) <= prepare.PRECUT_CHARS
+    head, rest = p.content.split("\n[memcue: cut here, ", 1)
+    count, tail = rest.split(" more characters left out]\n", 1)
     assert len(p.content) <= prepare.CAPTURE_MAX_CHARS and text.startswith(head + "\n")
-    assert f"{len(text) - len(head):,} more characters" in marker
-    assert len(head) <= prepare.PRECUT_CHARS - prepare.PRECUT_GUARD_CHARS
+    assert text.endswith("\n" + tail) and tail.endswith("why does step 7 fail after this?")
+    assert int(count.replace(",", "")) == len(text) - len(head) - len(tail)
+    assert len(head) <= prepare.PRECUT_CHARS - CAPTURE_TAIL_CHARS - 2 * prepare.PRECUT_GUARD_CHARS
+    assert len(tail) <= CAPTURE_TAIL_CHARS
     # A memory written on purpose is never cut, whatever its length.
     assert prepare_write(NewMemory(content=text[:50_000], kind="note")).content == text[:50_000]

@@ -14,41 +14,76 @@ from __future__ import annotations
 
 #: Characters kept of one captured text, the marker included. An injected block shows at most 9,500
 #: characters in all and the embedding model reads the first 256 tokens, so a captured text is recalled by
-#: its opening; past this size a paste is data (a build log, a dump) whose tail is never shown and only
+#: its opening; past this size a paste is data (a build log, a dump) whose middle is never shown and only
 #: costs indexing time, spool space and a longer write. Long enough for a prompt with a sizeable code
 #: excerpt or a full agent answer.
 CAPTURE_MAX_CHARS = 16_000
-#: The line that ends a cut text; ``{left_out}`` is the number of characters left out, with thousands
-#: separators.
+#: Characters of a cut captured text kept from its end (within ``CAPTURE_MAX_CHARS``): the question or the
+#: statement typed after a pasted log is what the prompt is about (case C22).
+CAPTURE_TAIL_CHARS = 2_000
+#: The line that stands where a cut text's middle (or end) was left out; ``{left_out}`` is the number of
+#: characters left out, with thousands separators.
 CUT_MARKER = "[memcue: cut here, {left_out} more characters left out]"
-#: A captured text longer than this is cut (at a line or word) before redaction
+#: A captured text longer than this is cut to its two ends (at lines or words) before redaction
 #: (``memcue.core.redaction.redact_captured``): twice the cap, so the kept text comes from well inside what was
 #: redacted.
 PRECUT_CHARS = 2 * CAPTURE_MAX_CHARS
-#: After that cut, the kept text ends at least this many characters before its end, so a multi-line secret the
-#: cut split (a 4,096-bit RSA private key in PEM is about 3,300 characters) is never kept in part, even when
-#: redaction shrank the text a lot.
+#: After that cut, the kept text stays at least this many characters away from it on either side, so a
+#: multi-line secret the cut split (a 4,096-bit RSA private key in PEM is about 3,300 characters) is never kept
+#: in part, even when redaction shrank the text a lot.
 PRECUT_GUARD_CHARS = 8_000
 
 
-def cap_text(text: str, limit: int = CAPTURE_MAX_CHARS, *, full_chars: int | None = None) -> str:
-    """``text`` unchanged when it has at most ``limit`` characters; otherwise its start cut at the last line
-    break (else the last space or tab) in the second half of the room left, followed by a new line and
-    ``CUT_MARKER``, at most ``limit`` characters in all. A cut text is never cut again (idempotent).
-    ``limit`` too small for the marker gives a hard cut at ``limit``. ``full_chars``: the length of the text
-    ``text`` was itself cut from (default ``len(text)``), for the marker's count. Never raises."""
+def _head(text: str, room: int) -> str:
+    """The start of ``text`` in at most ``room`` characters, cut at its last line break (else space or tab) in
+    the second half of the room; a hard cut when there is none."""
+    head = text[:room]
+    cut = head.rfind("\n")
+    if cut < room // 2:
+        cut = max(head.rfind(" "), head.rfind("\t"))
+    return head[:cut].rstrip() if cut >= room // 2 else head
+
+
+def _tail(text: str, room: int) -> str:
+    """The end of ``text`` in at most ``room`` characters, starting after its first line break (else space or
+    tab) in the first half of the room; a hard cut when there is none."""
+    if room <= 0:
+        return ""
+    tail = text[-room:]
+    cut = tail.find("\n")
+    if not 0 <= cut < room // 2:
+        cut = max(tail.find(" "), tail.find("\t"))
+    return tail[cut + 1:].lstrip() if 0 <= cut < room // 2 else tail
+
+
+def cut_ends(text: str, head_room: int, tail_room: int) -> tuple[str, str]:
+    """The two ends of ``text`` that a cut keeps: ``(head, tail)``, at most ``head_room`` and ``tail_room``
+    characters, each cut at a line (else a word). Never raises."""
+    head = _head(text, head_room)
+    return head, _tail(text[len(head):], tail_room)
+
+
+def join_ends(head: str, tail: str, left_out: int) -> str:
+    """``head``, a ``CUT_MARKER`` line counting ``left_out`` characters, and ``tail`` (when there is one)."""
+    marker = CUT_MARKER.format(left_out=f"{left_out:,}")
+    return f"{head}\n{marker}\n{tail}" if tail else f"{head}\n{marker}"
+
+
+def cap_text(text: str, limit: int = CAPTURE_MAX_CHARS, *, full_chars: int | None = None, tail: int = 0) -> str:
+    """``text`` unchanged when it has at most ``limit`` characters; otherwise its start cut at a line (else a
+    word), a ``CUT_MARKER`` line, and with ``tail`` its last ``tail`` characters at most (at most half the room),
+    cut at a line: at most ``limit`` characters in all. A cut text is never cut again (idempotent). ``limit``
+    too small for the marker gives a hard cut at ``limit``. ``full_chars``: the length of the text ``text`` was
+    itself cut from (default ``len(text)``), for the marker's count. Never raises."""
     if len(text) <= limit:
         return text
     total = max(full_chars or 0, len(text))
     room = limit - len(CUT_MARKER.format(left_out=f"{total:,}")) - 1
     if room <= 0:
         return text[:limit]
-    head = text[:room]
-    cut = head.rfind("\n")
-    if cut < room // 2:
-        cut = max(head.rfind(" "), head.rfind("\t"))
-    head = head[:cut].rstrip() if cut >= room // 2 else head
-    return f"{head}\n{CUT_MARKER.format(left_out=f'{total - len(head):,}')}"
+    tail = min(max(tail, 0), room // 2)
+    head, end = cut_ends(text, room - (tail + 1 if tail else 0), tail)
+    return join_ends(head, end, total - len(head) - len(end))
 
 
 #: Characters of a query that recall reads at most: the first and last half of them, so the question around a

@@ -49,7 +49,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from memcue.core.limits import CAPTURE_MAX_CHARS, PRECUT_CHARS, PRECUT_GUARD_CHARS, cap_text
+from memcue.core.limits import (
+    CAPTURE_MAX_CHARS,
+    CAPTURE_TAIL_CHARS,
+    CUT_MARKER,
+    PRECUT_CHARS,
+    PRECUT_GUARD_CHARS,
+    cap_text,
+    cut_ends,
+    join_ends,
+)
 
 #: The marker that replaces a secret of ``kind``.
 MARKER = "[REDACTED:{kind}]"
@@ -463,18 +472,26 @@ def redact(text: str) -> Redacted:
 
 
 def redact_captured(text: str) -> Redacted:
-    """``text`` as a captured text is kept: redacted and cut to ``CAPTURE_MAX_CHARS`` at a line or word with a
-    marker (``limits.cap_text``). A text over ``PRECUT_CHARS`` is cut to that first, so a pasted megabyte costs
-    the redactor no more than a long answer, and what is kept then ends at least ``PRECUT_GUARD_CHARS`` before
-    that cut (a multi-line secret the pre-cut split is never kept in part); the cut marker counts what was
-    left out of the whole ``text``. Redaction runs before the final cut, so no secret is cut into a piece
-    the rules no longer know. Never raises."""
+    """``text`` as a captured text is kept: redacted and cut to ``CAPTURE_MAX_CHARS`` with a marker, keeping its
+    start and its last ``CAPTURE_TAIL_CHARS`` (``limits.cap_text``: a question typed after a pasted log is kept).
+    A text over ``PRECUT_CHARS`` is first cut to its two ends, each redacted on its own, so a pasted megabyte
+    costs the redactor no more than a long answer; what is kept then stays at least ``PRECUT_GUARD_CHARS`` away
+    from that cut on either side (a multi-line secret the pre-cut split is never kept in part), and the marker
+    counts what was left out of the whole ``text``. Redaction runs before the final cut, so no secret is cut
+    into a piece the rules no longer know. Never raises."""
     if len(text) <= PRECUT_CHARS:
         secrets = redact(text)
-        return Redacted(cap_text(secrets.text), secrets.count, secrets.kinds)
-    secrets = redact(cap_text(text, PRECUT_CHARS))
-    limit = min(CAPTURE_MAX_CHARS, max(len(secrets.text) - PRECUT_GUARD_CHARS, 0))
-    return Redacted(cap_text(secrets.text, limit, full_chars=len(text)), secrets.count, secrets.kinds)
+        return Redacted(cap_text(secrets.text, tail=CAPTURE_TAIL_CHARS), secrets.count, secrets.kinds)
+    tail_room = CAPTURE_TAIL_CHARS + PRECUT_GUARD_CHARS
+    head, tail = cut_ends(text, PRECUT_CHARS - tail_room, tail_room)
+    head_secrets, tail_secrets = redact(head), redact(tail)
+    kept_head = head_secrets.text[:max(len(head_secrets.text) - PRECUT_GUARD_CHARS, 0)]
+    room = CAPTURE_MAX_CHARS - len(CUT_MARKER.format(left_out=f"{len(text):,}")) - 2 - CAPTURE_TAIL_CHARS
+    final_head, _ = cut_ends(kept_head, room, 0)
+    _, final_tail = cut_ends(tail_secrets.text[PRECUT_GUARD_CHARS:], 0, CAPTURE_TAIL_CHARS)
+    kinds = tuple(dict.fromkeys((*head_secrets.kinds, *tail_secrets.kinds)))
+    return Redacted(join_ends(final_head, final_tail, len(text) - len(final_head) - len(final_tail)),
+                    head_secrets.count + tail_secrets.count, kinds)
 
 
 def redact_value(value: object) -> object:
