@@ -336,3 +336,11 @@ def test_C02_broken_stdin_with_no_sidecar(home: Path, stdin: bytes | None) -> No
     assert "started pid=" not in log
     assert spool_records(home) == []
     assert not socket_path(home).exists()
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_goes_to_stderr_and_stdout_stays_empty(flag: str, tmp_path: Path) -> None:
+    """A person trying the hook by hand gets its usage; a harness's stdout never gets anything but its JSON."""
+    proc = subprocess.run([*HOOK, flag], capture_output=True, timeout=30, env=hook_env(tmp_path / "home"))
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert proc.stderr.startswith(b"usage: python -m memcue.hooks HARNESS EVENT") and b"always exits 0" in proc.stderr

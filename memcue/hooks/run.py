@@ -470,11 +470,23 @@ def run(argv: list[str], started: float) -> None:
         )
 
 
+#: What ``--help`` prints (on stderr).
+USAGE = ("usage: python -m memcue.hooks HARNESS EVENT < payload.json\n\n"
+         "The hook a harness runs (memcue install writes the command). HARNESS: claude-code, codex or hermes; EVENT:\n"
+         "user-prompt-submit, session-start, post-tool-use, post-tool-use-failure, stop, pre-compact or session-end.\n"
+         "It reads the harness's JSON payload on stdin, asks the memcue sidecar for the memories that bear on it\n"
+         "(starting the sidecar if needed), prints what the harness injects on stdout, and always exits 0: a\n"
+         "failure costs the prompt nothing. Its log: $MEMCUE_HOME/logs/hook.log.\n")
+
+
 def main(argv: list[str], started: float | None = None) -> int:
     """Run the hook and return the exit status, which is always 0.
 
     ``started`` is the process start as ``time.monotonic()`` (s); defaults to now.
     """
+    if argv[:1] in (["-h"], ["--help"]):
+        os.write(2, USAGE.encode())  # stderr: stdout belongs to the harness
+        return 0
     try:
         run(argv, time.monotonic() if started is None else started)
     except BaseException as exc:  # fail open: a hook bug must not block the prompt
