@@ -91,7 +91,8 @@ class WeekRun:
     """A whole week: every ``turns`` run, the final ``rows`` (every memory of the project, bookkeeping and
     captured prompts too), ``candidates`` (every state), ``installs`` (the install reports), ``other_requests``
     (model requests outside every turn), ``problems`` (the stub's), ``ledger`` (``memcue ledger --json``'s data,
-    None when the command does not exist) and ``seconds`` of wall time."""
+    None when the command does not exist), ``recalls`` (per turn ``"S2 t0"``: what a recall of its prompt gives
+    at the week's end, one line) and ``seconds`` of wall time."""
 
     turns: list[TurnRun] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -100,6 +101,7 @@ class WeekRun:
     other_requests: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     ledger: Any = None
+    recalls: dict[str, str] = field(default_factory=dict)
     project: str = ""
     seconds: float = 0.0
 
@@ -234,11 +236,18 @@ def settle(client: Client, loc: Locations, timeout_s: float = SETTLE_TIMEOUT_S) 
 
 
 def final_state(run: WeekRun, client: Client, env: dict[str, str], project: Path) -> None:
-    """Fill ``run.rows`` (every memory of the project, bookkeeping included), ``run.candidates`` (every state)
-    and ``run.ledger``."""
+    """Fill ``run.rows`` (every memory of the project, bookkeeping included), ``run.candidates`` (every state),
+    ``run.recalls`` and ``run.ledger``."""
     run.rows = client.list_recent(project=run.project, limit=500, include_bookkeeping=True)["results"]
     run.candidates = [c for state in ("pending", "promoted", "rejected", "expired")
                       for c in client.candidates(state=state, project=run.project, limit=500)["results"]]
+    for turn in run.turns:
+        answer = client.recall(turn.prompt, project=run.project)
+        top = "; ".join(f"#{r.get('memory_id')} {r.get('memory_kind')} {r.get('tier')}"
+                        for r in answer.get("results", [])[:4])
+        run.recalls[f"{turn.session} t{turn.turn}"] = (
+            f"a recall of the prompt at the week's end: {answer.get('query_type')}, tier {answer.get('tier')}, "
+            f"top {top or 'nothing'}")
     try:
         run.ledger = memcue("ledger", env=env, cwd=project)
     except WeekError:
