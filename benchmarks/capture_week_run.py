@@ -243,7 +243,8 @@ def final_state(run: WeekRun, client: Client, env: dict[str, str], project: Path
                       for c in client.candidates(state=state, project=run.project, limit=500)["results"]]
     for turn in run.turns:
         answer = client.recall(turn.prompt, project=run.project)
-        top = "; ".join(f"#{r.get('memory_id')} {r.get('memory_kind')} {r.get('tier')}"
+        top = "; ".join(f"#{r.get('memory_id')} {r.get('memory_kind')} {r.get('tier')} cos "
+                        f"{(r.get('channel_scores') or {}).get('semantic') or 0:.3f}"
                         for r in answer.get("results", [])[:4])
         run.recalls[f"{turn.session} t{turn.turn}"] = (
             f"a recall of the prompt at the week's end: {answer.get('query_type')}, tier {answer.get('tier')}, "
