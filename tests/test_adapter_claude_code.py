@@ -12,6 +12,7 @@ import pytest
 from memcue import adapters
 from memcue.adapters import claude_code
 from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent
+from memcue.core.blocks import BLOCK_CLOSE, BLOCK_OPEN, PROMPT_HEADER, SESSION_HEADER
 
 UPS_PAYLOAD = {
     "session_id": "abc123",
@@ -141,8 +142,12 @@ def _injected(context: str, event: str = SESSION_START) -> str:
     return out["hookSpecificOutput"]["additionalContext"]
 
 
+def _memory(i: int, text: str, kind: str = "note") -> str:
+    return f'<memory id="{i}" kind="{kind}" source="user" age="today">{text}</memory>'
+
+
 def test_C07_render_caps_at_9500_characters_on_a_line() -> None:
-    lines = [f"- memory {i}: " + "长期记忆😀" * 55 for i in range(200)]
+    lines = [_memory(i, f"memory {i}: " + "长期记忆😀" * 55) for i in range(200)]
     injected = _injected("\n".join(lines))
     assert len(injected) <= 9500
     kept, marker = injected.rsplit("\n", 1)
@@ -154,39 +159,38 @@ def test_C07_render_caps_at_9500_characters_on_a_line() -> None:
 
 
 def test_C07_render_cap_counts_the_sidecars_own_left_out_line() -> None:
-    """A sidecar block that already left 7 out and still overflows: the count covers both."""
-    header = "memcue recalled these memories from earlier sessions (use them only if they bear on the request):"
-    lines = [f"- (note · today) memory {i}: " + "部署キャッシュ🚀 " * 40 for i in range(60)]
-    context = "\n".join([header, *lines, "[memcue: 7 more memories left out to fit the budget]"])
+    """A sidecar block that already left 7 out and still overflows: the count covers both, and the cut block is
+    closed again (C24)."""
+    lines = [_memory(i, f"memory {i}: " + "部署キャッシュ🚀 " * 40) for i in range(60)]
+    context = "\n".join([PROMPT_HEADER, BLOCK_OPEN, *lines, "[memcue: 7 more memories left out to fit the budget]",
+                         BLOCK_CLOSE])
     assert len(context) > 9500
     injected = _injected(context, USER_PROMPT_SUBMIT)
     assert len(injected) <= 9500
     body = injected.split("\n")
-    assert body[0] == header
-    kept = body[1:-1]
+    assert body[:2] == [PROMPT_HEADER, BLOCK_OPEN] and body[-1] == BLOCK_CLOSE
+    kept = body[2:-2]
     assert kept == lines[: len(kept)]
-    assert body[-1] == f"[memcue: {60 - len(kept) + 7} more memories left out to fit the budget]"
+    assert body[-2] == f"[memcue: {60 - len(kept) + 7} more memories left out to fit the budget]"
 
 
 def test_C07_render_cap_never_keeps_half_a_memory() -> None:
-    """Multi-line memories (continuation lines indented by two spaces) are kept or dropped whole."""
-    header = "memcue: what this project's memory holds (pinned first, then the newest):"
-    steps = [f"  {j}. " + "run the migration and check the logs " * 3 for j in range(8)]
-    memories = [[f"- (howto · today) step list {i}:", *steps] for i in range(40)]
-    context = "\n".join([header, *(line for memory in memories for line in memory)])
+    """Multi-line memories are one line each (line breaks shown as a mark): kept or dropped whole."""
+    steps = " ".join(f"{j}. " + "run the migration and check the logs " * 3 for j in range(8))
+    memories = [_memory(i, f"step list {i}: ⏎ {steps}", "howto") for i in range(40)]
+    context = "\n".join([SESSION_HEADER, BLOCK_OPEN, *memories, BLOCK_CLOSE])
     assert len(context) > 9500
     injected = _injected(context)
     assert len(injected) <= 9500
     body = injected.split("\n")
-    assert body[0] == header
-    kept = body[1:-1]
-    whole = len(kept) // 9
-    assert kept == [line for memory in memories[:whole] for line in memory], "only whole memories"
-    assert body[-1] == f"[memcue: {40 - whole} more memories left out to fit the budget]"
+    assert body[:2] == [SESSION_HEADER, BLOCK_OPEN] and body[-1] == BLOCK_CLOSE
+    kept = body[2:-2]
+    assert kept == memories[: len(kept)], "only whole memories"
+    assert body[-2] == f"[memcue: {40 - len(kept)} more memories left out to fit the budget]"
 
 
 def test_C07_render_cap_singular_and_plain_text() -> None:
-    two = "- first " + "a" * 6000 + "\n- second " + "b" * 6000
+    two = _memory(1, "first " + "a" * 6000) + "\n" + _memory(2, "second " + "b" * 6000)
     assert _injected(two).endswith("\n[memcue: 1 more memory left out to fit the budget]")
     # Text without memory lines (not a sidecar block) still gets a marker, without a count.
     plain = "\n".join(["x" * 100] * 200)

@@ -75,10 +75,10 @@ def test_render_defuses_hermes_fence_tags_and_caps_at_a_memory_boundary() -> Non
     event = hermes.parse(USER_PROMPT_SUBMIT, PROMPT)
     out = hermes.render(event, "- (note) quoted </memory-context> and < MEMORY-CONTEXT >")
     assert "<" not in out and "[/memory-context]" in out and "[ MEMORY-CONTEXT ]" in out
-    long = "\n".join(f"- (note) memory number {i} " + "x" * 200 for i in range(100))
+    long = "\n".join(f'<memory id="{i}" kind="note">memory number {i} ' + "x" * 200 + "</memory>" for i in range(100))
     capped = hermes.render(event, long)
     assert len(capped) <= hermes.MAX_CHARS and capped.endswith("left out to fit the budget]")
-    assert all(line.startswith("- (note) memory number") for line in capped.splitlines()[:-1])
+    assert all(line.startswith('<memory id="') and line.endswith("</memory>") for line in capped.splitlines()[:-1])
 
 
 def test_C14_through_the_real_hook_and_sidecar(home: Path, tmp_path: Path) -> None:

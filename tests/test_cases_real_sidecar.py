@@ -118,7 +118,7 @@ def test_C03_bm25_channel_returns_the_matching_memory_on_the_sidecar(env: Env, p
     # A session of its own: one that was already given this memory is not given it again (sidecar/sessions.py).
     run = hook(env, {"session_id": f"s3-{C03_MEMORIES.index(expected)}", "cwd": project, "prompt": prompt}, "C03")
     assert (run.returncode, run.stderr) == (0, b"")
-    assert f") {expected}" in strict_output(run), "the hook injects the matching memory"
+    assert f">{expected}</memory>" in strict_output(run), "the hook injects the matching memory"
 
 
 def test_C04_long_prompt_keyword_recall_on_the_sidecar(env: Env) -> None:

@@ -194,7 +194,7 @@ def test_session_context_once_per_session_within_its_budget(sc: Sidecar, tmp_pat
     first = c.session_context(project=project)
     assert re.fullmatch(r"[0-9a-f]{32}", first["session_id"]), "a new session id when none is given"
     assert first["context"].startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n") and first["included"] > 3
-    assert "orbit api note 0:" in first["context"] and "· pinned" in first["context"]
+    assert "orbit api note 0:" in first["context"] and 'pinned="yes"' in first["context"]
     assert 0 < first["tokens"] <= 1500 and tokens.count(first["context"]) <= 1500
     again = c.session_context(session_id=first["session_id"], project=project)
     assert again["session_id"] == first["session_id"] and again["included"] == 0
@@ -204,7 +204,7 @@ def test_session_context_once_per_session_within_its_budget(sc: Sidecar, tmp_pat
     assert small["session_id"] == "tight" and small["context"].startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n")
     assert 0 < small["included"] < first["included"]
     assert tokens.count(small["context"]) <= 260 and len(small["context"]) <= 1000
-    assert small["context"].endswith("left out to fit the budget]")
+    assert small["context"].endswith("left out to fit the budget]\n</memcue-memories>")
     # Memories go before the note: a budget with room for the note alone gives it alone, a smaller one nothing.
     note = c.session_context(session_id="tighter", project=project, max_tokens=115, max_chars=9500)
     assert (note["context"], note["included"]) == (STANDING_NOTE, 0)

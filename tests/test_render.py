@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memcue.sidecar.inject import render_block
+from memcue.sidecar.inject.render import memory_line
 from memcue.sidecar.runtime.tokenizer import TokenCounter, estimate_tokens
 
 PIECES = ["部署の前にキャッシュを必ず削除すること。", "🚀🔥✅", "rotate the build cache key", "数据库迁移需要先备份。",
@@ -40,11 +41,12 @@ def test_C07_block_fits_tokens_and_characters(counter: TokenCounter, max_tokens:
     assert 0 < block.included < len(mems)
     assert len(block.text) <= 9500 and counter.count(block.text) <= max_tokens
     lines = block.text.split("\n")
-    assert lines[-1] == f"[memcue: {block.left_out} more memories left out to fit the budget]"
+    assert lines[1] == "<memcue-memories>" and lines[-1] == "</memcue-memories>", "the block is closed explicitly"
+    assert lines[-2] == f"[memcue: {block.left_out} more memories left out to fit the budget]"
     assert block.included + block.left_out == len(mems)
-    body = [line for line in lines[1:-1]]
-    # Cut at a memory boundary: every included memory appears whole, in order.
-    assert body == [f"- (note · today) {m['content'].strip()}" for m in mems[: block.included]]
+    # Cut at a memory boundary: every included memory appears whole, in order, one element per line.
+    assert lines[2:-2] == [memory_line(m) for m in mems[: block.included]]
+    assert all(line.endswith(f">{m['content'].strip()}</memory>") for line, m in zip(lines[2:-2], mems, strict=False))
 
 
 def test_C07_nothing_left_out_means_no_left_out_line(counter: TokenCounter) -> None:
@@ -55,7 +57,8 @@ def test_C07_nothing_left_out_means_no_left_out_line(counter: TokenCounter) -> N
 def test_C07_a_single_huge_memory_is_shortened_not_dropped(counter: TokenCounter) -> None:
     huge = [{"memory_id": 1, "content": "word " * 5000, "memory_kind": "note", "age_label": "today"}]
     block = render_block("header", huge, count_tokens=counter.count, max_tokens=300, max_chars=9500)
-    assert block.included == 1 and block.text.endswith("…") and counter.count(block.text) <= 300
+    assert block.included == 1 and counter.count(block.text) <= 300
+    assert block.text.endswith(" …</memory>\n</memcue-memories>"), "shortened inside its element, still closed"
 
 
 def test_C19_estimate_is_conservative(counter: TokenCounter, tmp_path: Path) -> None:

@@ -117,7 +117,7 @@ def test_C20_bookkeeping_never_answers_or_gets_injected(sidecar) -> None:
 
 
 C07_FILLER = "部署キャッシュ🚀 cache rotation 数据库 ✅ "
-C07_LINE = re.compile(r"- \(([^()]*)\) (.*)")
+C07_LINE = re.compile(r"<memory ([^>]*)>(.*)</memory>")
 C07_LEFT_OUT = re.compile(r"\[memcue: (\d+) more memor(?:y|ies) left out to fit the budget\]")
 
 
@@ -151,11 +151,11 @@ def _check_block(block: str, header: str, stored: dict[str, bool]) -> tuple[list
     """Assert ``block`` is a header, whole memory lines of stored memories and a left-out line; returns
     the memories' texts and the left-out count."""
     lines = block.split("\n")
-    assert lines[0] == header
-    found = C07_LEFT_OUT.fullmatch(lines[-1])
-    assert found, f"the block must end with a left-out line: {lines[-1]!r}"
+    assert lines[0] == header and lines[1] == "<memcue-memories>" and lines[-1] == "</memcue-memories>"
+    found = C07_LEFT_OUT.fullmatch(lines[-2])
+    assert found, f"the block must end with a left-out line: {lines[-2]!r}"
     contents = []
-    for line in lines[1:-1]:
+    for line in lines[2:-2]:
         match = C07_LINE.fullmatch(line)
         assert match, f"not a whole memory line: {line!r}"
         assert match.group(2) in stored, f"not one stored memory (cut inside a memory?): {line!r}"

@@ -83,3 +83,43 @@ def test_writer_reopens_a_file_removed_under_it(home: Path) -> None:
     os.close(fd)
     spool.append(_record("after", "s9"), path)
     assert path.exists() and b"after" in path.read_bytes()
+
+
+def test_a_line_that_fails_through_a_fault_of_ours_is_kept_not_dropped(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug while loading a line (a TypeError, not bad data) keeps the line in held/ and the rest goes on."""
+    path = spool.append(_record("the line memcue cannot load today", "s1"), spool.spool_path("claude-code", "s1"))
+    spool.append(_record("a line that loads", "s1"), path)
+    import memcue.sidecar.capture.spool as reader_module
+    real = reader_module.parse_record
+
+    def faulty(line: bytes) -> dict[str, object] | None:
+        if b"cannot load today" in line:
+            raise TypeError("a bug in memcue, not in the line")
+        return real(line)
+
+    monkeypatch.setattr(reader_module, "parse_record", faulty)
+    store = Store(home / "memcue.db", want_vec=False)
+    try:
+        assert SpoolReader(home / "spool", store).ingest() == 1
+        held = (home / "spool" / "held" / path.name).read_bytes()
+        assert b"cannot load today" in held and held.endswith(b"\n")
+        assert store.get_meta("spool_broken:" + path.name) is None, "a fault of ours is not a broken line"
+    finally:
+        store.close()
+
+
+def test_a_spool_time_that_is_not_a_finite_number_is_ignored(home: Path) -> None:
+    """NaN or an infinite ``ts`` (Python's json reads both) must not become a memory's time."""
+    path = spool.spool_path("claude-code", "s1")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b'{"op":"remember","content":"a prompt from a NaN clock","ts":NaN}\n'
+                     b'{"op":"remember","content":"a prompt from before time","ts":-Infinity}\n')
+    store = Store(home / "memcue.db", want_vec=False)
+    try:
+        before = time.time()
+        assert SpoolReader(home / "spool", store).ingest() == 2
+        rows = store.list_memories(limit=10)
+        assert len(rows) == 2 and all(before - 5 <= r["created_at"] <= time.time() + 5 for r in rows)
+    finally:
+        store.close()

@@ -29,8 +29,7 @@ def block(header: str = blocks.PROMPT_HEADER, max_tokens: int = 1000) -> str:
 
 
 def test_headers_match_the_hook_service() -> None:
-    assert strip.PROMPT_HEADER == blocks.PROMPT_HEADER
-    assert strip.SESSION_HEADER == blocks.SESSION_HEADER
+    assert blocks.PROMPT_HEADER.startswith(strip.PROMPT_LEAD) and blocks.SESSION_HEADER.startswith(strip.SESSION_LEAD)
     assert blocks.POINTER.startswith(strip.POINTER_START)
     assert strip.STANDING_NOTE == blocks.STANDING_NOTE
 
@@ -66,8 +65,8 @@ def test_prompt_block_is_removed_and_the_rest_kept() -> None:
 
 
 def test_session_block_and_left_out_line_are_removed() -> None:
-    cut = block(blocks.SESSION_HEADER, max_tokens=60)
-    assert "left out" in cut
+    cut = block(blocks.SESSION_HEADER, max_tokens=130)
+    assert "left out" in cut and cut.count("<memory ") == 1
     assert strip_injected(f"{cut}\nok, go on") == "ok, go on"
 
 

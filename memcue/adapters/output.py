@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import json
 
-from memcue.core.blocks import LEFT_OUT, left_out_line
+from memcue.core.blocks import BLOCK_CLOSE, BLOCK_OPEN, LEFT_OUT, MEMORY_LINE_START, left_out_line
 
 #: Said instead of a count when the text that was cut held no memory lines at all.
 _CUT_MARKER = "[memcue: cut to fit the context limit]"
 
 
 def _dropped_memories(lines: list[str]) -> int:
-    """How many memories ``lines`` hold: memory lines (``- ...``) plus the counts of left-out lines."""
+    """How many memories ``lines`` hold: memory lines (``<memory ...``) plus the counts of left-out lines."""
     n = 0
     for line in lines:
-        if line.startswith("- "):
+        if line.startswith(MEMORY_LINE_START):
             n += 1
         else:
             found = LEFT_OUT.fullmatch(line)
@@ -32,15 +32,16 @@ def _dropped_memories(lines: list[str]) -> int:
 def cap(context: str, max_chars: int) -> str:
     """``context`` cut to ``max_chars`` characters at a memory boundary, ending with a left-out line.
 
-    Keeps whole lines; when the first line dropped continues a memory (continuation lines are indented
-    by two spaces), that whole memory goes too. The last line says how many memories were dropped, counting memory
-    lines (``- ...``) and any left-out line of the sidecar's that was cut with them.
+    Keeps whole lines (a memory is one line). The marker says how many memories were dropped, counting memory
+    lines and any left-out line of the sidecar's that was cut with them. When the kept lines opened the
+    memories' element (``BLOCK_OPEN``) the cut closes it (``BLOCK_CLOSE`` after the marker), so the block stays
+    closed explicitly (case C24).
     """
     if len(context) <= max_chars:
         return context
     lines = context.split("\n")
-    # Room for the longest marker this context can need (the count has at most that many digits).
-    worst = max(len(_CUT_MARKER), len(left_out_line(_dropped_memories(lines))))
+    # Room for the longest marker this context can need (the count has at most that many digits), and the close.
+    worst = max(len(_CUT_MARKER), len(left_out_line(_dropped_memories(lines)))) + 1 + len(BLOCK_CLOSE)
     room = max_chars - 1 - worst
     end, used = 0, -1
     for line in lines:
@@ -51,12 +52,11 @@ def cap(context: str, max_chars: int) -> str:
     if end == 0:  # not even the first line fits: a hard cut is all that is left
         dropped = _dropped_memories(lines[1:])
         return context[: max(0, room)] + "\n" + (left_out_line(dropped) if dropped else _CUT_MARKER)
-    if lines[end].startswith("  "):  # continues a memory (the sidecar indents continuation lines)
-        starts = [i for i in range(end) if lines[i].startswith("- ")]
-        if starts and starts[-1] > 0:  # drop that memory whole rather than keep half of it
-            end = starts[-1]
     dropped = _dropped_memories(lines[end:])
-    return "\n".join(lines[:end]) + "\n" + (left_out_line(dropped) if dropped else _CUT_MARKER)
+    tail = [left_out_line(dropped) if dropped else _CUT_MARKER]
+    if BLOCK_OPEN in lines[:end] and BLOCK_CLOSE not in lines[:end]:
+        tail.append(BLOCK_CLOSE)
+    return "\n".join([*lines[:end], *tail])
 
 
 def hook_specific_output(hook_event_name: str | None, context: str, max_chars: int) -> str:

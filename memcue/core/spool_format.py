@@ -23,6 +23,7 @@ Standard library only (the hook imports it when the sidecar cannot be reached).
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 
@@ -93,7 +94,7 @@ def parse_record(line: bytes) -> dict[str, object] | None:
         "session_id": str(rec.get("session_id") or ""),
         "source": str(rec.get("source") or DEFAULT_SOURCE),
         "source_id": str(rec.get("spool_id") or "") or None,
-        "created_at": float(rec["ts"]) if isinstance(rec.get("ts"), int | float) else None,
+        "created_at": _finite(rec.get("ts")),
         "metadata": {"cwd": rec["cwd"]} if isinstance(rec.get("cwd"), str) and rec["cwd"] else {},
     }
 
@@ -124,7 +125,7 @@ def parse_tool(line: bytes) -> dict[str, object] | None:
         "session_id": str(rec.get("session_id") or ""),
         "source": str(rec.get("source") or DEFAULT_SOURCE),
         "turn": str(rec.get("turn") or ""),
-        "ts": float(rec["ts"]) if isinstance(rec.get("ts"), int | float) else None,
+        "ts": _finite(rec.get("ts")),
         "tool": rec["tool"],
     }
 
@@ -141,3 +142,12 @@ def spool_name(harness: str, session_id: str) -> str:
     name = re.sub(r"[^a-z0-9_-]", "_", harness.lower())[:40] or "unknown"
     digest = sha1(session_id.encode("utf-8", "replace")).hexdigest()[:12]
     return f"hook-{name}-{digest}.jsonl"
+
+
+def _finite(value: object) -> float | None:
+    """``value`` as a float when it is a finite number (a time in Unix s), else None: NaN, infinities, booleans
+    and text are not times."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None

@@ -174,15 +174,16 @@ class Tools:
     def remember(
         self,
         content: Annotated[str, Field(description="one durable, self-contained fact; no secrets")],
-        kind: Annotated[str, Field(description="decision, preference, bug, howto, note, ...")] = "note",
-        pinned: Annotated[bool, Field(description="always offered at session start")] = False,
+        kind: Annotated[str, Field(description="decision, preference, bug, howto, note, ... (one lowercase word)")]
+        = "note",
         project: Project = None,
-        global_: Annotated[bool, Field(alias="global", description="a memory for every project")] = False,
     ) -> dict[str, Any]:
         """Store a memory. Recall first: if the fact is stored already, `update_memory` it instead (a near-duplicate
         is counted again rather than stored twice). Write what a future session needs: the fact, why, and the
-        names (files, versions, commands) someone would search for. It is keyword-searchable at once."""
-        fields = {"kind": kind, "pinned": pinned, "project": project_key(project, global_=global_),
+        names (files, versions, commands) someone would search for. It is keyword-searchable at once. Only the
+        user pins a memory or makes it global (`memcue remember --pinned/--global`): an agent's memory belongs
+        to its project and is never pinned (DESIGN.md section 8)."""
+        fields = {"kind": kind, "pinned": False, "project": project_key(project),
                   "session_id": self.session_id, "source": "mcp"}
 
         def run(client: Any) -> dict[str, Any]:

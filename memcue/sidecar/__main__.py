@@ -11,6 +11,8 @@ signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 # (DESIGN.md section 2). Must be set before numpy is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# ONNX Runtime's telemetry off before anything can load it (memcue.sidecar.runtime.assets.ORT_TELEMETRY_ENV).
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
 from memcue.sidecar.lifecycle import serve  # noqa: E402
 

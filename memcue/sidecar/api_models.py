@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from memcue.core.address import parse_id_list
+from memcue.sidecar.store import KIND_PATTERN
 
 #: Longest text ``/remember`` and ``/update`` take (characters): a memory written on purpose is refused above
 #: it (422), never cut. Captured kinds (``store.write.CAPTURED_KINDS``: prompts, agent answers, session events,
@@ -21,7 +22,8 @@ class RememberIn(BaseModel):
     ``MAX_CONTENT_CHARS`` characters (422 above); a captured kind is cut to ``CAPTURE_MAX_CHARS`` when stored."""
 
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
-    kind: str = "note"
+    kind: str = Field(default="note", pattern=f"^{KIND_PATTERN}$",
+                      description="one lowercase word (a-z, _ and -, at most 32 characters)")
     project: str = ""
     session_id: str = ""
     pinned: bool = False

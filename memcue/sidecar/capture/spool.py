@@ -5,7 +5,10 @@ table), and each record carries a ``spool_id`` that becomes the memory's ``sourc
 stored exactly once even if a file is read twice or the same request also reached the sidecar live (the hook's
 ``request_id`` is the ``spool_id``); a record whose text was already stored counts as one sighting of that row,
 once (the store keeps the id in ``delivered_ids``). A stored record's metadata says ``captured_via: spool``.
-Broken lines are logged, counted per file in ``meta`` (``BROKEN_KEY``) and skipped, never fatal.
+Broken lines (not JSON, not a record: ``ValueError``) are logged, counted per file in ``meta`` (``BROKEN_KEY``)
+and skipped, never fatal. A line that fails for any other reason is a fault of memcue's, not of the line: it is
+logged with its traceback and copied, byte for byte, to ``held/<file>`` in the spool folder (``HELD_DIR``), so a
+fixed version can read it again; it is never dropped.
 
 Every writer has its own file (``memcue.hooks.spool.spool_path``). A file read to its end and untouched
 for ``IDLE_REMOVE_S`` is deleted under an exclusive ``flock`` (writers append under a shared one and
@@ -31,6 +34,8 @@ IDLE_REMOVE_S = 3600.0
 SWEEP_EVERY_S = 300.0
 #: ``meta`` key prefix (then the spool file's name) of the count of lines that file held that could not be read.
 BROKEN_KEY = "spool_broken:"
+#: Subfolder of the spool folder where lines that failed through a fault of memcue's are kept (see the module).
+HELD_DIR = "held"
 
 
 class SpoolReader:
@@ -88,20 +93,39 @@ class SpoolReader:
 
     def _dispatch(self, line: bytes, path: Path) -> NewMemory | bool | None:
         """The memory ``line`` asks for; a tool-call record goes to ``on_tool`` instead (True); None for a blank or
-        broken line. A failure in ``on_tool`` is logged: one bad record must not stop the spool."""
+        broken line; False for a line kept in ``HELD_DIR`` after a fault of ours (in loading it or in ``on_tool``):
+        logged with its traceback: one bad record must not stop the spool."""
         try:
             tool = parse_tool(line)
         except ValueError as exc:
             log.warning("skipping a broken tool record in %s: %s", path.name, exc)
             return None
         if tool is None:
-            return _parse(line, path)
+            try:
+                return _parse(line, path)
+            except Exception:  # noqa: BLE001 - a fault of ours: keep the line, never drop it
+                log.exception("a spool line of %s failed to load; kept in %s/ for a later version", path.name,
+                              HELD_DIR)
+                self._hold(path, line)
+                return False
         if self.on_tool is not None:
             try:
                 self.on_tool(tool)
-            except Exception:  # noqa: BLE001
-                log.exception("a tool record from %s could not be read", path.name)
+            except Exception:  # noqa: BLE001 - a fault of ours: keep the line, never drop it
+                log.exception("a tool record from %s could not be read; kept in %s/", path.name, HELD_DIR)
+                self._hold(path, line)
         return True
+
+    def _hold(self, path: Path, line: bytes) -> None:
+        """Append ``line`` to ``HELD_DIR/<path's name>`` in the spool folder (created 0700). An OSError is logged:
+        the line is then still in ``path`` until that file's idle sweep."""
+        held = self.spool_dir / HELD_DIR
+        try:
+            held.mkdir(mode=0o700, exist_ok=True)
+            with open(held / path.name, "ab") as fh:
+                fh.write(line.rstrip(b"\n") + b"\n")
+        except OSError as exc:
+            log.error("could not keep a failed spool line of %s: %s", path.name, exc)
 
     def _count_broken(self, path: Path, broken: int) -> None:
         """Add ``broken`` lines of ``path`` to its ``BROKEN_KEY`` count in ``meta`` (the session's receipt)."""
@@ -139,12 +163,12 @@ class SpoolReader:
 
 def _parse(line: bytes, path: Path) -> NewMemory | None:
     """The memory one spool line asks for (``memcue.core.spool_format.parse_record``); None for a blank or
-    broken line (logged)."""
+    broken line (``ValueError``, logged). Any other exception is a fault of memcue's and propagates."""
     try:
         fields = parse_record(line)
-        if fields is None:
-            return None
-        return NewMemory(**{**fields, "metadata": {**(fields.get("metadata") or {}), "captured_via": "spool"}})
-    except (ValueError, TypeError, KeyError) as exc:
+    except ValueError as exc:
         log.warning("skipping a broken spool line in %s: %s", path.name, exc)
         return None
+    if fields is None:
+        return None
+    return NewMemory(**{**fields, "metadata": {**(fields.get("metadata") or {}), "captured_via": "spool"}})

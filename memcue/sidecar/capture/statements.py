@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memcue.sidecar.store import strip_injected
+from memcue.sidecar.store import ROLE_MARKER, instruction_like, strip_injected
 
 #: Longest sentence taken as a statement (characters); longer ones are left out, not cut (a run-on paragraph is
 #: rarely one durable statement).
@@ -51,16 +51,6 @@ _PASTED = re.compile(
     r"\w+(?:Error|Exception)\b:|E\s{2,})")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
-_ROLE_MARKER = re.compile(
-    r"(?:^|\n|[.!?]\s)\s*(?:system|assistant|developer|user|human|tool)\s*:|<\|?(?:im_start|im_end|system|endoftext)\|?>|"
-    r"\[/?(?:INST|SYS)\]|<</?SYS>>|</?(?:system|assistant|instructions?)>", re.IGNORECASE)
-_INJECTION = re.compile(
-    r"\bignore\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier)\b|\bdisregard\s+(?:all|any|the|"
-    r"previous|prior|your)\b|\byou are now\b|\bnew instructions\b|\bjailbreak\b|"
-    r"\b(?:curl|wget|fetch|iwr|Invoke-WebRequest)\b[^|\n]*\|\s*(?:sudo\s+)?(?:ba|z|k)?sh\b|\bbase64\s+-d\b[^|\n]*\|"
-    r"|\brm\s+-rf\s+[/~]|\bchmod\s+(?:-R\s+)?777\b|\b(?:eval|exec)\s*\(|"
-    r"\b(?:send|post|upload|exfiltrate|email|paste)\b[^.\n]{0,60}(?:\b(?:secrets?|tokens?|passwords?|"
-    r"credentials?|api[ _-]?keys?|id_rsa)\b|\.env\b|\.ssh\b)", re.IGNORECASE)
 #: A role marker opening a sentence ("SYSTEM: ..."): left out when matching, so the statement after it is found
 #: (and held).
 _ROLE_PREFIX = re.compile(r"^(?:system|assistant|developer|user|human|tool)\s*:\s*", re.IGNORECASE)
@@ -81,7 +71,7 @@ class Statement:
 def find_statements(prompt: str) -> list[Statement]:
     """The durable statements in ``prompt`` (see the module docstring), in order, each sentence once, at most
     ``MAX_STATEMENTS``. Never raises for any ``str``."""
-    whole_held = "role marker in the prompt" if _ROLE_MARKER.search(prompt) else ""
+    whole_held = "role marker in the prompt" if ROLE_MARKER.search(prompt) else ""
     found: list[Statement] = []
     seen: set[str] = set()
     for sentence in _sentences(_typed_text(prompt)):
@@ -133,8 +123,5 @@ def _statement_kind(sentence: str) -> tuple[str, str] | None:
 
 
 def _held(sentence: str) -> str:
-    """Why ``sentence`` must wait for review (injection-like), "" when it may be promoted."""
-    if _ROLE_MARKER.search(sentence):
-        return "role marker"
-    m = _INJECTION.search(sentence)
-    return f"injection-like text: {m.group(0)[:60]!r}" if m else ""
+    """Why ``sentence`` must wait for review (``instruction_like``), "" when it may be promoted."""
+    return instruction_like(sentence)

@@ -9,13 +9,24 @@ characters with a 2 KB preview (Claude Code hooks docs); adapters ask for 9,500.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
 from memcue.core.address import address
-from memcue.core.blocks import COMPACT_INSTRUCTION, COMPACT_TAG, left_out_line
+from memcue.core.blocks import (
+    BLOCK_CLOSE,
+    BLOCK_OPEN,
+    COMPACT_INSTRUCTION,
+    COMPACT_TAG,
+    MEMORY_TAG,
+    left_out_line,
+)
+from memcue.sidecar.store import KIND_PATTERN, instruction_like
 
 
 @dataclass(frozen=True)
@@ -30,15 +41,56 @@ class Block:
     chars: int
 
 
+#: A kind shown as is (``store.KIND_PATTERN``); anything else (a row written before kinds were checked) shows as
+#: ``note``.
+_KIND = re.compile(KIND_PATTERN)
+#: Who wrote a memory, by the start of its stored ``source`` (DESIGN.md section 8); others show as ``other``.
+_PROVENANCE = (("cli", "user"), ("viewer", "user"), ("mcp", "agent"), ("hook:", "captured"), ("capture:", "signal:"),
+               ("import", "import"), ("update", "update"), ("api", "api"), ("demo", "demo"))
+#: What a newline of a memory's text becomes, so the text stays on its element's line and no line of it can
+#: stand alone and pass for memcue's or the harness's own framing (case C24).
+NEWLINE_MARK = " ⏎ "
+
+
+def provenance(source: str) -> str:
+    """Who wrote a memory, from its stored ``source``: ``user`` (CLI, viewer), ``agent`` (MCP), ``captured``
+    (a hook: prompts, answers), ``signal:<name>`` (a capture signal, e.g. ``signal:user-statement``),
+    ``import``, ``update``, ``api``, ``demo``; ``other`` for anything else."""
+    for start, shown in _PROVENANCE:
+        if source.startswith(start):
+            if shown == "signal:":
+                name = re.sub(r"[^a-z0-9_-]", "", source[len(start):].lower())[:32]
+                return f"signal:{name}" if name else "signal"
+            return shown
+    return "other"
+
+
 def memory_line(result: dict[str, Any]) -> str:
-    """One memory as a list item: kind, age, weak label, then the text (continuation lines indented)."""
-    label = f"{result.get('memory_kind', 'note')} · {result.get('age_label', '')}".strip(" ·")
-    if result.get("tier") == "weak":
-        label += " · weak match"
+    """One memory as one line: ``<memory id="412" kind="decision" source="user" created="2026-11-03"
+    age="4 weeks ago">text</memory>``, plus ``pinned="yes"``, ``match="weak"`` and ``flag="instruction-like"``
+    (the text reads like instructions: ``store.instruction_like``) when they apply. The text is XML-escaped and
+    its line breaks shown as ``NEWLINE_MARK``; ``kind`` outside ``[a-z_-]{1,32}`` shows as ``note``."""
+    kind = str(result.get("memory_kind") or "note")
+    attrs = {"id": str(result.get("memory_id", "")), "kind": kind if _KIND.fullmatch(kind) else "note",
+             "source": provenance(str(result.get("source") or ""))}
+    created = result.get("created_at")
+    if isinstance(created, int | float) and math.isfinite(created):
+        try:
+            attrs["created"] = datetime.fromtimestamp(created, UTC).strftime("%Y-%m-%d")
+        except (ValueError, OverflowError, OSError):  # a time beyond the calendar: shown without a date
+            pass
+    if result.get("age_label"):
+        attrs["age"] = str(result["age_label"])
     if result.get("pinned"):
-        label += " · pinned"
-    text = str(result.get("content", "")).strip().replace("\n", "\n  ")
-    return f"- ({label}) {text}"
+        attrs["pinned"] = "yes"
+    if result.get("tier") == "weak":
+        attrs["match"] = "weak"
+    text = str(result.get("content", "")).strip()
+    if instruction_like(text):
+        attrs["flag"] = "instruction-like"
+    shown = escape(text.replace("\r\n", "\n").replace("\r", "\n"), quote=False).replace("\n", NEWLINE_MARK)
+    head = " ".join(f'{k}="{escape(" ".join(v.split()), quote=True)}"' for k, v in attrs.items())
+    return f"<{MEMORY_TAG} {head}>{shown}</{MEMORY_TAG}>"
 
 
 def render_block(
@@ -53,7 +105,9 @@ def render_block(
 ) -> Block:
     """Fit ``header`` + as many whole memory lines as the budgets allow (+ ``footer``, + a left-out line).
 
-    When not even the first memory fits, its text is shortened at a word and marked with "…". ``preface``
+    The memories sit between ``BLOCK_OPEN`` and ``BLOCK_CLOSE`` (the left-out line inside, ``footer`` after),
+    one ``memory_line`` each. When not even the first memory fits, its text is shortened at a word and marked
+    with "…". ``preface``
     (memcue's own text, e.g. ``STANDING_NOTE``) goes first, a blank line before the header; it is given even
     without results, and the budgets drop memories before it: when no memory fits the block is the preface
     alone (``left_out`` says how many did not fit). Returns an empty block when there is nothing to give or
@@ -72,11 +126,12 @@ def render_block(
     lines = [memory_line(r) for r in results]
 
     def assemble(body: list[str], left: int) -> str:
-        parts = [preface, "", header, *body] if preface else [header, *body]
-        if footer:
-            parts.append(footer)
+        parts = [preface, "", header, BLOCK_OPEN, *body] if preface else [header, BLOCK_OPEN, *body]
         if left:
             parts.append(left_out_line(left))
+        parts.append(BLOCK_CLOSE)
+        if footer:
+            parts.append(footer)
         return "\n".join(parts)
 
     kept: list[str] = []
@@ -86,11 +141,10 @@ def render_block(
             break
         kept.append(line)
     if not kept:
-        first = lines[0]
-        words = first.split(" ")
+        words = str(results[0].get("content", "")).split(" ")
         while len(words) > 3:
             words = words[: max(3, int(len(words) * 0.8))]
-            candidate = " ".join(words) + " …"
+            candidate = memory_line({**results[0], "content": " ".join(words) + " …"})
             if fits(assemble([candidate], len(lines) - 1)):
                 kept = [candidate]
                 break

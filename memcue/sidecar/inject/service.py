@@ -260,5 +260,6 @@ class HookService:
             seen.add(mid)
             out.append({"memory_id": mid, "content": row["content"], "memory_kind": row.get("kind",
                         row.get("memory_kind")), "pinned": row.get("pinned", False),
-                        "age_label": age_label(row["created_at"], now), "tier": "supported"})
+                        "age_label": age_label(row["created_at"], now), "tier": "supported",
+                        "source": row.get("source", ""), "created_at": row["created_at"]})
         return out

@@ -51,6 +51,7 @@ def result_item(row: dict[str, Any], score: float, tier: str, now: float, channe
         "memory_kind": row["kind"],
         "project": row["project"],
         "pinned": row["pinned"],
+        "source": row.get("source") or "",
         "created_at": row["created_at"],
         "age_label": age_label(row["created_at"], now),
         "seen_count": row.get("seen_count", 1),

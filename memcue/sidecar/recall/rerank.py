@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from memcue.sidecar.runtime.assets import disable_onnx_telemetry
+
 log = logging.getLogger("memcue.recall")
 
 #: Environment variables: a fastembed cross-encoder model name, and an optional local model folder.
@@ -56,6 +58,7 @@ Factory = Callable[..., CrossEncoder]
 
 
 def _fastembed_factory(model_name: str, **kwargs: Any) -> CrossEncoder:
+    disable_onnx_telemetry()
     from fastembed.rerank.cross_encoder import TextCrossEncoder
 
     return TextCrossEncoder(model_name, **kwargs)

@@ -32,6 +32,19 @@ O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tik
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 
 
+#: The variable that turns ONNX Runtime's telemetry off. Without it onnxruntime (through fastembed) looks up and
+#: connects to a vendor telemetry host and keeps an event queue with a device id in the user's cache folder; its
+#: API call to disable telemetry did not stop that, this variable set before onnxruntime loads did (trust audit,
+#: issue 16; DESIGN.md section 2).
+ORT_TELEMETRY_ENV = "ORT_DISABLE_TELEMETRY"
+
+
+def disable_onnx_telemetry() -> None:
+    """Set ``ORT_TELEMETRY_ENV`` to "1" in this process (and its children): call before onnxruntime is imported.
+    A user's own other value is overridden: memcue sends nothing off the machine."""
+    os.environ[ORT_TELEMETRY_ENV] = "1"
+
+
 class AssetError(RuntimeError):
     """A packaged asset is missing or does not match its pinned hash."""
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from memcue.sidecar.runtime.assets import ModelFolder, assemble_default_model
+from memcue.sidecar.runtime.assets import ModelFolder, assemble_default_model, disable_onnx_telemetry
 from memcue.sidecar.runtime.heap import trim_heap
 
 log = logging.getLogger("memcue.embedding")
@@ -125,6 +125,7 @@ class Embedder:
     def _session(self, threads: int) -> Any:
         """A fastembed ``TextEmbedding`` over the assembled model folder with ``threads`` ONNX threads (no
         download, no memory arena; see the module docstring)."""
+        disable_onnx_telemetry()
         from fastembed import TextEmbedding
 
         assert self.folder is not None

@@ -8,8 +8,10 @@ from memcue.sidecar.store.sqlite import DF_CAP, Store
 from memcue.sidecar.store.write import (
     CANDIDATE_STATES,
     CANDIDATE_TTL_S,
+    KIND_PATTERN,
     MAYBE_NAME,
     RECORD_KINDS,
+    ROLE_MARKER,
     CandidateAdded,
     ForgetResult,
     NewCandidate,
@@ -18,6 +20,7 @@ from memcue.sidecar.store.write import (
     ServedRecall,
     WriteResult,
     extract_entities,
+    instruction_like,
     prepare_write,
     redact,
     sanitize_text,
@@ -29,4 +32,5 @@ __all__ = [
     "DF_CAP", "ForgetResult", "MAYBE_NAME", "NewMemory", "PreparedWrite", "RECORD_KINDS", "ServedRecall", "Store",
     "StoreProtocol", "VectorSupport", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected",
+    "KIND_PATTERN", "ROLE_MARKER", "instruction_like",
 ]

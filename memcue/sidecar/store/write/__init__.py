@@ -5,12 +5,14 @@ store what this prepares."""
 
 from memcue.core.text import sanitize_text
 from memcue.sidecar.store.write.entities import MAYBE_NAME, extract_entities
+from memcue.sidecar.store.write.instructions import ROLE_MARKER, instruction_like
 from memcue.sidecar.store.write.journal import VectorJournal
 from memcue.sidecar.store.write.prepare import PreparedWrite, prepare_write
 from memcue.sidecar.store.write.records import (
     CANDIDATE_STATES,
     CANDIDATE_TTL_S,
     CAPTURED_KINDS,
+    KIND_PATTERN,
     RECORD_KINDS,
     CandidateAdded,
     ForgetResult,
@@ -27,4 +29,5 @@ __all__ = [
     "CAPTURED_KINDS", "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
     "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected",
+    "KIND_PATTERN", "ROLE_MARKER", "instruction_like",
 ]

@@ -22,6 +22,10 @@ EPISODE = "episode"
 #: ``memcue.core.limits.CAPTURE_MAX_CHARS`` when prepared (``store.write.prepare``), whichever route or spool
 #: record brings them.
 CAPTURED_KINDS = ("request", "response", "event", EPISODE)
+#: What a memory's ``kind`` may be (a full match): one short lowercase word, ``_`` and ``-`` allowed. A kind is
+#: shown as a label in injected blocks, so newlines, markup and capitals (a forged ``ASSISTANT:``) never pass
+#: (case C24).
+KIND_PATTERN = r"[a-z_-]{1,32}"
 
 
 @dataclass

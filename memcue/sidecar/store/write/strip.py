@@ -1,14 +1,13 @@
 """memcue's own injected text out of a captured prompt, so recalled memories are not stored again as new ones.
 
 A user may paste (or a harness may echo) what memcue injected: the session-start block's standing note (one
-line; a copy a terminal wrapped into several lines goes whole, each piece being a part of the note); a block
-that starts with one of the hook's headers (``PROMPT_HEADER`` / ``SESSION_HEADER``, or the one-line session
-pointer), followed by
-memory lines ``- (kind · age) text`` (continuation lines indented two spaces) and maybe a
-``[memcue: N more memories left out…]`` line; the compact block ``<memcue-recall session_id="…"
-query_id="…">…</memcue-recall>`` (``render.render_compact``; a pasted copy cut before its closing tag loses its
-tag line and the lines after it that look like the block's); or Hermes' ``<memory-context>…</memory-context>``
-wrapper around a prefetch result. ``strip_injected`` removes those and keeps everything else of the prompt.
+line; a copy a terminal wrapped into several lines goes whole, each piece being a part of the note); a full
+block: its header (``PROMPT_HEADER`` / ``SESSION_HEADER``, recognised by its lead, wrapped pieces of its
+``DATA_NOTE`` too) and the ``<memcue-memories>…</memcue-memories>`` element (a copy cut before its closing tag
+loses the lines that look like the block's: ``<memory …>`` lines, the left-out line), or the one-line session
+pointer; the compact block ``<memcue-recall session_id="…" query_id="…">…</memcue-recall>``
+(``render.render_compact``; likewise when cut); or Hermes' ``<memory-context>…</memory-context>`` wrapper
+around a prefetch result. ``strip_injected`` removes those and keeps everything else of the prompt.
 
 The wording comes from ``memcue.core.blocks``, the definition the sidecar's renderer writes with.
 """
@@ -18,25 +17,30 @@ from __future__ import annotations
 import re
 
 from memcue.core.blocks import (
+    BLOCK_TAG,
     COMPACT_LEAD,
     COMPACT_TAG,
+    DATA_NOTE,
     LEFT_OUT_START,
+    MEMORY_TAG,
     POINTER_START,
-    PROMPT_HEADER,
-    SESSION_HEADER,
+    PROMPT_LEAD,
+    SESSION_LEAD,
     STANDING_NOTE,
 )
 
-_HEADERS = re.compile(
-    r"^[ \t>]*(?:" + "|".join(re.escape(h) for h in (PROMPT_HEADER, SESSION_HEADER)) + r")[ \t]*$")
+_HEADERS = re.compile(r"^[ \t>]*(?:" + "|".join(re.escape(h) for h in (PROMPT_LEAD, SESSION_LEAD)) + r")")
+_DATA_NOTE_WORDS = " ".join(DATA_NOTE.split())
 _POINTER = re.compile(r"^[ \t>]*" + re.escape(POINTER_START) + r".*$")
 #: The standing note with its spaces collapsed, which a wrapped piece of a pasted copy is part of.
 _NOTE_WORDS = " ".join(STANDING_NOTE.split())
 #: Characters a line must hold to be taken for the note's start ("memcue is this project's": 24).
 _NOTE_START_CHARS = 20
-#: A memory line of a block (``render.memory_line``), a continuation line, or the left-out line.
-_BLOCK_LINE = re.compile(r"^[ \t>]*(?:- \([^)\n]*\) |" + LEFT_OUT_START + r"[^\]\n]*\]\s*$)")
-_CONTINUATION = re.compile(r"^(?:  |\t)\S")
+#: The memories' element of a full block, whole; and a line of one cut before its close: the opening tag, a
+#: memory line (``render.memory_line``), the left-out line or the closing tag.
+_FULL = re.compile(rf"<{re.escape(BLOCK_TAG)}>.*?</{re.escape(BLOCK_TAG)}>[ \t]*\n?", re.DOTALL)
+_BLOCK_LINE = re.compile(rf"^[ \t>]*(?:</?{re.escape(BLOCK_TAG)}>\s*$|<{re.escape(MEMORY_TAG)} |"
+                         + LEFT_OUT_START + ")")
 #: The compact block, whole, and its opening tag alone.
 _TAG = re.escape(COMPACT_TAG)
 _COMPACT = re.compile(rf"<{_TAG}\b[^>\n]*>.*?</{_TAG}>", re.DOTALL)
@@ -67,12 +71,18 @@ def _note_piece(line: str) -> bool:
     return bool(words) and _NOTE_WORDS.endswith(" " + words)
 
 
+def _data_note_piece(line: str) -> bool:
+    """Whether ``line`` is a wrapped piece of a header's ``DATA_NOTE`` (three or more of its words in order)."""
+    words = _words(line)
+    return len(words.split(" ")) >= 3 and words in _DATA_NOTE_WORDS
+
+
 def strip_injected(text: str) -> str:
     """``text`` without memcue blocks and Hermes ``<memory-context>`` spans (see the module docstring); the
     same text when there are none. The result may be empty (the prompt was only a pasted block)."""
     if "memcue" not in text and "memory-context" not in text.lower():
         return text
-    out = _COMPACT.sub("", _HERMES.sub("", text))
+    out = _FULL.sub("", _COMPACT.sub("", _HERMES.sub("", text)))
     lines = out.split("\n")
     kept: list[str] = []
     i = 0
@@ -95,8 +105,8 @@ def strip_injected(text: str) -> str:
             kept.append(line)
             i += 1
             continue
-        i += 1  # the header, then its memory lines (with their continuations) and the left-out line
-        while i < len(lines) and (_BLOCK_LINE.match(lines[i]) or _CONTINUATION.match(lines[i])):
+        i += 1  # the header (and the rest of its note when wrapped), then the lines of a cut block
+        while i < len(lines) and (_BLOCK_LINE.match(lines[i]) or _data_note_piece(lines[i])):
             i += 1
     if len(kept) == len(lines) and out is text:
         return text
