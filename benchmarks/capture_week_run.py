@@ -127,6 +127,14 @@ def week_env(root: Path) -> dict[str, str]:
     return env
 
 
+def model_env(url: str) -> dict[str, str]:
+    """The variables that point every model client at the loopback stub ``url``: Claude Code's, and the OpenAI
+    SDK's (so a model call memcue made by any route, its own endpoint or a harness's headless CLI, would reach the
+    stub and be counted; its sidecar and hooks run in this environment too)."""
+    return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-loopback", "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_KEY": "loopback"}
+
+
 def memcue(*args: str, env: dict[str, str], cwd: Path) -> Any:
     """``python -m memcue <args> --json`` as the user runs it; its ``data``. Raises ``WeekError`` on failure."""
     proc = subprocess.run([sys.executable, "-m", "memcue", *args, "--json"], capture_output=True, env=env,
@@ -189,8 +197,7 @@ def run_session(session: dict[str, Any], stub: ScriptedModel, env: dict[str, str
         stub.active = turn["prompt"]
         start, began = len(stub.requests), time.monotonic()
         proc = subprocess.run(harness_argv(harness, turn["prompt"], sid, index == 0), capture_output=True,
-                              env={**env, "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-ant-loopback"},
-                              cwd=project, timeout=TURN_TIMEOUT_S)
+                              env=env, cwd=project, timeout=TURN_TIMEOUT_S)
         output = (proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace"))[-3000:]
         runs.append(TurnRun(session.get("id", sid), harness, index, turn["prompt"], _requests(stub, start),
                             proc.returncode, output, round(time.monotonic() - began, 2)))
@@ -265,6 +272,7 @@ def run_week(script: dict[str, Any], root: Path, say: Any = print) -> WeekRun:
     run.project = resolve_project(str(project))
     loc = Locations(Path(env["MEMCUE_HOME"]))
     with ScriptedModel("anthropic", turns=load_turns(script)) as stub:
+        env.update(model_env(stub.url))
         run.installs = install(env, project, stub.url)
         memcue("list", env=env, cwd=project)  # starts the sidecar as any memcue command does
         client = Client(loc, timeout_s=60)

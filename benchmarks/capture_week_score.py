@@ -10,13 +10,14 @@ session got. A fact is back in a turn when every one of its ``expect`` strings (
 
 from __future__ import annotations
 
+import html
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 from capture_week_run import TurnRun, WeekRun
 
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import BLOCK_CLOSE, BLOCK_OPEN, MEMORY_LINE_START, PROMPT_HEADER, SESSION_HEADER
 
 SIGNALS = ("statement", "commit", "test", "remember", "episode")
 #: Row kinds that are captured text, not memories: never counted as answering rows.
@@ -37,8 +38,10 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def memcue_blocks(body: Any) -> list[tuple[str, str]]:
-    """memcue's blocks in a request body: ``("prompt" | "session", text)`` per block, in order. A block is its
-    header line and the memory lines under it (``- ...``, indented continuations, the left-out line)."""
+    """memcue's full blocks in a request body: ``("prompt" | "session", text)`` per block, in order. A block is
+    its header line and what follows up to ``BLOCK_CLOSE``: ``BLOCK_OPEN``, one ``<memory …>`` line per memory,
+    maybe the left-out line. The text is unescaped (a memory's text is XML-escaped in the block), so an expect
+    string is found as the user wrote it."""
     found = []
     for text in _strings(body):
         for header, which in ((PROMPT_HEADER, "prompt"), (SESSION_HEADER, "session")):
@@ -47,12 +50,19 @@ def memcue_blocks(body: Any) -> list[tuple[str, str]]:
                 lines = text[start:].split("\n")
                 kept = [lines[0]]
                 for line in lines[1:]:
-                    if not line.startswith(("- ", "  ", "[memcue:")):
+                    if not line.startswith((BLOCK_OPEN, MEMORY_LINE_START, "[memcue:", BLOCK_CLOSE)):
                         break
-                    kept.append(line)
+                    kept.append(html.unescape(line))
+                    if line.startswith(BLOCK_CLOSE):
+                        break
                 found.append((which, "\n".join(kept)))
                 start = text.find(header, start + 1)
     return found
+
+
+def memory_lines(block_text: str) -> list[str]:
+    """The memory lines of block text (``memcue_blocks``' or several joined)."""
+    return [line for line in block_text.splitlines() if line.startswith(MEMORY_LINE_START)]
 
 
 def _first_request(turn: TurnRun) -> dict[str, Any] | None:
@@ -184,10 +194,10 @@ def no_answer_turns(script: dict[str, Any], run: WeekRun) -> list[dict[str, Any]
     out = []
     for (si, s, t), tr, ctx in zip(_turn_index(script), run.turns, turn_contexts(run.turns), strict=True):
         if si > 0 and not t.get("needs"):
-            lines = [ln for ln in ctx["prompt"].splitlines() if ln.startswith("- ")]
+            lines = memory_lines(ctx["prompt"])
             out.append({"turn": f"{s['id']} t{tr.turn}", "harness": s["harness"], "prompt": t["prompt"],
                         "probe": not t.get("introduces"), "injected": len(lines),
-                        "lines": [ln[:160] for ln in lines]})
+                        "lines": [ln[:240] for ln in lines]})
     return out
 
 
