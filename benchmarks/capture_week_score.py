@@ -3,9 +3,11 @@ model's context when a later session needed them, how much of what can answer is
 turns that need nothing, and whether memcue itself asked the model for anything.
 
 What counts as "in the model's context" for a turn: memcue's blocks in the turn's first model request (the one
-holding the user's prompt, before any tool call): the prompt hook's block new in this turn (blocks already in the
-previous turn's request of the same session are history, not this turn's), plus the session-start block this
-session got. A fact is back in a turn when every one of its ``expect`` strings (case-insensitive) is in that text.
+holding the user's prompt, before any tool call): the prompt hook's block new in this turn, the session-start
+block this session got, and the prompt blocks of this session's earlier turns still in the conversation (the
+hook does not repeat a memory already shown in the session). Only the new prompt block counts as what a
+need-nothing turn was given. A fact is back in a turn when every one of its ``expect`` strings (case-insensitive)
+is in that text.
 """
 
 from __future__ import annotations
@@ -75,8 +77,9 @@ def _first_request(turn: TurnRun) -> dict[str, Any] | None:
 
 
 def turn_contexts(turns: list[TurnRun]) -> list[dict[str, str]]:
-    """Per turn (same order): ``{"prompt": text of the prompt blocks new in this turn, "session": text of the
-    session-start blocks this session has had so far}``."""
+    """Per turn (same order): ``{"prompt": text of the prompt blocks new in this turn, "earlier": text of the
+    prompt blocks earlier turns of this session left in the conversation (the prompt hook does not repeat a
+    memory already shown in the session), "session": text of the session-start blocks this session has had}``."""
     out: list[dict[str, str]] = []
     previous: Counter[tuple[str, str]] = Counter()
     session_blocks: list[str] = []
@@ -85,12 +88,13 @@ def turn_contexts(turns: list[TurnRun]) -> list[dict[str, str]]:
             previous, session_blocks = Counter(), []
         req = _first_request(turn)
         blocks = Counter(memcue_blocks(req["body"])) if req else Counter()
-        new = blocks - previous
+        new, kept = blocks - previous, blocks & previous
         previous = blocks
         for which, text in new.elements():
             if which == "session" and text not in session_blocks:
                 session_blocks.append(text)
         out.append({"prompt": "\n".join(t for w, t in new.elements() if w == "prompt"),
+                    "earlier": "\n".join(t for w, t in kept.elements() if w == "prompt"),
                     "session": "\n".join(session_blocks)})
     return out
 
@@ -101,13 +105,13 @@ def _has(text: str, expect: list[str]) -> bool:
 
 
 def _where(context: dict[str, str], expect: list[str]) -> str | None:
-    """Which block brought ``expect``: "prompt", "session", "prompt+session" (split), or None."""
-    if _has(context["prompt"], expect):
-        return "prompt"
-    if _has(context["session"], expect):
-        return "session"
-    if _has(context["prompt"] + "\n" + context["session"], expect):
-        return "prompt+session"
+    """Which block brought ``expect``: "prompt" (this turn's), "session", "earlier" (a prompt block of an
+    earlier turn of this session), "combined" (split over them), or None."""
+    for name in ("prompt", "session", "earlier"):
+        if _has(context[name], expect):
+            return name
+    if _has("\n".join(context.values()), expect):
+        return "combined"
     return None
 
 
@@ -148,28 +152,45 @@ def answering_rows(run: WeekRun) -> list[dict[str, Any]]:
             and not r.get("forgotten") and not r.get("superseded_by")]
 
 
+#: The candidate signal each fact signal is captured through (``remember`` and ``episode`` make rows directly).
+CANDIDATE_SIGNAL = {"statement": "prompt-statement", "commit": "commit-landed", "test": "test-passed"}
+
+
+def own_signal(fact: dict[str, Any], run: WeekRun) -> str:
+    """What the fact's own signal captured: the candidates of its signal (statement, commit, test) or the rows
+    it writes itself (remember: a saved memory, not an episode; episode: an episode row) holding every expect
+    string; "" when it captured nothing."""
+    expect, signal = fact["expect"], fact["signal"]
+    if signal in CANDIDATE_SIGNAL:
+        got = [f"candidate #{c['id']} {c['state']}" for c in run.candidates
+               if c["signal"] == CANDIDATE_SIGNAL[signal] and _has(c["content"], expect)]
+    else:
+        want_episode = signal == "episode"
+        got = [f"#{r['memory_id']} {r['memory_kind']}" for r in run.rows if _has(r["content"], expect)
+               and (r.get("memory_kind") == "episode") == want_episode and r.get("memory_kind") not in CAPTURED
+               and not (want_episode is False and any(c.get("memory_id") == r["memory_id"] for c in run.candidates))]
+    return ", ".join(got)
+
+
 def diagnose(fact: dict[str, Any], run: WeekRun, needs: list[dict[str, Any]]) -> str:
-    """Why a fact did not come back, as precisely as the store says: never captured, a candidate that was not
-    promoted, a row flagged bookkeeping, or a row that can answer but was not injected (with what a recall of
-    the needing prompt ranks at the end of the week)."""
+    """Why a fact did not come back, as precisely as the store says: whether its own signal captured it (and
+    the candidate's state), which rows that can answer hold it, and that they were not injected in the turns
+    that needed it (with what a recall of that prompt ranks at the end of the week)."""
     expect = fact["expect"]
     if not needs:
         return "no turn in a later session needs it (script error)"
-    rows = [r for r in run.rows if _has(r["content"], expect)]
-    answering = [r for r in rows if r in answering_rows(run)]
-    if answering:
-        ids = ", ".join(f"#{r['memory_id']} {r['memory_kind']}" for r in answering)
-        missed = [n["turn"] for n in needs if not n["back"]]
-        recalls = [run.recalls.get(n["turn"]) for n in needs if not n["back"] and run.recalls.get(n["turn"])]
-        return f"stored ({ids}) but not injected in {', '.join(missed)}" + (f"; {recalls[0]}" if recalls else "")
-    if rows:
-        kinds = ", ".join(f"#{r['memory_id']} {r['memory_kind']}{' bookkeeping' if r.get('bookkeeping') else ''}"
-                          for r in rows)
-        return f"only in rows that cannot answer ({kinds})"
-    cands = [c for c in run.candidates if _has(c["content"], expect)]
-    if cands:
-        return "candidate not promoted: " + ", ".join(f"#{c['id']} {c['signal']} {c['state']}" for c in cands)
-    return "never captured: no row and no candidate holds every expect string"
+    own = own_signal(fact, run)
+    said = [f"{fact['signal']} signal captured {own}" if own else f"the {fact['signal']} signal captured nothing"]
+    answering = [r for r in answering_rows(run) if _has(r["content"], expect)]
+    if not answering:
+        rows = [f"#{r['memory_id']} {r['memory_kind']}" for r in run.rows if _has(r["content"], expect)]
+        said.append(f"no row that can answer holds it{' (only ' + ', '.join(rows) + ')' if rows else ''}")
+        return "; ".join(said)
+    ids = ", ".join(f"#{r['memory_id']} {r['memory_kind']}" for r in answering)
+    missed = [n["turn"] for n in needs if not n["back"]]
+    said.append(f"rows {ids} can answer but were not injected in {', '.join(missed)}")
+    recalls = [run.recalls.get(t) for t in missed if run.recalls.get(t)]
+    return "; ".join(said + recalls[:1])
 
 
 def noise(script: dict[str, Any], run: WeekRun) -> dict[str, Any]:
