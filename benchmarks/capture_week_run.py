@@ -289,6 +289,7 @@ def run_week(script: dict[str, Any], root: Path, say: Any = print) -> WeekRun:
         in_turns = {id(r.body) for r in stub.requests for t in run.turns for q in t.requests if q["body"] is r.body}
         run.other_requests = [{"path": r.path, "user_agent": r.headers.get("user-agent", ""), "body": r.body}
                               for r in stub.requests if r.method == "POST" and id(r.body) not in in_turns]
-        run.problems = list(stub.problems)
+        run.problems = [*stub.problems, *(f"{t.session} t{t.turn} ({t.harness}) output: {t.output[-600:]}"
+                                           for t in run.turns if any(repr(t.prompt) in p for p in stub.problems))]
     run.seconds = round(time.monotonic() - began, 1)
     return run

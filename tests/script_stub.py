@@ -117,7 +117,7 @@ class ScriptedModel(ModelStub):
             return {"name": CLAUDE_REMEMBER, "input": args}
         if api == "anthropic" and TOOL_SEARCH in names and CLAUDE_REMEMBER in json.dumps(body):
             return {"name": TOOL_SEARCH, "input": {"query": f"select:{CLAUDE_REMEMBER}"}}  # a deferred MCP tool
-        self.problems.append(f"{api}: no memcue remember tool offered (tools: {names})")
+        self.problems.append(f"{api}: no memcue remember tool offered in the turn {self.active!r} (tools: {names})")
         return None
 
 
