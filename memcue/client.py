@@ -76,6 +76,10 @@ class Client:
         self.close()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        if not self.loc.socket_trusted():
+            raise SidecarDown(f"the memcue sidecar's socket folder {self.loc.socket.parent} is not a private folder "
+                              "of yours (another user may own it): not connecting. Remove it, or set MEMCUE_HOME to "
+                              "a shorter path")
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TimeoutException:
@@ -222,6 +226,12 @@ class Client:
         """``POST /receipt/sessions``: recent sessions newest first, ``{"results": [{"session_id", "project",
         "first_at", "last_at", "stored", "captured", "by_kind", "candidates", "recalls"}]}``."""
         return self._call("POST", "/receipt/sessions", json={"project": project, "limit": limit})
+
+    def ledger(self, days: float = 7.0) -> dict[str, Any]:
+        """``POST /ledger``: the distillation ledger, ``{"enabled", "off_reason", "runner", "target", "model",
+        "daily_tokens", "today": {"since", "spent", "left", "calls"}, "days", "entries": [...]}`` (rows of the
+        last ``days`` days, newest first; ``memcue.sidecar.api_models.LedgerOut``)."""
+        return self._call("POST", "/ledger", json={"days": days})
 
     def last_captures(self, sources: list[str]) -> dict[str, Any]:
         """``POST /receipt/last_captures``: ``{"sources": {source: newest row's Unix s, or None}}``."""

@@ -22,8 +22,11 @@ SESSION_END = "session-end"
 POST_TOOL_USE = "post-tool-use"
 #: A tool call failed (Claude Code sends a failing Bash command here, not to PostToolUse).
 POST_TOOL_USE_FAILURE = "post-tool-use-failure"
+#: The conversation is about to be compacted (capture only: a session event the optional distiller reads the
+#: session at, before the harness summarises it away).
+PRE_COMPACT = "pre-compact"
 #: Every memcue event, in the order a session meets them.
-EVENTS = (USER_PROMPT_SUBMIT, SESSION_START, POST_TOOL_USE, POST_TOOL_USE_FAILURE, STOP, SESSION_END)
+EVENTS = (USER_PROMPT_SUBMIT, SESSION_START, POST_TOOL_USE, POST_TOOL_USE_FAILURE, STOP, PRE_COMPACT, SESSION_END)
 
 Event = namedtuple("Event", ["name", "timeout_s", "background"], defaults=(False,))
 Event.__doc__ = ("One harness event: ``name``, the harness's own (its ``hook_event_name``); ``timeout_s``, the "
@@ -49,11 +52,14 @@ _COMMAND_HOOK_EVENTS = {
 #: that exited non-zero) to PostToolUseFailure instead of PostToolUse. Codex 0.171 has PostToolUse only (its
 #: ``post-tool-use.command.input`` schema: ``tool_name``, ``tool_input``, ``tool_response``, ``turn_id``) and
 #: runs it in the foreground.
+#: PreCompact (capture only, spooled at once) exists in both: Claude Code 2.1.x (``trigger``: manual | auto, run in
+#: the background) and Codex 0.171 (its ``pre-compact.command.input`` schema).
 _CLAUDE_TOOL_EVENTS = {
     POST_TOOL_USE: Event("PostToolUse", 5, True),
     POST_TOOL_USE_FAILURE: Event("PostToolUseFailure", 5, True),
+    PRE_COMPACT: Event("PreCompact", 5, True),
 }
-_CODEX_TOOL_EVENTS = {POST_TOOL_USE: Event("PostToolUse", 5)}
+_CODEX_TOOL_EVENTS = {POST_TOOL_USE: Event("PostToolUse", 5), PRE_COMPACT: Event("PreCompact", 5)}
 
 #: memcue harness name -> its row.
 HARNESSES: dict[str, Harness] = {
@@ -63,9 +69,10 @@ HARNESSES: dict[str, Harness] = {
     "codex": Harness("codex", "memcue.adapters.codex", "memcue.install.codex", "codex",
                      {**_COMMAND_HOOK_EVENTS, **_CODEX_TOOL_EVENTS, SESSION_END: Event("SessionEnd", 3)}),
     # Hermes has no command hooks: memcue's provider plugin (install/templates/hermes_plugin.py) sends these
-    # names and enforces its own deadlines.
+    # names and enforces its own deadlines; PostToolUse for each shell or edit call of a finished turn.
     "hermes": Harness("hermes", "memcue.adapters.hermes", "memcue.install.hermes", "hermes",
-                      {ours: Event(event.name, None) for ours, event in _COMMAND_HOOK_EVENTS.items()}),
+                      {**{ours: Event(event.name, None) for ours, event in _COMMAND_HOOK_EVENTS.items()},
+                       POST_TOOL_USE: Event("PostToolUse", None)}),
 }
 #: Every registered harness name, in registry order.
 NAMES = tuple(HARNESSES)

@@ -46,16 +46,19 @@ class ModelStub:
     """A loopback server speaking ``api`` (``anthropic`` | ``responses`` | ``chat``); a context manager.
 
     ``url`` is ``http://127.0.0.1:<port>``; ``requests`` lists what arrived, in order; every POST is answered
-    with ``reply`` after ``delay_s`` seconds. ``tool_use`` (``anthropic`` and ``responses``): ``{"name", "input"}`` of a
-    tool the model calls instead, in answer to a request that names that tool and whose last message holds no
-    tool result (so the harness runs it once per turn, a resumed session's turn too, and the turn then ends with
-    ``reply``).
+    with ``reply`` after ``delay_s`` seconds. ``tool_use``: ``{"name", "input"}`` of a tool the model calls
+    instead, in answer to a request that names that tool and whose last message holds no tool result (so the
+    harness runs it once per turn, a resumed session's turn too, and the turn then ends with ``reply``); for
+    ``chat``, while the turn (the messages after the last user message) holds fewer than ``tool_rounds`` tool
+    results. ``usage`` (``chat``): the token counts a completion reports (default 10 prompt, 3 completion).
     """
 
     api: str
     reply: str = REPLY
     delay_s: float = 0.0
     tool_use: dict[str, Any] | None = None
+    tool_rounds: int = 1
+    usage: dict[str, int] | None = None
     requests: list[Recorded] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -134,7 +137,10 @@ class ModelStub:
                     not in json.dumps((body.get("input") or [])[-1:]):
                 return _responses_tool_call(body, self.tool_use)
             return _responses(body, self.reply)
-        return _chat(body, self.reply)
+        if self.tool_use and self.tool_use["name"] in json.dumps(body.get("tools")) and \
+                _turn_tool_results(body) < self.tool_rounds:
+            return _chat_tool_call(body, self.tool_use)
+        return _chat(body, self.reply, self.usage)
 
 
 def _sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> tuple[str, bytes]:
@@ -224,9 +230,9 @@ def _responses_tool_call(body: dict[str, Any], call: dict[str, Any]) -> tuple[st
     ])
 
 
-def _chat(body: dict[str, Any], reply: str) -> tuple[str, bytes]:
+def _chat(body: dict[str, Any], reply: str, usage: dict[str, int] | None = None) -> tuple[str, bytes]:
     cid, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", body.get("model", "stub-model")
-    usage = {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+    usage = usage or {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
     if not body.get("stream"):
         done = {"id": cid, "object": "chat.completion", "created": 0, "model": model, "usage": usage,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
@@ -239,3 +245,34 @@ def _chat(body: dict[str, Any], reply: str) -> tuple[str, bytes]:
 
     return _sse([chunk({"role": "assistant", "content": ""}, None), chunk({"content": reply}, None),
                  chunk({}, "stop", usage=usage), (None, "[DONE]")])
+
+
+def _turn_tool_results(body: dict[str, Any]) -> int:
+    """Tool results (``role: tool`` messages) after the last user message of a Chat Completions request."""
+    count = 0
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            break
+        count += message.get("role") == "tool"
+    return count
+
+
+def _chat_tool_call(body: dict[str, Any], call: dict[str, Any]) -> tuple[str, bytes]:
+    """A Chat Completions answer (streamed or not) holding one ``tool_calls`` entry (``call``: ``{"name",
+    "input"}``)."""
+    cid, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", body.get("model", "stub-model")
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    tool = {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+            "function": {"name": call["name"], "arguments": json.dumps(call["input"])}}
+    if not body.get("stream"):
+        done = {"id": cid, "object": "chat.completion", "created": 0, "model": model, "usage": usage,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [tool]},
+                             "finish_reason": "tool_calls"}]}
+        return "application/json", json.dumps(done).encode()
+
+    def chunk(delta: dict[str, Any], finish: str | None, **extra: Any) -> tuple[None, dict[str, Any]]:
+        return None, {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model,
+                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+    return _sse([chunk({"role": "assistant", "content": None, "tool_calls": [{"index": 0, **tool}]}, None),
+                 chunk({}, "tool_calls", usage=usage), (None, "[DONE]")])

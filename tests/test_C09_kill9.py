@@ -60,7 +60,8 @@ def test_C09_a_regular_file_at_the_socket_path_is_never_deleted(home: Path) -> N
     status = subprocess.run([sys.executable, "-m", "memcue", "status", "--json"],
                             env={**os.environ, "MEMCUE_HOME": str(home)}, capture_output=True, text=True, timeout=60)
     data = json.loads(status.stdout)
-    data = data.get("data", data)
+    assert status.returncode == 1 and data["success"] is False, "a sidecar that cannot start is an error"
+    data = data["data"]
     assert data["running"] is False and "is not a socket" in data["blocked"], "status names what blocks the start"
     assert loc.socket.read_text() == "my notes, not a socket"
 

@@ -19,7 +19,7 @@ from hookutil import FakeSidecar, socket_path
 import memcue.hooks.launch as launch
 from memcue import adapters
 from memcue.adapters import event_name, hermes
-from memcue.adapters.base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
+from memcue.adapters.base import POST_TOOL_USE, SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
 from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE
 from memcue.core.project import resolve_project
 from memcue.install import hermes as hermes_install
@@ -289,3 +289,70 @@ def test_tools_remember_and_recall_through_the_cli(home: Path, tmp_path: Path,
     assert here["results"] and not elsewhere["results"], "stored under the project of Hermes' terminal folder"
     assert json.loads(provider.handle_tool_call("memcue_recall", {"query": " "}))["success"] is False
     assert json.loads(provider.handle_tool_call("memcue_forget", {}))["success"] is False
+
+
+# -- tool calls (sync_turn's messages -> PostToolUse -> the compact tool record) --------------------------------
+
+def _tool(name: str, args: dict, response: str, call_id: str = "call_1") -> dict:
+    return {"session_id": "s1", "cwd": "/tmp", "hook_event_name": "PostToolUse", "tool_name": name,
+            "tool_input": args, "tool_response": response, "tool_use_id": call_id}
+
+
+def test_parse_hermes_tool_calls_into_tool_records() -> None:
+    failed = hermes.parse(POST_TOOL_USE, _tool("terminal", {"command": "make  check"}, json.dumps(
+        {"output": "make: *** [check] Error 2\nerror: invoice total 10.0 != 10.5", "exit_code": 2, "error": None})))
+    assert failed.extra["tool"] == {"type": "shell", "tool": "terminal", "command": "make check", "exit_code": 2,
+                                    "failed": True, "key_line": "make: *** [check] Error 2"}
+    assert failed.extra["tool_use_id"] == "call_1"
+    passed = hermes.parse(POST_TOOL_USE, _tool("terminal", {"command": "make check"},
+                                               '{"output": "ok", "exit_code": 0, "error": null}'))
+    assert (passed.extra["tool"]["failed"], passed.extra["tool"]["exit_code"]) == (False, 0)
+    wrote = hermes.parse(POST_TOOL_USE, _tool("write_file", {"path": "src/tax.py", "content": "x"}, '{"ok": true}'))
+    assert wrote.extra["tool"] == {"type": "edit", "tool": "write_file", "files": ["src/tax.py"]}
+    replaced = hermes.parse(POST_TOOL_USE, _tool("patch", {"mode": "replace", "path": "a.py", "old_string": "1",
+                                                           "new_string": "2"}, "{}"))
+    patch = "*** Begin Patch\n*** Update File: b.py\n@@\n-1\n+2\n*** Add File: c.py\n+x\n*** End Patch"
+    patched = hermes.parse(POST_TOOL_USE, _tool("patch", {"mode": "patch", "patch": patch}, "{}"))
+    assert (replaced.extra["tool"]["files"], patched.extra["tool"]["files"]) == (["a.py"], ["b.py", "c.py"])
+    for other in (_tool("read_file", {"path": "a.py"}, "{}"), _tool("Bash", {"command": "make check"}, "{}"),
+                  {**_tool("terminal", {"command": "ls"}, "not json {"), "tool_name": 7}):
+        assert "tool" not in hermes.parse(POST_TOOL_USE, other).extra, other
+    garbled = hermes.parse(POST_TOOL_USE, _tool("terminal", {"command": "pytest"}, "{broken json"))
+    assert garbled.extra["tool"]["command"] == "pytest"  # read as plain output
+
+
+def _turn(*calls: tuple[str, str, dict, str | None], user: str = "run the checks") -> list[dict]:
+    """A turn's OpenAI-style messages: the user's, then per call an assistant tool call and (when not None) its
+    result."""
+    out: list[dict] = [{"role": "user", "content": user}]
+    for call_id, name, args, result in calls:
+        out.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        if result is not None:
+            out.append({"role": "tool", "tool_call_id": call_id, "content": result})
+    return [*out, {"role": "assistant", "content": "Done."}]
+
+
+def test_sync_turn_sends_each_new_shell_and_edit_call_then_the_stop(fake: tuple, monkeypatch: pytest.MonkeyPatch
+                                                                    ) -> None:
+    plugin, script, log = fake
+    monkeypatch.setenv("TERMINAL_CWD", str(script.parent))
+    provider = plugin.MemcueProvider(launch=str(script))
+    provider.initialize("s1", platform="cli")
+    resumed_history = _turn(("old", "terminal", {"command": "make check"}, '{"exit_code": 2}'), user="earlier")
+    first = [*resumed_history, *_turn(("c1", "terminal", {"command": "make check"}, '{"exit_code": 2}'),
+                                      ("c2", "read_file", {"path": "a.py"}, "{}"),
+                                      ("c3", "patch", {"mode": "replace", "path": "a.py"}, "{}"),
+                                      ("c4", "terminal", {"command": "sleep 100"}, None))]
+    provider.sync_turn("run the checks", "Done.", session_id="s1", messages=first)
+    second = [*first, *_turn(("c5", "terminal", {"command": "make check"}, '{"exit_code": 0}'), user="again")]
+    provider.sync_turn("again", "Done.", session_id="s1", messages=second)
+    calls = [c for c in _calls(log) if c["argv"][1] != "session-start"]
+    assert [(c["argv"][1], c["stdin"].get("tool_use_id")) for c in calls] == [
+        ("post-tool-use", "c1"), ("post-tool-use", "c3"), ("stop", None), ("post-tool-use", "c5"), ("stop", None)]
+    assert calls[0]["stdin"] == {"session_id": "s1", "cwd": str(script.parent), "hook_event_name": "PostToolUse",
+                                 "tool_name": "terminal", "tool_input": {"command": "make check"},
+                                 "tool_response": '{"exit_code": 2}', "tool_use_id": "c1"}
+    assert calls[0]["deadline"] == str(plugin.CAPTURE_DEADLINE_S)
+    provider.sync_turn("no messages", "Done.", session_id="s1")  # an older Hermes: no messages, Stop only
+    assert [c["argv"][1] for c in _calls(log)][-1] == "stop"

@@ -47,6 +47,18 @@ def test_the_judge_labels_the_answer_and_never_hides_a_result(home: Path, answer
     assert QUESTION in asked.text and FACT in asked.text and asked.body["model"] == "stub-model"
 
 
+def test_a_proxy_in_the_environment_does_not_reroute_the_loopback_judge(home: Path) -> None:
+    """HTTP_PROXY/ALL_PROXY point at a closed port: a loopback judge must still be asked directly (issue 16)."""
+    with ModelStub("chat", reply=_verdict(True)) as stub:
+        dead = "http://127.0.0.1:9"
+        sc = _sidecar(home, stub.url + "/v1", HTTP_PROXY=dead, http_proxy=dead, ALL_PROXY=dead, all_proxy=dead)
+        try:
+            answer = sc.client.recall(QUESTION, project="p")
+        finally:
+            sc.stop()
+    assert answer["answer_check_status"] == "judged" and len(stub.requests) == 1
+
+
 def test_off_by_default_and_a_remote_judge_needs_consent(home: Path) -> None:
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     try:

@@ -53,7 +53,7 @@ def test_a_stated_decision_is_recalled_by_another_sessions_question(sidecar: Sid
     assert [m["memory_id"] for m in decisions] == [promoted[0]["memory_id"]]
     sidecar.client.wait_idle(120)
     context = context_of(run_hook(prompt_payload(QUESTION, str(project), session_id=OTHER_SESSION)))
-    assert "port 5433" in context and "(decision" in context, context
+    assert "port 5433" in context and 'kind="decision"' in context, context
 
 
 def test_a_spooled_delivery_and_its_live_twin_hold_one_candidate(home: Path, tmp_path: Path) -> None:

@@ -82,3 +82,20 @@ def test_weak_matches_are_hidden_unless_asked_and_labelled_after_the_score(home:
     line = next(line for line in weak.stdout.splitlines() if line.startswith("1. #"))
     assert re.match(r"1\. #\d+ \d\.\d\d \[weak\] \(decision, ", line), line
     assert "clock-skew" in weak.stdout
+
+
+def test_times_are_iso_8601_or_unix_seconds(home: Path) -> None:
+    """``--as-of`` / ``--since`` take Unix seconds as the API does; a typo is a usage error naming both forms."""
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        written = sc.client.remember("we pin httpx to 0.28 because 0.29 broke unix sockets", kind="decision",
+                                     project="p")["id"]
+        before = _recall(home, "httpx pin", "--as-of", "1700000000", "--show-weak")
+        after = _recall(home, "httpx pin", "--since", "1700000000", "--show-weak")
+    finally:
+        sc.stop()
+    ids = lambda answer: [r["memory_id"] for r in answer["data"]["results"]]  # noqa: E731
+    assert ids(before) == [] and ids(after) == [written]
+    typo = subprocess.run([sys.executable, "-m", "memcue", "recall", "httpx", "--as-of", "17x"],
+                          env={**os.environ, "MEMCUE_HOME": str(home)}, capture_output=True, text=True, timeout=60)
+    assert typo.returncode == 2 and "nor Unix seconds" in typo.stderr

@@ -180,7 +180,7 @@ def test_C06_spooled_prompt_is_clean(home: Path) -> None:
 
 
 def test_C07_oversized_context_is_capped(home: Path) -> None:
-    context = "\n".join(f"- memory {i}: " + "记忆🧠" * 60 for i in range(200))
+    context = "\n".join(f'<memory id="{i}" kind="note">memory {i}: ' + "记忆🧠" * 60 + "</memory>" for i in range(200))
     assert len(context) > 9500
     with FakeSidecar(socket_path(home), context):
         run = run_hook(payload("everything"), home)

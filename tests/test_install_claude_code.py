@@ -93,15 +93,30 @@ def test_C11_uninstall_after_another_edit_removes_only_ours(tmp_path: Path) -> N
     assert left == {**json.loads(C11), "model": "opus"}
 
 
+def test_a_symlinked_settings_file_stays_a_symlink_and_its_target_is_edited(tmp_path: Path) -> None:
+    """A dotfiles checkout's settings.json linked into the config folder (issue 16, finding 6)."""
+    target = tmp_path / "dotfiles" / "claude-settings.json"
+    target.parent.mkdir()
+    target.write_text(C11)
+    path = _settings(tmp_path)
+    path.parent.mkdir()
+    path.symlink_to(target)
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0
+    assert path.is_symlink() and path.resolve() == target.resolve()
+    assert _ours(json.loads(target.read_text()), "UserPromptSubmit")
+    assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
+    assert path.is_symlink() and target.read_text() == C11
+
+
 def test_install_into_no_file_and_uninstall_removes_it(tmp_path: Path) -> None:
     assert _cli(tmp_path, "install", "claude-code").returncode == 0
     path = _settings(tmp_path)
     hooks = json.loads(path.read_text())["hooks"]
     assert set(hooks) == {"UserPromptSubmit", "SessionStart", "PostToolUse", "PostToolUseFailure", "Stop",
-                          "SessionEnd"}
-    # Tool-call capture runs in the background (Claude Code's "async": true); the rest block as before.
+                          "PreCompact", "SessionEnd"}
+    # Tool-call and compaction capture run in the background (Claude Code's "async": true); the rest block.
     assert {event for event, groups in hooks.items() if groups[0]["hooks"][0].get("async") is True} == {
-        "PostToolUse", "PostToolUseFailure"}
+        "PostToolUse", "PostToolUseFailure", "PreCompact"}
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
     assert not path.exists()

@@ -73,6 +73,18 @@ def _last_user_text(body: dict) -> str:
     return content if isinstance(content, str) else json.dumps(content)
 
 
+def hermes_env(tmp_path: Path, home: Path) -> tuple[dict[str, str], Path]:
+    """An offline, private environment for the real Hermes and its ``$HOME/.hermes`` folder, made, with the
+    update check's cache fresh: Hermes checks PyPI for updates at start unless its 6-hour cache is fresh
+    (hermes_cli/banner.py:308)."""
+    env = _offline(private_env(tmp_path, home, LANG="C.UTF-8", LC_ALL="C.UTF-8"))
+    hermes_home = Path(env["HOME"]) / ".hermes"
+    hermes_home.mkdir()
+    (hermes_home / ".update_check").write_text(json.dumps({"ts": time.time(), "behind": 0, "rev": None,
+                                                           "ver": "0.19.0"}))
+    return env, hermes_home
+
+
 def _system_text(body: dict) -> str:
     return "\n".join(m["content"] for m in body.get("messages", [])
                      if m.get("role") == "system" and isinstance(m.get("content"), str))
@@ -80,12 +92,7 @@ def _system_text(body: dict) -> str:
 
 def test_hermes_gets_the_fact_once_in_memory_context_and_the_session_block(home: Path, tmp_path: Path) -> None:
     hermes = program("hermes")
-    env = _offline(private_env(tmp_path, home, LANG="C.UTF-8", LC_ALL="C.UTF-8"))
-    hermes_home = Path(env["HOME"]) / ".hermes"
-    hermes_home.mkdir()
-    # Hermes checks PyPI for updates at start unless its 6-hour cache is fresh (hermes_cli/banner.py:308).
-    (hermes_home / ".update_check").write_text(json.dumps({"ts": time.time(), "behind": 0, "rev": None,
-                                                           "ver": "0.19.0"}))
+    env, hermes_home = hermes_env(tmp_path, home)
     config = hermes_home / "config.yaml"
     project = project_dir(tmp_path)
     sc = seeded_sidecar(home, project)

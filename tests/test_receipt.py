@@ -91,7 +91,7 @@ def test_the_receipt_of_a_real_session(keyword_sidecar: Sidecar, tmp_path: Path)
     as_json = json.loads(_cli("receipt", SESSION, "--json").stdout)
     assert as_json["success"] is True
     assert set(as_json["data"]) == {"session_id", "project", "harnesses", "first_at", "last_at", "captured",
-                                    "saved", "candidates", "injected", "skipped", "failed"}
+                                    "saved", "candidates", "injected", "skipped", "failed", "distilled"}
     assert as_json["data"]["captured"]["total"] == 4 and as_json["data"]["injected"] == injected
 
     listed = _cli("receipt", "--list", "--json", cwd=project)

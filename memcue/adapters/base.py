@@ -20,6 +20,7 @@ from memcue.harnesses import (
     HARNESSES,
     POST_TOOL_USE,
     POST_TOOL_USE_FAILURE,
+    PRE_COMPACT,
     SESSION_END,
     SESSION_START,
     STOP,
@@ -27,7 +28,7 @@ from memcue.harnesses import (
 )
 
 __all__ = ["COMMAND_HOOK_TOKENS", "EVENTS", "INJECTING", "MAX_CHARS", "POST_TOOL_USE", "POST_TOOL_USE_FAILURE",
-           "SESSION_END", "SESSION_START", "STOP",
+           "PRE_COMPACT", "SESSION_END", "SESSION_START", "STOP",
            "USER_PROMPT_SUBMIT", "Budget", "HookEvent", "budget", "command_event", "command_parse",
            "render_hook_output", "text_field", "token_budget"]
 

@@ -24,8 +24,8 @@ EVENTS = harness_events(NAME)
 MAX_CHARS = base.MAX_CHARS
 
 #: Payload keys copied into ``HookEvent.extra`` when present (scalars only).
-_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type", "reason", "stop_hook_active",
-               "prompt_id", "tool_use_id")
+_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "agent_type", "reason", "trigger",
+               "stop_hook_active", "prompt_id", "tool_use_id")
 
 
 def parse(event: str, payload: object) -> HookEvent:

@@ -25,7 +25,8 @@ EVENTS = harness_events(NAME)
 MAX_CHARS = base.MAX_CHARS
 
 #: Payload keys copied into ``HookEvent.extra`` when present (scalars only).
-_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "turn_id", "stop_hook_active", "reason", "tool_use_id")
+_EXTRA_KEYS = ("hook_event_name", "permission_mode", "model", "turn_id", "stop_hook_active", "reason", "trigger",
+               "tool_use_id")
 
 
 def parse(event: str, payload: object) -> HookEvent:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
+from collections.abc import Callable
 from typing import Protocol
 
 PROJECT_HELP = ("a path in the project (its git top-level is the project, as for the hooks), or a bare project "
@@ -41,14 +43,23 @@ def project_of(args: argparse.Namespace) -> str | None:
     return project_key(getattr(args, "project", None), global_=getattr(args, "global_", False))
 
 
-def iso_time(text: str) -> str:
-    """An ISO 8601 date or date-time ("2026-10-01", "2026-10-01T09:30:00Z"), checked here so a typo is a
-    usage error (exit 2) with a clear message."""
+def iso_time(text: str) -> str | float:
+    """An ISO 8601 date or date-time ("2026-10-01", "2026-10-01T09:30:00Z") as given, or Unix seconds
+    ("1790000000") as a float, as the API takes both; checked here so a typo is a usage error (exit 2) with a
+    clear message."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(seconds):
+            return seconds
     try:
         dt.datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 date or date-time (e.g. 2026-10-01 or 2026-10-01T09:30:00Z)") from None
+            f"{text!r} is not an ISO 8601 date or date-time (e.g. 2026-10-01 or 2026-10-01T09:30:00Z) nor Unix "
+            "seconds") from None
     return text
 
 
@@ -58,3 +69,17 @@ def limit(text: str) -> int:
     if not 1 <= value <= 100:
         raise argparse.ArgumentTypeError("must be between 1 and 100")
     return value
+
+
+def days(most: float) -> Callable[[str], float]:
+    """An argparse ``type`` for a number of days: more than 0 and at most ``most``; anything else is a usage
+    error that names the range."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not 0 < value <= most:
+            raise argparse.ArgumentTypeError(f"{text!r}: days must be more than 0 and at most {most:g}")
+        return value
+    return parse

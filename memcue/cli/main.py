@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from memcue.cli import demo, install, memory, receipt, remember, review, sidecar, stats
+from memcue.cli import demo, install, ledger, memory, receipt, remember, review, sidecar, stats
 from memcue.cli.arguments import AddCommand
 from memcue.cli.output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, ReaderGone, fail, flush_stdout
 
 #: The command groups, in the order ``memcue --help`` lists their commands.
-GROUPS = (remember, sidecar, memory, review, receipt, stats, install, demo)
+GROUPS = (remember, sidecar, memory, review, receipt, ledger, stats, install, demo)
 
 EPILOG = """examples:
   memcue remember "We pin httpx to 0.28 because 0.29 broke unix sockets" --kind decision

@@ -4,7 +4,8 @@
 ``--project DIR`` another's, ``--all-projects`` the most recent of any): what was captured, the memories saved
 in it, its capture
 candidates by state (promoted with their reason, held with why, rejected, expired), what was injected (memories
-per block, tokens), what was skipped and why, and what failed. Counts first, then a few items per section with
+per block, tokens), what was skipped and why, what failed, and (when a model is configured) what distilling the
+session spent and made. Counts first, then a few items per section with
 ids and previews (``--full``: every item); ``--json`` gives everything. ``memcue receipt --list`` lists recent
 sessions with their counts. Exit codes: 0 ok, 1 error (an unknown session), 2 usage, 75 busy.
 """
@@ -95,13 +96,23 @@ def _skipped_failed(r: dict[str, Any], full: bool) -> list[str]:
     return lines
 
 
+def _distilled(r: dict[str, Any]) -> list[str]:
+    """The model distiller's rows for the session (``memcue ledger`` has them all); nothing when it never ran."""
+    d = r.get("distilled") or {}
+    if not d.get("total"):
+        return []
+    return [f"distilled: {d['total']} ({_counts(d['by_outcome'])}), {d['tokens']} tokens",
+            *[f"  {e['outcome']}: {e['candidates']} candidate(s), {e['prompt_tokens']}+{e['completion_tokens']} "
+              f"tokens" + (f" ({preview(e['error'], 80)})" if e["error"] else "") for e in d["items"]]]
+
+
 def render(r: dict[str, Any], full: bool = False) -> str:
     """A receipt (``Client.receipt``) as a few lines per section."""
     harnesses = ", ".join(r["harnesses"]) or "no harness"
     head = (f"session {r['session_id']} ({harnesses}) in {r['project'] or '(global)'}, "
             f"{_when(r['first_at'])} to {_when(r['last_at'])}")
     return "\n".join([head, *_captured(r, full), *_saved(r, full), *_candidates(r, full), *_injected(r, full),
-                      *_skipped_failed(r, full)])
+                      *_skipped_failed(r, full), *_distilled(r)])
 
 
 def render_sessions(sessions: list[dict[str, Any]]) -> str:

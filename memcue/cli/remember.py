@@ -180,11 +180,11 @@ def _register_recall(add: AddCommand) -> None:
                    help="let prompts you typed (captured by the hook, kind request) answer too")
     add_project_options(p)
     p.add_argument("--since", metavar="TIME", type=iso_time,
-                   help="only memories written at or after TIME (ISO 8601 date/time)")
-    p.add_argument("--until", metavar="TIME", type=iso_time, help="only memories written before TIME (ISO 8601)")
+                   help="only memories written at or after TIME (ISO 8601 date/time, or Unix seconds)")
+    p.add_argument("--until", metavar="TIME", type=iso_time, help="only memories written before TIME")
     p.add_argument("--as-of", metavar="TIME", type=iso_time,
-                   help="what memcue knew at TIME: versions current then (ISO 8601)")
-    p.add_argument("--valid-at", metavar="TIME", type=iso_time, help="facts valid at TIME (ISO 8601)")
+                   help="what memcue knew at TIME: versions current then")
+    p.add_argument("--valid-at", metavar="TIME", type=iso_time, help="facts valid at TIME")
     p.add_argument("--depth", type=int, choices=(0, 1, 2), default=1,
                    help="0: a glance (one-line previews), 1: full memories (default), 2: with session/entity context")
     p.add_argument("--max-tokens", type=int, default=None, metavar="N",

@@ -71,15 +71,16 @@ def _is_sidecar(pid: int) -> bool:
 
 
 def _not_running(args: argparse.Namespace, loc: Locations) -> int:
-    """``memcue status`` when no sidecar answers: where it would run, and why it cannot start if a file is in
-    the way of its socket (case C09: the sidecar refuses to start until it moves)."""
+    """``memcue status`` when no sidecar answers: where it would run (exit 0: it starts on demand), and why it
+    cannot start if a file is in the way of its socket (case C09: the sidecar refuses to start until it moves;
+    exit 1)."""
     from memcue.core.paths import socket_blocked
 
     data = {"running": False, "data_dir": str(loc.root), "socket": str(loc.socket), "log": str(loc.sidecar_log)}
     if socket_blocked(loc.socket):
         data["blocked"] = f"{loc.socket} exists and is not a socket; memcue will not delete it"
         return emit(data, args.json, f"memcue sidecar cannot start: {data['blocked']}. Move it away, or set "
-                                     f"MEMCUE_HOME to another folder. Log: {loc.sidecar_log}")
+                                     f"MEMCUE_HOME to another folder. Log: {loc.sidecar_log}", ok=False)
     return emit(data, args.json, f"memcue sidecar is not running (socket {loc.socket}); it starts on the "
                                  f"next hook or command. Log: {loc.sidecar_log}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memcue.cli.arguments import AddCommand
+from memcue.cli.arguments import AddCommand, days
 from memcue.cli.output import emit
 
 #: Days ``memcue stats`` looks back by default.
@@ -43,16 +43,6 @@ def format_stats(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _days(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value <= 3650:
-        raise argparse.ArgumentTypeError(f"{text!r}: days must be more than 0 and at most 3650")
-    return value
-
-
 def cmd_stats(args: argparse.Namespace) -> int:
     """``memcue stats``: how often recalled memories were opened (``format_stats``)."""
     from memcue.client import Client
@@ -67,5 +57,5 @@ def register(add: AddCommand) -> None:
     """Register ``stats``."""
     p = add("stats", "How often recalled memories were opened (fetch/expand): used and unused per channel, per "
                      "kind and per way served, over the last N days.")
-    p.add_argument("--days", type=_days, default=DEFAULT_DAYS, help=f"days to look back (default {DEFAULT_DAYS})")
+    p.add_argument("--days", type=days(3650), default=DEFAULT_DAYS, help=f"days to look back (default {DEFAULT_DAYS})")
     p.set_defaults(fn=cmd_stats)

@@ -49,9 +49,10 @@ def data_dir() -> Path:
 class Locations:
     """Every path memcue uses, derived from one data directory ``root``.
 
-    Attributes are absolute paths. ``socket`` falls back to a short path in the temp dir when the data
-    dir is too deep for an AF_UNIX address (see ``MAX_SOCKET_PATH_BYTES``). A plain class rather than a
-    dataclass: the hook imports this module on every prompt.
+    Attributes are absolute paths. ``socket`` falls back to a short path in a private folder of the user's in
+    the temp dir (``<tmp>/memcue-<uid>/``, mode 0700) when the data dir is too deep for an AF_UNIX address (see
+    ``MAX_SOCKET_PATH_BYTES``); ``socket_trusted`` says whether that folder is really the user's. A plain class
+    rather than a dataclass: the hook imports this module on every prompt.
     """
 
     __slots__ = ("root",)
@@ -81,7 +82,13 @@ class Locations:
         import tempfile
 
         digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]
-        return Path(tempfile.gettempdir()) / f"memcue-{os.getuid()}-{digest}.sock"
+        return Path(tempfile.gettempdir()) / f"memcue-{os.getuid()}" / f"{digest}.sock"
+
+    def socket_trusted(self) -> bool:
+        """Whether ``socket`` may be used: always in the data dir; a fallback socket only inside a private folder
+        of this user's (``private_dir``), so another local user cannot put a socket of theirs in its place."""
+        path = self.socket
+        return path.parent == self.root or private_dir(path.parent)
 
     @property
     def pid_file(self) -> Path:
@@ -120,6 +127,16 @@ def locations() -> Locations:
     """Locations for the current environment (reads ``MEMCUE_HOME`` each call). Raises ``RelativeHomeError``
     (``data_dir``)."""
     return Locations(data_dir())
+
+
+def private_dir(path: Path) -> bool:
+    """Whether ``path`` is a real folder (not a symlink) owned by this user that no one else can enter or list
+    (no group or other permission bits). False when it is missing or unreadable."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def socket_blocked(path: Path) -> bool:

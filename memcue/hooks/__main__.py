@@ -9,6 +9,7 @@ def _entry() -> None:
     import os
     import sys
 
+    os.umask(0o077)  # spool files and the hook log are the user's alone (DESIGN.md section 8)
     try:
         from memcue.hooks.run import main, process_started
 

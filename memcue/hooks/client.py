@@ -134,7 +134,12 @@ def request(
     listens at the socket and ``SidecarError`` for any other failure, including the deadline. An answer
     already waiting in the socket when the deadline passes (the hook was starved of CPU) is still read.
     """
-    target = socket_path or locations().socket
+    target = socket_path
+    if target is None:
+        loc = locations()
+        if not loc.socket_trusted():
+            raise SidecarUnreachable(f"{loc.socket.parent} is not a private folder of this user's: not connecting")
+        target = loc.socket
     payload = body or b""
     head = (
         f"{method} {path} HTTP/1.1\r\nHost: memcue\r\nUser-Agent: memcue-hook\r\n"

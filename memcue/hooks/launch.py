@@ -17,6 +17,7 @@ def _entry() -> None:
     import os
     import sys
 
+    os.umask(0o077)  # spool files and the hook log are the user's alone (DESIGN.md section 8)
     try:
         here = os.path.dirname(os.path.abspath(__file__))
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # absent under -I / -P

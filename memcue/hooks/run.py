@@ -27,6 +27,7 @@ from memcue import __version__, adapters
 from memcue.adapters.base import (
     POST_TOOL_USE,
     POST_TOOL_USE_FAILURE,
+    PRE_COMPACT,
     SESSION_END,
     SESSION_START,
     STOP,
@@ -34,6 +35,7 @@ from memcue.adapters.base import (
     Budget,
     HookEvent,
 )
+from memcue.core.hooks_off import hooks_off
 from memcue.core.paths import locations, socket_blocked
 from memcue.core.text import scrub_surrogates
 from memcue.hooks import logging_
@@ -46,7 +48,7 @@ from memcue.hooks.stdin import decode_payload, read_stdin
 DEADLINES_S: dict[str, float] = {USER_PROMPT_SUBMIT: 2.5, SESSION_START: 4.5}
 #: Events that only record (spooled at once, no sidecar call, no output); Claude Code's SessionEnd hooks
 #: share a 1.5 s budget (DESIGN.md section 3).
-CAPTURE_ONLY = (STOP, SESSION_END, POST_TOOL_USE, POST_TOOL_USE_FAILURE)
+CAPTURE_ONLY = (STOP, SESSION_END, POST_TOOL_USE, POST_TOOL_USE_FAILURE, PRE_COMPACT)
 DEFAULT_DEADLINE_S = 2.5
 DEADLINE_ENV = "MEMCUE_HOOK_DEADLINE_S"
 SPAWN_ENV = "MEMCUE_HOOK_SPAWN"
@@ -331,8 +333,9 @@ def _prompt_outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcom
 
 
 def _capture(event: HookEvent) -> None:
-    """Spool what a capture-only event records. SessionEnd becomes a "Session ended" row (bookkeeping: the
-    record of the session, kept); Stop the turn's answer (``last_assistant_message``) an ``episode`` (it answers
+    """Spool what a capture-only event records. SessionEnd becomes a "Session ended" row, PreCompact a "Context
+    compacted" row (bookkeeping: the record of the session, kept; the optional distiller reads the session at
+    either); Stop the turn's answer (``last_assistant_message``) an ``episode`` (it answers
     only "what did we do about X?"; a trivial one is flagged bookkeeping at write). Both are cut like every
     captured text at ``core.limits.CAPTURE_MAX_CHARS`` by the spool record builder. The record carries its
     provenance: ``source`` "hook:<harness>", the session, and as ``spool_id`` the event's ``request_id`` (the
@@ -345,6 +348,8 @@ def _capture(event: HookEvent) -> None:
         return
     if event.event == SESSION_END:
         text, kind = f"Session ended (reason: {event.extra.get('reason') or 'other'})", "event"
+    elif event.event == PRE_COMPACT:
+        text, kind = f"Context compacted (trigger: {event.extra.get('trigger') or 'other'})", "event"
     elif event.event == STOP and str(event.extra.get("last_assistant_message") or "").strip():
         text, kind = str(event.extra["last_assistant_message"]), "episode"
     else:
@@ -417,7 +422,7 @@ def run(argv: list[str], started: float) -> None:
     Prints the adapter's output (or nothing). Exceptions propagate; ``main`` swallows them.
     """
     resolved = _resolve(argv)
-    if resolved is None:
+    if resolved is None or hooks_off():  # off: the distiller's own headless CLI session (core/hooks_off.py)
         read_stdin(time.monotonic() + DRAIN_S)
         return
     adapter, event_name = resolved

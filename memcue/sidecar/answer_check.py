@@ -23,17 +23,17 @@ judge, or None) and ``calibration_status`` ("uncalibrated": the judge's confiden
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 import httpx
+
+from memcue.core.urls import is_loopback
 
 log = logging.getLogger("memcue.answer_check")
 
@@ -87,17 +87,6 @@ def parse_config(table: object, env: dict[str, str]) -> tuple[AnswerCheckConfig,
     values["url"] = env.get("MEMCUE_ANSWER_CHECK_URL") or values.get("url", "")
     values["model"] = env.get("MEMCUE_ANSWER_CHECK_MODEL") or values.get("model", "")
     return AnswerCheckConfig(**values), problems
-
-
-def is_loopback(url: str) -> bool:
-    """True when ``url``'s host is this machine (localhost or a loopback address)."""
-    host = (urlsplit(url).hostname or "").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _fields(status: str, reason: str, answerability: str = "unjudged", confidence: float | None = None) -> dict:
@@ -170,7 +159,10 @@ class AnswerChecker:
                 "messages": [{"role": "system", "content": SYSTEM},
                              {"role": "user", "content": f"Question: {question}\n\nMemories:\n{memories}"}]}
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        async with httpx.AsyncClient(timeout=self.config.timeout_s) as client:
+        # A loopback judge is reached directly: HTTP_PROXY and the like must not route it off the machine. A remote
+        # one the user allowed may need their proxy.
+        trust_env = not is_loopback(self.config.url)
+        async with httpx.AsyncClient(timeout=self.config.timeout_s, trust_env=trust_env) as client:
             response = await client.post(self.config.url.rstrip("/") + "/chat/completions", json=body,
                                          headers=headers)
             response.raise_for_status()

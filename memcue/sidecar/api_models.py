@@ -353,3 +353,57 @@ class LastCapturesIn(BaseModel):
     """``POST /receipt/last_captures``: the newest row per source (such as ``hook:claude-code``)."""
 
     sources: list[str] = Field(min_length=1, max_length=50)
+
+
+class LedgerIn(BaseModel):
+    """``POST /ledger``: the distillation ledger's rows of the last ``days`` days (and today's spend)."""
+
+    days: float = Field(default=7.0, gt=0, le=365)
+
+
+class LedgerEntryOut(BaseModel):
+    """One distillation ledger row (``store.write.DistillEntry``): when (Unix s), which session, where the
+    transcript went (``runner``: endpoint | command, ``target``, ``model``), the tokens spent (``tokens_from``:
+    api | tiktoken | "" when nothing was sent), the ``outcome`` (ok | no-facts | refused | malformed | failed |
+    skipped), the candidates made and why not (``error``)."""
+
+    id: int
+    created_at: float
+    session_id: str
+    project: str
+    harness: str
+    runner: str
+    target: str
+    model: str
+    trigger: str
+    prompt_tokens: int
+    completion_tokens: int
+    tokens_from: str
+    outcome: str
+    candidates: int
+    error: str
+
+
+class LedgerTodayOut(BaseModel):
+    """Today's spend (local day from ``since``, Unix s): tokens ``spent`` and ``left`` of the daily budget, and
+    the ``calls`` that spent some."""
+
+    since: float
+    spent: int
+    left: int
+    calls: int
+
+
+class LedgerOut(BaseModel):
+    """``POST /ledger``: whether distillation is on (``off_reason`` when not), its model, the daily budget
+    (tokens), today's spend and the rows of the last ``days`` days, newest first."""
+
+    enabled: bool
+    off_reason: str
+    runner: str
+    target: str
+    model: str
+    daily_tokens: int
+    today: LedgerTodayOut
+    days: float
+    entries: list[LedgerEntryOut]

@@ -1,5 +1,5 @@
 """The sidecar's HTTP API (FastAPI): health, remember, recall, fetch/list/forget, session context, recall usage
-statistics, the hook route, candidate review and session receipts.
+statistics, the hook route, candidate review, session receipts and the distillation ledger.
 
 Each route turns its body into arguments, makes one ``MemoryService`` call and returns a response model;
 the service runs blocking work (embedding, SQLite) in worker threads.
@@ -28,6 +28,8 @@ from memcue.sidecar.api_models import (
     HookIn,
     HookOut,
     LastCapturesIn,
+    LedgerIn,
+    LedgerOut,
     ListIn,
     ListOut,
     RecallIn,
@@ -60,6 +62,7 @@ def create_app(service: MemoryService) -> FastAPI:
     _hooks(app, service)
     _review(app, service)
     _receipts(app, service)
+    _ledger(app, service)
     return app
 
 
@@ -226,3 +229,11 @@ def _receipts(app: FastAPI, service: MemoryService) -> None:
     @app.post("/receipt/last_captures")
     async def last_captures(body: LastCapturesIn) -> dict:
         return await service.last_captures(body.sources)
+
+
+def _ledger(app: FastAPI, service: MemoryService) -> None:
+    """``/ledger``: the optional model distiller's ledger and today's spend against its budget."""
+
+    @app.post("/ledger", response_model=LedgerOut)
+    async def ledger(body: LedgerIn) -> dict:
+        return await service.ledger(body.days)

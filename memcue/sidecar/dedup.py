@@ -23,16 +23,19 @@ loses a fact). Known miss: a swap of two plain words ("prefer httpx over request
 0.982) would merge.
 
 Only the single-memory path uses this (``MemoryService.remember``: the API's ``/remember``, so the CLI and the
-MCP server); imports and the spool keep exact-duplicate dedup only. Without a ready model or a bound vector
-table the check is skipped. The text compared is the text that would be stored: the memory goes through the
-store's one write-preparation path (``store.prepare_write``), and the prepared record comes back in the
-``NearCheck`` so the write that follows stores it as is (one ``remember`` is cleaned and redacted once).
+MCP server, and the promotion gate); imports and the spool keep exact-duplicate dedup only. The same rule tells
+when a capture candidate recurred (``near_duplicates``, used by ``capture.recurrence`` on pending candidates).
+Without a ready model or a bound vector table the check is skipped. The text compared is the text that would be
+stored: the memory goes through the store's one write-preparation path (``store.prepare_write``), and the
+prepared record comes back in the ``NearCheck`` so the write that follows stores it as is (one ``remember`` is
+cleaned and redacted once).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,3 +152,18 @@ def find_near_duplicate(store: Store, index: VectorIndex, embedder: Embedder | N
 def _comparable(row: dict[str, Any], project: str, kind: str) -> bool:
     return (row["project"] == project and row["kind"] == (kind or "note") and not row["bookkeeping"]
             and row["superseded_by"] is None and row.get("forgotten_at") is None)
+
+
+def near_duplicates(text: str, vector: np.ndarray, others: Sequence[tuple[str, np.ndarray]]) -> list[tuple[int, float]]:
+    """Positions in ``others`` (``(text, unit vector)`` pairs, in the same project and kind as ``text``) that are
+    near-duplicates of ``text`` (unit ``vector``) by the rule ``find_near_duplicate`` applies to stored memories:
+    cosine similarity at least ``NEAR_DUPLICATE_COSINE`` and ``same_specifics``. Returns ``(position, cosine)``,
+    closest first; a vector of another length is left out."""
+    found: list[tuple[int, float]] = []
+    for i, (other, vec) in enumerate(others):
+        if vec.shape != vector.shape:
+            continue
+        cos = float(np.dot(vector, vec))
+        if cos >= NEAR_DUPLICATE_COSINE and same_specifics(text, other):
+            found.append((i, cos))
+    return sorted(found, key=lambda hit: -hit[1])

@@ -19,7 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
-from memcue.core.paths import Locations, locations
+from memcue.core.paths import Locations, locations, private_dir
 from memcue.sidecar.runtime.heap import limit_arenas
 
 log = logging.getLogger("memcue.sidecar")
@@ -88,7 +88,11 @@ def bind_socket(path: Path) -> socket.socket:
                 "MEMCUE_HOME to another folder."
             )
         os.unlink(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not private_dir(path.parent):
+        raise SidecarError(f"{path.parent} is not a private folder of yours (it must be a folder you own, mode "
+                           "0700): memcue will not put its socket there. Remove it, or set MEMCUE_HOME to a "
+                           "shorter path")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
@@ -98,6 +102,42 @@ def bind_socket(path: Path) -> socket.socket:
     os.chmod(path, 0o600)
     sock.listen(128)
     return sock
+
+
+def tighten_permissions(loc: Locations) -> list[str]:
+    """Make the data dir 0700 and memcue's files in it 0600 (folders 0700) where they are looser, each change
+    logged as a warning (DESIGN.md section 8: another local user must not read memories, prompts or logs).
+    Symlinks are left alone. Returns the paths changed."""
+    changed = []
+    for path in _own_paths(loc):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+        if stat.S_IMODE(st.st_mode) & ~want:
+            try:
+                os.chmod(path, stat.S_IMODE(st.st_mode) & want)
+            except OSError as exc:
+                log.warning("could not tighten %s (mode %o): %s", path, stat.S_IMODE(st.st_mode), exc)
+                continue
+            log.warning("%s was mode %o, readable by others: now %o", path, stat.S_IMODE(st.st_mode),
+                        stat.S_IMODE(st.st_mode) & want)
+            changed.append(str(path))
+    return changed
+
+
+def _own_paths(loc: Locations) -> list[Path]:
+    """The data dir, its direct entries, and the entries of its logs and spool folders."""
+    paths = [loc.root]
+    for folder in (loc.root, loc.sidecar_log.parent, loc.spool_dir):
+        try:
+            paths.extend(sorted(folder.iterdir()))
+        except OSError:
+            continue
+    return list(dict.fromkeys(paths))
 
 
 def _setup_logging(loc: Locations, foreground: bool) -> None:
@@ -171,6 +211,7 @@ def _serve(stop: StopRequest, foreground: bool, load_model: bool) -> int:
         print(f"memcue: cannot start the sidecar: {exc}", file=sys.stderr)
         return 1
     limit_arenas()
+    os.umask(0o077)  # everything the sidecar writes is the user's alone: data dir 0700, files 0600 (section 8)
     lock_fd = acquire_lock(loc)
     if lock_fd is None:
         if foreground:
@@ -178,6 +219,7 @@ def _serve(stop: StopRequest, foreground: bool, load_model: bool) -> int:
         return 0
     try:
         _setup_logging(loc, foreground)
+        tighten_permissions(loc)
         try:
             sock = bind_socket(loc.socket)
         except (SidecarError, OSError) as exc:

@@ -5,8 +5,8 @@ candidates, what it injected (memories, tokens), what it skipped and why, and wh
 Built from the store only (no model, no recall): the session's rows (``Store.session_memories``), its
 candidates (``Store.list_candidates``), the usage log's recalls for it (``Store.session_recalls``: each block's
 tokens, each skipped prompt's reason) and the spool's count of unreadable lines of the session's spool files
-(``capture.spool.BROKEN_KEY``). Candidate signals are shown as stored (``user-statement``, ``commit-landed``,
-``test-passed``, any other), never from a fixed list.
+(``capture.spool.BROKEN_KEY``), and the optional model distiller's ledger rows for it. Candidate signals are
+shown as stored (``user-statement``, ``commit-landed``, ``test-passed``, any other), never from a fixed list.
 """
 
 from __future__ import annotations
@@ -137,10 +137,18 @@ def _failed(store: StoreProtocol, session_id: str) -> dict[str, Any]:
     return {"total": sum(i["count"] for i in items), "items": items}
 
 
+def _distilled(store: StoreProtocol, session_id: str) -> dict[str, Any]:
+    """``{"total", "tokens", "by_outcome", "items"}``: the optional model distiller's ledger rows for the session
+    (``Store.distill_entries``, oldest first): outcome, tokens, candidates made, why not."""
+    items = sorted(store.distill_entries(session_id=session_id, limit=CANDIDATES_MAX), key=lambda e: e["id"])
+    return {"total": len(items), "tokens": sum(e["prompt_tokens"] + e["completion_tokens"] for e in items),
+            "by_outcome": dict(Counter(e["outcome"] for e in items)), "items": items}
+
+
 def build_receipt(store: StoreProtocol, session_id: str) -> dict[str, Any]:
     """The receipt of ``session_id``: ``{"session_id", "project", "harnesses", "first_at", "last_at",
-    "captured", "saved", "candidates", "injected", "skipped", "failed"}`` (times Unix s; each section has counts first,
-    then ``items``). Raises ``SessionNotFound`` when nothing names the session (blocking)."""
+    "captured", "saved", "candidates", "injected", "skipped", "failed", "distilled"}`` (times Unix s; each section has
+    counts first, then ``items``). Raises ``SessionNotFound`` when nothing names the session (blocking)."""
     rows = store.session_memories(session_id)
     cands = store.list_candidates(session_id=session_id, limit=CANDIDATES_MAX)
     recalls = store.session_recalls(session_id)
@@ -155,7 +163,7 @@ def build_receipt(store: StoreProtocol, session_id: str) -> dict[str, Any]:
             "harnesses": sorted(harnesses), "first_at": min(times, default=None), "last_at": max(times, default=None),
             "captured": _captured(rows), "saved": _saved(rows), "candidates": _candidates(cands),
             "injected": _injected(recalls), "skipped": _skipped(recalls, cands, rows, _git_note(store, session_id)),
-            "failed": failed}
+            "failed": failed, "distilled": _distilled(store, session_id)}
 
 
 def latest_session(store: StoreProtocol, project: str | None) -> str:

@@ -26,8 +26,9 @@ import numpy as np
 from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar.answer_check import AnswerChecker
-from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, SpoolReader, TestRuns
-from memcue.sidecar.dedup import NearCheck, find_near_duplicate
+from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, Recurrence, SpoolReader, TestRuns
+from memcue.sidecar.capture.distiller import Distiller
+from memcue.sidecar.dedup import NearCheck, find_near_duplicate, near_duplicates
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
     KEYWORD_CHANNELS,
@@ -98,11 +99,16 @@ class MemoryService:
         self._candidates = Gate(self._store, self._remember_one)
         self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
         self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake())
+        #: Optional model distillation at session end (off unless ``[distill]`` is configured), its own thread.
+        self._distiller = Distiller(self._store, settings.distill, self._tokens.count, key=settings.distill_key)
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
                              SpoolReader(locations.spool_dir, self._store, on_stored=self._spooled,
                                          on_tool=TestRuns(self._store, self._candidates).record),
                              self._usage, self._gate, capture=self._capture_step)
         self._usage.on_record = self._worker.wake
+        self._recurrence = Recurrence(self._store, self._candidates, self._embedder, near_memory=self._near_memory,
+                                      near_texts=near_duplicates,
+                                      step_aside=lambda: self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S))
         store = self._store
         # The answer cache's key: any write (generation), a new vector or a superseded row (journal), a rebind.
         self._questions = Questions(self.recall, lambda: (store.generation, store.vector_dim,
@@ -124,6 +130,7 @@ class MemoryService:
         if self._recall_services.reranker is not None:
             self._recall_services.reranker.start()
         self._worker.start()
+        self._distiller.start()
         self._warm = threading.Thread(target=warm_up, name="memcue-dateparser-warm", daemon=True)
         self._warm.start()
 
@@ -133,6 +140,7 @@ class MemoryService:
         native code (onnxruntime, dateparser's imports) are waited for, bounded, so the process never exits
         under them."""
         self._worker.stop()
+        self._distiller.stop()
         if self._embedder is not None:
             self._embedder.close()
         if self._recall_services.reranker is not None:
@@ -174,6 +182,7 @@ class MemoryService:
                          "note": reranker.note if reranker else
                          "no reranker configured (config [rerank] model or MEMCUE_RERANK_MODEL)"},
             "config_error": self._settings.error,
+            "distill": {"enabled": self._distiller.config.enabled, "off_reason": self._distiller.config.off_reason},
             "questions": self._questions.stats(),
             "background_yields": self._worker.background_yields,
             "prompt_vectors_reused": self.prompt_vectors_reused,
@@ -217,6 +226,12 @@ class MemoryService:
             return WriteResult(check.memory_id, False, duplicate=True, redacted=prepared.redacted)
         return self._write_with_vector(prepared, check.vector)[0]
 
+    def _near_memory(self, memory: NewMemory) -> tuple[int | None, np.ndarray | None]:
+        """The stored memory ``memory`` near-duplicates (``dedup.find_near_duplicate``) and its vector, each None
+        when there is none (for ``capture.recurrence``)."""
+        check = find_near_duplicate(self._store, self._recall_services.vectors, self._embedder, memory)
+        return check.memory_id, check.vector
+
     def remember_prompt(self, memory: NewMemory) -> WriteResult:
         """Store a captured prompt (blocking). When its recall just embedded the same text (the query-embedding
         cache holds it), that vector is stored with it at once: the worker does not embed the prompt a second
@@ -229,20 +244,23 @@ class MemoryService:
         return result
 
     def _spooled(self, memory: NewMemory, result: WriteResult) -> None:
-        """A spooled record was stored: a prompt is read for statements, a Stop/SessionEnd for commits."""
+        """A spooled record was stored: a prompt is read for statements, a Stop/SessionEnd for commits, a
+        session's end distilled when a model is configured."""
         self._statements.queue(memory, result)
         self._commits.queue(memory, result)
+        self._distiller.queue(memory, result)
 
     def _capture_step(self) -> None:
         """The worker's capture work: queued prompts read for statements (once no question ran for
         ``QUIET_GAP_S``: a prompt's recall first, its statements a moment later), pending candidates past their
-        time expired."""
+        time expired, pending candidates that recurred in another session promoted (``capture.recurrence``)."""
         if self._statements.waiting:
             self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
             self._statements.run()
         if self._commits.waiting:
             self._commits.run()
         self._candidates.expire_due()
+        self._recurrence.run()
 
     def _write_with_vector(self, memory: NewMemory | PreparedWrite,
                            vector: np.ndarray | None) -> tuple[WriteResult, bool]:
@@ -368,6 +386,10 @@ class MemoryService:
             return build_receipt(self._store, session_id or latest_session(self._store, project))
 
         return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def ledger(self, days: float) -> dict[str, Any]:
+        """The distillation ledger and today's spend against the budget (``Distiller.report``)."""
+        return await anyio.to_thread.run_sync(self._distiller.report, days, limiter=self._limiter)
 
     async def sessions(self, project: str | None, limit: int) -> dict[str, Any]:
         """Recent sessions with their counts (``Store.sessions``): ``{"results": [session]}``."""

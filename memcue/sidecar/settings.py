@@ -14,11 +14,16 @@ Known config keys (all optional)::
     url = "http://127.0.0.1:8080/v1"
     [hooks]
     prompt_block = "full"        # or "compact" (env MEMCUE_PROMPT_BLOCK wins): see PROMPT_BLOCKS
+    [distill]                     # optional model distillation of session transcripts, off without this
+    base_url = "http://127.0.0.1:8080/v1"     # or kind = "command" with command = ["claude", "-p"]
+    model = "qwen2.5-7b-instruct"
+    daily_tokens = 20000          # the hard daily budget (capture/distill_config.py has every key)
 
 Environment variables (``ENV_*`` below name each): the support gate off, the rerank model and its folder,
-the answer check's url, model and key, the prompt block, the hook recall limit, the question slots, their
-wait and the answer cache's lifetime, the embedding cache size, keyword-only service (no model), sqlite-vec
-off, ranking mode, and two test-only delays.
+the answer check's url, model and key, the distiller's key (the variable ``[distill] api_key_env`` names),
+the prompt block, the hook recall limit, the question slots, their wait and the answer cache's lifetime,
+the embedding cache size, keyword-only service (no model), sqlite-vec off, ranking mode, and two test-only
+delays.
 
 A file that cannot be read or parsed is ignored (defaults apply), and so is each entry of the wrong name
 or type; the problems are logged and reported by ``/health`` (``config_error``): a broken config must not
@@ -36,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memcue.sidecar.answer_check import DEFAULT_KEY_ENV, AnswerCheckConfig, parse_config
+from memcue.sidecar.capture.distill_config import DistillConfig, parse_distill
 from memcue.sidecar.inject import PROMPT_LIMIT
 from memcue.sidecar.recall import ALL_CHANNELS, QUERY_TYPES, RecallOptions
 from memcue.sidecar.runtime.embedding import EMBEDDING_CACHE_SIZE, cache_size_from_env
@@ -77,7 +83,9 @@ class Settings:
 
     Recall: ``support_gate`` on/off, per-type channel ``weights`` overrides, ``rerank_model`` ("" = off) and
     ``rerank_model_path`` (a local folder, "" = fastembed's cache), ``ranking`` (ranking mode). Answer check:
-    ``answer_check`` (off by default) and ``answer_check_key`` (the key from the variable it names). Hooks:
+    ``answer_check`` (off by default) and ``answer_check_key`` (the key from the variable it names). Distillation:
+    ``distill`` (off by default; an invalid ``[distill]`` table leaves it off and is named in ``error``) and
+    ``distill_key`` (the endpoint's key, from the variable ``distill.api_key_env`` names). Hooks:
     ``prompt_block`` (``PROMPT_BLOCKS``) and ``hook_recall_limit`` (results a prompt hook asks for, 1..100).
     Questions: ``recall_slots`` (>= 1), ``recall_wait_s`` (s), ``answer_cache_ttl_s`` (s), ``recall_delay_s``
     (s, tests only). Runtime: ``embedding_cache_size`` (queries, >= 0), ``model_load_delay_s`` (s, tests
@@ -94,6 +102,8 @@ class Settings:
     ranking: bool = False
     answer_check: AnswerCheckConfig = field(default_factory=AnswerCheckConfig)
     answer_check_key: str = field(default="", repr=False)
+    distill: DistillConfig = field(default_factory=DistillConfig)
+    distill_key: str = field(default="", repr=False)
     prompt_block: str = "full"
     hook_recall_limit: int = PROMPT_LIMIT
     recall_slots: int = RECALL_SLOTS
@@ -153,6 +163,8 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
     model = env.get(ENV_RERANK_MODEL) or model
     answer_check, check_problems = parse_config(data.get("answer_check"), env)
     problems.extend(check_problems)
+    distill, distill_problems = parse_distill(data.get("distill"))
+    problems.extend(distill_problems)
     prompt_block, block_problems = _prompt_block(data.get("hooks", {}), env)
     problems.extend(block_problems)
     error = f"{path}: " + "; ".join(problems) if problems else ""
@@ -161,7 +173,8 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
     return Settings(
         support_gate=gate, weights=weights, rerank_model=model, rerank_model_path=env.get(ENV_RERANK_MODEL_PATH, ""),
         ranking=_truthy(env.get(ENV_RANKING)), answer_check=answer_check,
-        answer_check_key=env.get(answer_check.api_key_env or DEFAULT_KEY_ENV, ""), prompt_block=prompt_block,
+        answer_check_key=env.get(answer_check.api_key_env or DEFAULT_KEY_ENV, ""), distill=distill,
+        distill_key=env.get(distill.api_key_env, "") if distill.enabled else "", prompt_block=prompt_block,
         hook_recall_limit=max(1, min(HOOK_RECALL_LIMIT_MAX, _integer(env, ENV_HOOK_RECALL_LIMIT, PROMPT_LIMIT))),
         recall_slots=max(1, int(_number(env, ENV_RECALL_SLOTS, RECALL_SLOTS))),
         recall_wait_s=max(0.0, _number(env, ENV_RECALL_WAIT_S, RECALL_WAIT_S)),

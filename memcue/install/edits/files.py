@@ -48,8 +48,10 @@ def backup(path: Path) -> Path:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (temporary file in the same folder, fsync, rename); a new
-    file gets mode 0600, an existing one keeps its mode. Raises ``InstallError`` on failure (the original
-    stays as it was)."""
+    file gets mode 0600, an existing one keeps its mode. A symlink (a dotfiles checkout's settings) stays a
+    symlink: its target is what is replaced. Raises ``InstallError`` on failure (the original stays as it was)."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o600
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".memcue-tmp", dir=path.parent)

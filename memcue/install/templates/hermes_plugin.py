@@ -21,6 +21,12 @@ Hermes 0.19 facts this relies on (``site-packages`` paths):
 - ``agent/system_prompt.py:495``: ``system_prompt_block`` goes into the system prompt as it is.
 - ``plugins/memory/__init__.py:84``: a user plugin is recognised by the text ``register_memory_provider`` in
   its first 8,192 characters.
+- ``agent/memory_manager.py:628``: ``sync_turn`` runs on Hermes' serialized background worker, never on the
+  turn's path, and gets ``messages`` (the conversation as of the finished turn, OpenAI-style: assistant
+  ``tool_calls`` and ``role: tool`` results) because its signature names that keyword; an interrupted turn is
+  not synced (``run_agent.py:3504``). A plugin hook (``post_tool_call``) is no way in for a memory provider:
+  its ``register(ctx)`` gets a collector whose ``register_hook`` does nothing (``plugins/memory/__init__.py:330``)
+  and the general plugin loader skips memory-provider folders (``hermes_cli/plugins.py:1397``).
 """
 
 from __future__ import annotations
@@ -62,6 +68,14 @@ MARGIN_S = 0.5
 TOOL_TIMEOUT_S = 30.0
 #: Results a ``memcue_recall`` tool call returns by default, and at most.
 RECALL_LIMIT, RECALL_LIMIT_MAX = 5, 20
+#: Hermes tools whose finished calls go to the hook as PostToolUse (its shell tool and its two file-editing
+#: tools, as memcue's Hermes adapter reads them: ``memcue/adapters/hermes.py`` ``TOOL_NAMES``); no process is
+#: started for any other tool.
+RECORDED_TOOLS = ("terminal", "write_file", "patch")
+#: Characters of a tool result sent to the hook (Hermes cuts results itself; this is the last guard).
+TOOL_RESULT_MAX_CHARS = 256_000
+#: Tool call ids remembered as sent; past this many the memory starts over.
+SEEN_MAX = 10_000
 #: Memory kinds the ``memcue_remember`` tool offers.
 KINDS = ("decision", "preference", "bug", "howto", "note")
 #: Result fields a ``memcue_recall`` tool call returns (the CLI's JSON has many more, for people).
@@ -147,6 +161,8 @@ class MemcueProvider(_Base):
         self._source = "startup"
         self._inert = False
         self._start: tuple[str, threading.Thread, dict[str, str]] | None = None  # session id, run, result
+        self._sent: set[str] = set()  # tool call ids sent to the hook
+        self._synced: set[str] = set()  # sessions whose turns this process has synced
 
     # -- what Hermes requires ------------------------------------------------------------------------------
 
@@ -203,10 +219,16 @@ class MemcueProvider(_Base):
 
     def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
                   messages: list[dict[str, Any]] | None = None) -> None:
-        """Send the finished turn to the hook as a Stop event (the prompt was captured by ``prefetch``)."""
+        """Send the finished turn's shell and edit calls (``RECORDED_TOOLS``, read from ``messages``) to the hook
+        as PostToolUse events, each as its own record, then the turn as a Stop event (the prompt was captured by
+        ``prefetch``). Hermes runs this on its background worker: the turn never waits for it."""
         if self._inert:
             return
-        payload = {"session_id": session_id or self._session_id, "cwd": _cwd(), "hook_event_name": "Stop",
+        session, cwd = session_id or self._session_id, _cwd()
+        for call in self._new_tool_calls(session, messages if isinstance(messages, list) else []):
+            self._hook("post-tool-use", {"session_id": session, "cwd": cwd, "hook_event_name": "PostToolUse",
+                                         **call}, CAPTURE_DEADLINE_S)
+        payload = {"session_id": session, "cwd": cwd, "hook_event_name": "Stop",
                    "last_assistant_message": assistant_content or ""}
         self._hook("stop", payload, CAPTURE_DEADLINE_S)
 
@@ -258,6 +280,34 @@ class MemcueProvider(_Base):
             return _error(f"{type(exc).__name__}: {exc}")
 
     # -- internals -----------------------------------------------------------------------------------------
+
+    def _new_tool_calls(self, session: str, messages: list[Any]) -> list[dict[str, Any]]:
+        """The calls of ``RECORDED_TOOLS`` in ``messages`` that have a result and were not sent yet:
+        ``{"tool_name", "tool_input", "tool_response", "tool_use_id"}`` in call order. The first sync of a session
+        in this process reads only the turn (after the last user message): earlier calls of a resumed session
+        were sent by the process that ran them."""
+        with self._lock:
+            first = session not in self._synced
+            self._synced.add(session)
+            if len(self._sent) > SEEN_MAX:
+                self._sent.clear()
+        start = 0
+        if first:
+            users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+            start = users[-1] + 1 if users else 0
+            self._sent.update(str(c.get("id") or "") for c in _tool_calls(messages[:start]))
+        turn = [m for m in messages[start:] if isinstance(m, dict)]
+        results = {str(m.get("tool_call_id")): m.get("content") for m in turn if m.get("role") == "tool"}
+        calls: list[dict[str, Any]] = []
+        for call in _tool_calls(turn):
+            function, call_id = call["function"], str(call.get("id") or "")
+            name = function.get("name")
+            if name not in RECORDED_TOOLS or not call_id or call_id in self._sent or call_id not in results:
+                continue
+            self._sent.add(call_id)
+            calls.append({"tool_name": name, "tool_input": _arguments(function.get("arguments")),
+                          "tool_response": _result_text(results[call_id]), "tool_use_id": call_id})
+        return calls
 
     def _begin_session_start(self) -> tuple[str, threading.Thread, dict[str, str]]:
         """Start the session-start hook in a daemon thread; returns ``self._start``: (session id, the thread, a
@@ -322,6 +372,30 @@ class MemcueProvider(_Base):
         if data.get("note"):
             out["note"] = data["note"]
         return json.dumps(out, ensure_ascii=False)
+
+
+def _tool_calls(messages: list[Any]) -> list[dict[str, Any]]:
+    """The ``tool_calls`` entries of the assistant messages in ``messages`` that name a function, in order."""
+    return [c for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
+            and isinstance(m.get("tool_calls"), list)
+            for c in m["tool_calls"] if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    """A tool call's arguments (a JSON text, or a dict already) as a dict; {} when they are neither."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _result_text(content: Any) -> str:
+    """A tool result's text, cut at ``TOOL_RESULT_MAX_CHARS``: a string as it is, text parts joined."""
+    if isinstance(content, list):
+        content = "\n".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return content[:TOOL_RESULT_MAX_CHARS] if isinstance(content, str) else ""
 
 
 def _int(value: Any, default: int, low: int, high: int) -> int:

@@ -45,14 +45,16 @@ class Gate:
         self._remember = remember
         self._next_expiry_check = 0.0
 
-    def promote(self, candidate_id: int, reason: str, *, content: str | None = None) -> dict[str, Any]:
+    def promote(self, candidate_id: int, reason: str, *, content: str | None = None,
+                metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Write candidate ``candidate_id`` as a memory (its text, or ``content`` when a reviewer edited it) and
-        mark it promoted with ``reason``. Returns the candidate row after the change (``memory_id`` set, and
-        ``duplicate`` True when the memory existed already and was reinforced). Raises ``CandidateNotFound``,
-        ``CandidateDecided``, ``ValueError`` (edited text empty)."""
+        mark it promoted with ``reason``; ``metadata`` adds to the memory's (a recurrence: the sessions it recurred
+        in). Returns the candidate row after the change (``memory_id`` set, and ``duplicate`` True when the memory
+        existed already and was reinforced). Raises ``CandidateNotFound``, ``CandidateDecided``, ``ValueError``
+        (edited text empty)."""
         cand = self._pending(candidate_id)
         edited = content is not None and content.strip() != cand["content"].strip()
-        metadata = {"promoted_by": reason, "signal": cand["signal"], "candidate_id": cand["id"],
+        metadata = {**(metadata or {}), "promoted_by": reason, "signal": cand["signal"], "candidate_id": cand["id"],
                     "harness": cand["harness"], "session_id": cand["session_id"], "turn": cand["turn"]}
         if edited:
             metadata["edited"] = True

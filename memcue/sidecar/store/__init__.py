@@ -8,11 +8,13 @@ from memcue.sidecar.store.sqlite import DF_CAP, Store
 from memcue.sidecar.store.write import (
     CANDIDATE_STATES,
     CANDIDATE_TTL_S,
+    DISTILL_OUTCOMES,
     KIND_PATTERN,
     MAYBE_NAME,
     RECORD_KINDS,
     ROLE_MARKER,
     CandidateAdded,
+    DistillEntry,
     ForgetResult,
     NewCandidate,
     NewMemory,
@@ -28,7 +30,7 @@ from memcue.sidecar.store.write import (
 )
 
 __all__ = [
-    "CANDIDATE_STATES", "CANDIDATE_TTL_S", "CandidateAdded", "NewCandidate",
+    "CANDIDATE_STATES", "CANDIDATE_TTL_S", "CandidateAdded", "NewCandidate", "DISTILL_OUTCOMES", "DistillEntry",
     "DF_CAP", "ForgetResult", "MAYBE_NAME", "NewMemory", "PreparedWrite", "RECORD_KINDS", "ServedRecall", "Store",
     "StoreProtocol", "VectorSupport", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected",

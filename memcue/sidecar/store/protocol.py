@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from memcue.sidecar.store.write import (
     CandidateAdded,
+    DistillEntry,
     ForgetResult,
     NewCandidate,
     NewMemory,
@@ -190,6 +191,18 @@ class StoreProtocol(Protocol):
     def next_candidate_expiry(self) -> float | None:
         """The earliest ``expires_at`` of a pending candidate, None when none is pending."""
 
+    def pending_candidates_after(self, after_id: int, signals: Sequence[str], limit: int = ...
+                                 ) -> list[dict[str, Any]]:
+        """Pending, not held candidates of ``signals`` with an id above ``after_id``, oldest first, with
+        ``content_sha1``, ``vector`` (float32 bytes or None) and ``vector_model``."""
+    def candidate_peers(self, project: str, kind: str, *, other_than: str, signals: Sequence[str], digest: str = ...,
+                        limit: int = ...) -> list[dict[str, Any]]:
+        """Pending, not held candidates of ``signals`` in ``project`` and ``kind`` from a known session other than
+        ``other_than``: those with ``content_sha1`` ``digest`` first, then newest first: ``id``, ``content``,
+        ``session_id``, ``content_sha1``, ``vector``, ``vector_model``."""
+    def set_candidate_vectors(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
+        """Store candidates' embeddings ``(id, float32 bytes)`` made by ``model``."""
+
     # -- sessions
     def session_memories(self, session_id: str) -> list[dict[str, Any]]:
         """Rows stored with ``session_id``, oldest first."""
@@ -199,3 +212,12 @@ class StoreProtocol(Protocol):
         """Sessions that stored something, newest activity first, with their counts."""
     def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
         """The newest row's ``created_at`` per source, None for a source with no row."""
+
+    # -- distillation ledger
+    def add_distill_entry(self, entry: DistillEntry) -> int:
+        """Store one distillation ledger row; returns its id."""
+    def distill_entries(self, *, since: float | None = None, session_id: str | None = None,
+                        limit: int = 200) -> list[dict[str, Any]]:
+        """Ledger rows newest first (``id`` plus ``DistillEntry``'s fields), filtered when given."""
+    def distill_spent(self, since: float) -> int:
+        """Tokens (prompt plus completion) the ledger's rows since ``since`` spent."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memcue.sidecar.store.sqlite.db import Database
@@ -18,15 +18,25 @@ _COLUMNS = ("id, content, kind, project, session_id, harness, turn, signal, evid
             "state, memory_id, reason, decided_at")
 
 
+#: The columns of a recurrence read: a candidate's with its digest and embedding (``vector``: float32 bytes or None,
+#: ``vector_model``: the model that made it, "" when none).
+_RECUR_COLUMNS = _COLUMNS + ", content_sha1, vector, vector_model"
+#: The columns of a candidate compared with another (``peers``).
+_PEER_COLUMNS = "id, content, session_id, content_sha1, vector, vector_model"
+#: Not held for review: a candidate whose evidence gives a ``held`` reason waits for a person.
+_NOT_HELD = "coalesce(json_extract(evidence, '$.held'), '') = ''"
+
+
 def _prepared(c: NewCandidate) -> tuple[str, str]:
     """``c``'s text as stored (``prepare_write`` with the captured kind ``request``) and its digest."""
     text = prepare_write(NewMemory(content=c.content, kind="request")).content
     return text, hashlib.sha1(text.encode()).hexdigest()
 
 
-def _row(values: tuple[Any, ...]) -> dict[str, Any]:
-    row = dict(zip([c.strip() for c in _COLUMNS.split(",")], values, strict=True))
-    row["evidence"] = json.loads(row["evidence"] or "{}")
+def _row(values: tuple[Any, ...], columns: str = _COLUMNS) -> dict[str, Any]:
+    row = dict(zip([c.strip() for c in columns.split(",")], values, strict=True))
+    if "evidence" in row:
+        row["evidence"] = json.loads(row["evidence"] or "{}")
     return row
 
 
@@ -108,3 +118,35 @@ class CandidateRows:
         rows = self._db.reader().execute(
             "SELECT min(expires_at) FROM candidates WHERE state = 'pending'").fetchall()
         return rows[0][0] if rows and rows[0][0] is not None else None
+
+    def pending_after(self, after_id: int, signals: Sequence[str], limit: int = 100) -> list[dict[str, Any]]:
+        """Pending candidates of ``signals`` with an id above ``after_id`` that are not held for review (no
+        ``held`` in their evidence), oldest first: ``_COLUMNS`` plus ``content_sha1``, ``vector`` (float32 bytes or
+        None) and ``vector_model``."""
+        marks = ", ".join("?" * len(signals))
+        rows = self._db.reader().execute(
+            f"SELECT {_RECUR_COLUMNS} FROM candidates WHERE id > ? AND state = 'pending' AND signal IN ({marks})"
+            f" AND {_NOT_HELD} ORDER BY id LIMIT ?", (int(after_id), *signals, int(limit))).fetchall()
+        return [_row(r, _RECUR_COLUMNS) for r in rows]
+
+    def peers(self, project: str, kind: str, *, other_than: str, signals: Sequence[str], digest: str = "",
+              limit: int = 2000) -> list[dict[str, Any]]:
+        """Pending candidates of ``signals`` in ``project`` and ``kind`` from a known session other than
+        ``other_than``, not held for review: those whose ``content_sha1`` is ``digest`` first (however old), then
+        newest first; at most ``limit``. Columns ``_PEER_COLUMNS``: ``id``, ``content``, ``session_id``,
+        ``content_sha1``, ``vector``, ``vector_model``."""
+        marks = ", ".join("?" * len(signals))
+        rows = self._db.reader().execute(
+            f"SELECT {_PEER_COLUMNS} FROM candidates WHERE state = 'pending' AND project = ? AND kind = ?"
+            f" AND session_id NOT IN ('', ?) AND signal IN ({marks}) AND {_NOT_HELD}"
+            " ORDER BY content_sha1 = ? DESC, id DESC LIMIT ?",
+            (project, kind, other_than, *signals, digest, int(limit))).fetchall()
+        keys = [c.strip() for c in _PEER_COLUMNS.split(",")]
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def set_vectors(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
+        """Store each candidate's embedding ``(candidate id, float32 bytes)`` made by ``model``."""
+        db = self._db
+        with db.write_lock, db.writer:
+            db.writer.executemany("UPDATE candidates SET vector = ?, vector_model = ? WHERE id = ?",
+                                  [(blob, model, int(cid)) for cid, blob in items])

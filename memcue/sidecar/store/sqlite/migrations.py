@@ -251,6 +251,49 @@ def m013_recall_log_receipt(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m014_distill_ledger(conn: apsw.Connection) -> None:
+    # The optional model distiller's ledger (store/sqlite/ledger.py): every session it considered, the tokens
+    # spent, what came of it; the day's spend is summed from here, so the budget holds across restarts.
+    conn.execute(
+        """
+        CREATE TABLE distill_ledger (
+            id INTEGER PRIMARY KEY,
+            created_at REAL NOT NULL,
+            session_id TEXT NOT NULL DEFAULT '',
+            project TEXT NOT NULL DEFAULT '',
+            harness TEXT NOT NULL DEFAULT '',
+            runner TEXT NOT NULL DEFAULT '',
+            target TEXT NOT NULL DEFAULT '',
+            model TEXT NOT NULL DEFAULT '',
+            trigger TEXT NOT NULL DEFAULT '',
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            tokens_from TEXT NOT NULL DEFAULT '',
+            outcome TEXT NOT NULL,
+            candidates INTEGER NOT NULL DEFAULT 0,
+            error TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX distill_ledger_created ON distill_ledger(created_at);
+        CREATE INDEX distill_ledger_session ON distill_ledger(session_id, created_at);
+        """
+    )
+
+
+@migration
+def m015_candidate_vectors(conn: apsw.Connection) -> None:
+    # Recurrence (capture/recurrence.py): a pending candidate's embedding, computed once when it is examined, so
+    # a later candidate is compared with every pending one of its project and kind without embedding them again;
+    # ``vector_model`` says which model made it (a vector of another model is not compared).
+    conn.execute(
+        """
+        ALTER TABLE candidates ADD COLUMN vector BLOB;
+        ALTER TABLE candidates ADD COLUMN vector_model TEXT NOT NULL DEFAULT '';
+        CREATE INDEX candidates_pending_scope ON candidates(project, kind) WHERE state = 'pending';
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

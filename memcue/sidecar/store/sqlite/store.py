@@ -22,6 +22,7 @@ from memcue.sidecar.store.sqlite.db import OPTIMIZE_EVERY, Database, VecStatus
 from memcue.sidecar.store.sqlite.forgetting import Forgetting
 from memcue.sidecar.store.sqlite.graph import EntityGraph
 from memcue.sidecar.store.sqlite.keywords import DF_CAP, KeywordIndex
+from memcue.sidecar.store.sqlite.ledger import DistillLedger
 from memcue.sidecar.store.sqlite.memories import MemoryRows
 from memcue.sidecar.store.sqlite.meta import MetaTable
 from memcue.sidecar.store.sqlite.migrations import migrate
@@ -31,6 +32,7 @@ from memcue.sidecar.store.sqlite.usage import UsageLog
 from memcue.sidecar.store.sqlite.vectors import ScopeFields, VectorRows
 from memcue.sidecar.store.write import (
     CandidateAdded,
+    DistillEntry,
     ForgetResult,
     NewCandidate,
     NewMemory,
@@ -61,6 +63,7 @@ class Store:
         self._usage = UsageLog(db)
         self._candidates = CandidateRows(db)
         self._sessions = SessionReads(db)
+        self._ledger = DistillLedger(db)
 
     # -- the file and its state --------------------------------------------------------------
     @property
@@ -325,6 +328,21 @@ class Store:
         """See ``CandidateRows.next_expiry``."""
         return self._candidates.next_expiry()
 
+    def pending_candidates_after(self, after_id: int, signals: Sequence[str], limit: int = 100
+                                 ) -> list[dict[str, Any]]:
+        """See ``CandidateRows.pending_after``."""
+        return self._candidates.pending_after(after_id, signals, limit)
+
+    def candidate_peers(self, project: str, kind: str, *, other_than: str, signals: Sequence[str], digest: str = "",
+                        limit: int = 2000) -> list[dict[str, Any]]:
+        """See ``CandidateRows.peers``."""
+        return self._candidates.peers(project, kind, other_than=other_than, signals=signals, digest=digest,
+                                      limit=limit)
+
+    def set_candidate_vectors(self, items: Sequence[tuple[int, bytes]], model: str) -> None:
+        """See ``CandidateRows.set_vectors``."""
+        self._candidates.set_vectors(items, model)
+
     # -- sessions ----------------------------------------------------------------------------
     def session_memories(self, session_id: str) -> list[dict[str, Any]]:
         """See ``SessionReads.session_memories``."""
@@ -341,3 +359,17 @@ class Store:
     def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
         """See ``SessionReads.last_captures``."""
         return self._sessions.last_captures(sources)
+
+    # -- distillation ledger -----------------------------------------------------------------
+    def add_distill_entry(self, entry: DistillEntry) -> int:
+        """See ``DistillLedger.add``."""
+        return self._ledger.add(entry)
+
+    def distill_entries(self, *, since: float | None = None, session_id: str | None = None,
+                        limit: int = 200) -> list[dict[str, Any]]:
+        """See ``DistillLedger.entries``."""
+        return self._ledger.entries(since=since, session_id=session_id, limit=limit)
+
+    def distill_spent(self, since: float) -> int:
+        """See ``DistillLedger.spent``."""
+        return self._ledger.spent(since)

@@ -7,6 +7,7 @@ from memcue.core.text import sanitize_text
 from memcue.sidecar.store.write.entities import MAYBE_NAME, extract_entities
 from memcue.sidecar.store.write.instructions import ROLE_MARKER, instruction_like
 from memcue.sidecar.store.write.journal import VectorJournal
+from memcue.sidecar.store.write.ledger import DISTILL_OUTCOMES, DistillEntry
 from memcue.sidecar.store.write.prepare import PreparedWrite, prepare_write
 from memcue.sidecar.store.write.records import (
     CANDIDATE_STATES,
@@ -26,7 +27,8 @@ from memcue.sidecar.store.write.strip import strip_injected
 
 __all__ = [
     "CANDIDATE_STATES", "CANDIDATE_TTL_S", "CandidateAdded", "NewCandidate",
-    "CAPTURED_KINDS", "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
+    "CAPTURED_KINDS", "DISTILL_OUTCOMES", "DistillEntry",
+    "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
     "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected",
     "KIND_PATTERN", "ROLE_MARKER", "instruction_like",
