@@ -92,7 +92,8 @@ class WeekRun:
     captured prompts too), ``candidates`` (every state), ``installs`` (the install reports), ``other_requests``
     (model requests outside every turn), ``problems`` (the stub's), ``ledger`` (``memcue ledger --json``'s data,
     None when the command does not exist), ``recalls`` (per turn ``"S2 t0"``: what a recall of its prompt gives
-    at the week's end, one line) and ``seconds`` of wall time."""
+    at the week's end, one line), ``tool_records`` (PostToolUse records the hooks spooled, per harness) and
+    ``seconds`` of wall time."""
 
     turns: list[TurnRun] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -102,6 +103,7 @@ class WeekRun:
     problems: list[str] = field(default_factory=list)
     ledger: Any = None
     recalls: dict[str, str] = field(default_factory=dict)
+    tool_records: dict[str, int] = field(default_factory=dict)
     project: str = ""
     seconds: float = 0.0
 
@@ -244,10 +246,16 @@ def settle(client: Client, loc: Locations, timeout_s: float = SETTLE_TIMEOUT_S) 
 
 def final_state(run: WeekRun, client: Client, env: dict[str, str], project: Path) -> None:
     """Fill ``run.rows`` (every memory of the project, bookkeeping included), ``run.candidates`` (every state),
-    ``run.recalls`` and ``run.ledger``."""
+    ``run.recalls``, ``run.tool_records`` and ``run.ledger``."""
     run.rows = client.list_recent(project=run.project, limit=500, include_bookkeeping=True)["results"]
     run.candidates = [c for state in ("pending", "promoted", "rejected", "expired")
                       for c in client.candidates(state=state, project=run.project, limit=500)["results"]]
+    spool = Locations(Path(env["MEMCUE_HOME"])).spool_dir
+    for path in spool.glob("*.jsonl") if spool.is_dir() else []:
+        for line in path.read_text(errors="replace").splitlines():
+            if '"op":"tool"' in line.replace(" ", ""):
+                harness = str(json.loads(line).get("source", "")).removeprefix("hook:")
+                run.tool_records[harness] = run.tool_records.get(harness, 0) + 1
     for turn in run.turns:
         answer = client.recall(turn.prompt, project=run.project)
         top = "; ".join(f"#{r.get('memory_id')} {r.get('memory_kind')} {r.get('tier')} cos "

@@ -266,6 +266,16 @@ def model_calls(run: WeekRun) -> dict[str, Any]:
             "ledger": run.ledger}
 
 
+def tool_records(script: dict[str, Any], run: WeekRun) -> dict[str, dict[str, int]]:
+    """Per harness: the shell calls the script made (``scripted``) and the PostToolUse records its hooks spooled
+    (``spooled``): a record missing is a tool call the test-run signal never saw."""
+    out: dict[str, dict[str, int]] = {}
+    for s in script["sessions"]:
+        row = out.setdefault(s["harness"], {"scripted": 0, "spooled": run.tool_records.get(s["harness"], 0)})
+        row["scripted"] += sum(1 for t in s["turns"] for a in t.get("actions") or [] if a.get("tool") == "shell")
+    return out
+
+
 def summarise(script: dict[str, Any], run: WeekRun) -> dict[str, Any]:
     """The whole score of one week: facts (per fact and per signal), the overall fraction, noise, no-answer
     turns, model calls, wall time and the runs' problems."""
@@ -284,5 +294,6 @@ def summarise(script: dict[str, Any], run: WeekRun) -> dict[str, Any]:
                         "fraction": round(sum(f["back"] for f in facts) / len(facts), 3) if facts else None,
                         "needs": len(needs), "needs_back": sum(n["back"] for n in needs)},
             "noise": noise(script, run), "no_answer_turns": no_answer_turns(script, run),
+            "tool_records": tool_records(script, run),
             "model_calls": model_calls(run), "problems": run.problems, "installs": run.installs,
             "turn_seconds": [t.seconds for t in run.turns], "wall_s": run.seconds}
