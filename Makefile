@@ -11,7 +11,7 @@ NPM_HARNESSES := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0
 HERMES_AGENT := hermes-agent==0.19.0
 HARNESS_STAMP := $(HARNESSES)/.installed
 
-.PHONY: demo test lint harnesses bench bench-locomo bench-hook bench-coding bench-ablation bench-serving bench-stress clean
+.PHONY: demo test lint harnesses bench bench-locomo bench-hook bench-coding bench-ablation bench-serving bench-stress bench-week clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,9 @@ bench-serving: $(STAMP)
 
 bench-stress: $(STAMP)
 	$(BIN)/python benchmarks/stress.py
+
+bench-week: $(STAMP) $(HARNESS_STAMP)
+	$(BIN)/python benchmarks/capture_week.py --split all
 
 clean:
 	rm -rf $(VENV) $(HARNESSES) *.egg-info

@@ -27,11 +27,13 @@ REPLY = "Noted."
 
 @dataclass
 class Recorded:
-    """One request the stub received: ``method``, ``path`` and the decoded JSON ``body`` (None if not JSON)."""
+    """One request the stub received: ``method``, ``path``, the decoded JSON ``body`` (None if not JSON) and its
+    ``headers`` (names lower-cased)."""
 
     method: str
     path: str
     body: Any
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -72,7 +74,7 @@ class ModelStub:
                 return
 
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                stub._record("GET", self.path, None)
+                stub._record("GET", self.path, None, dict(self.headers))
                 if self.path.split("?")[0] != "/v1/models":  # Hermes probes for local servers: not one of them
                     self._send(404, "application/json", b'{"error": "not found"}')
                     return
@@ -85,7 +87,7 @@ class ModelStub:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
-                stub._record("POST", self.path, body)
+                stub._record("POST", self.path, body, dict(self.headers))
                 time.sleep(stub.delay_s)
                 content_type, data = stub._answer(self.path, body if isinstance(body, dict) else {})
                 self._send(200, content_type, data)
@@ -112,9 +114,9 @@ class ModelStub:
         self._server.shutdown()
         self._server.server_close()
 
-    def _record(self, method: str, path: str, body: Any) -> None:
+    def _record(self, method: str, path: str, body: Any, headers: dict[str, str] | None = None) -> None:
         with self._lock:
-            self.requests.append(Recorded(method, path, body))
+            self.requests.append(Recorded(method, path, body, {k.lower(): v for k, v in (headers or {}).items()}))
 
     def turns(self, marker: str) -> list[Recorded]:
         """The model requests (POSTs) whose body contains ``marker`` (say, the user's prompt)."""

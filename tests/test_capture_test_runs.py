@@ -128,7 +128,9 @@ def test_test_commands_are_named_and_others_are_not() -> None:
         assert is_test_command(command), command
     for command in ("ls -la", "git status", "cat pytest.ini", "echo make", "rm -rf build"):
         assert not is_test_command(command), command
-    assert transition_text("pytest", "E x", []) == "`pytest` failed with `E x`; it passed without editing any file."
+    assert transition_text("pytest", "E x", []) == "`pytest` failed with `E x`; it passed on a later run."
+    assert transition_text("pytest", "", ["a.py"], ["sed -i s/a/b/ b.py"]) == (
+        "`pytest` failed; it passed after editing a.py and running `sed -i s/a/b/ b.py`.")
 
 
 # -- the hook, no sidecar ------------------------------------------------------------------------------------
@@ -222,4 +224,31 @@ def test_secrets_in_a_command_are_never_kept(tmp_path: Path) -> None:
     [cand] = store.list_candidates(state="promoted")
     assert secret not in cand["content"] and "pytest tests/test_x.py" in cand["content"]
     assert store.get_meta(f"test_runs:claude-code\x00/p\x00{SESSION}") is None, "nothing waits: the state goes"
+    store.close()
+
+
+def test_an_edit_made_through_the_shell_is_named_not_denied(tmp_path: Path) -> None:
+    """A fix made with a shell command (``sed -i``, a ``python - <<EOF`` script) between the failure and the pass
+    is named in the memory; inspection commands (``cat``, ``git diff``) and commands before the failure are not;
+    the memory never says no file was edited."""
+    from memcue.sidecar.capture import Gate, TestRuns
+    from memcue.sidecar.store import Store
+
+    store = Store(tmp_path / "memcue.db")
+    runs = TestRuns(store, Gate(store, store.remember))
+    rec = {"project": "/p", "session_id": SESSION, "source": "hook:codex", "turn": "t1", "ts": 1.0}
+    test = {"type": "shell", "tool": "Bash", "command": "python3 -m unittest -q test_invoice", "exit_code": None}
+    steps = [({"type": "shell", "tool": "Bash", "command": "sed -i 's/1/2/' before.py"}, 0),
+             ({**test, "failed": True, "key_line": "FAIL: test_discount_cap (test_invoice.DiscountTest)"}, 0),
+             ({"type": "shell", "tool": "Bash", "command": "cat invoice.py && git diff"}, 0),
+             ({"type": "shell", "tool": "Bash", "command": "sed -i 's/^DISCOUNT_CAP = 1.0$/DISCOUNT_CAP = 0.2/' "
+                                                           "invoice.py"}, 0),
+             ({**test, "failed": False, "key_line": ""}, 1)]
+    for i, (tool, added) in enumerate(steps):
+        assert runs.record({**rec, "spool_id": f"s{i}", "tool": tool}) == added, tool
+    [cand] = store.list_candidates(state="promoted")
+    assert cand["content"] == ("`python3 -m unittest -q test_invoice` failed with `FAIL: test_discount_cap "
+                               "(test_invoice.DiscountTest)`; it passed after running "
+                               "`sed -i 's/^DISCOUNT_CAP = 1.0$/DISCOUNT_CAP = 0.2/' invoice.py`.")
+    assert cand["evidence"]["commands"] == ["sed -i 's/^DISCOUNT_CAP = 1.0$/DISCOUNT_CAP = 0.2/' invoice.py"]
     store.close()

@@ -4,8 +4,11 @@ The PostToolUse hooks spool one compact record per shell command and file edit (
 spool reader hands each to ``TestRuns.record``. Per session (harness, project, session id) it keeps, in the
 store's ``meta`` table (so a sidecar restart between the failure and the pass loses nothing): the files edited
 so far and, per failing test or build command (whitespace normalised), its first failure's key line and where
-the edits stood then. When the same command later passes, a candidate (signal ``SIGNAL``) says
-"`<command>` failed with `<key line>`; it passed after editing <files>", with provenance (harness, session, turn:
+the edits stood then; also the other shell commands run after a failure (an edit made through the shell: ``sed
+-i``, a ``python - <<EOF`` script, a shell-run ``apply_patch``; inspection commands such as ``cat``, ``grep`` or
+``git diff`` are left out, ``READ_ONLY``). When the same command later passes, a candidate (signal ``SIGNAL``) says
+"`<command>` failed with `<key line>`; it passed after editing <files> and running `<commands>`" (or "on a later
+run" when memcue saw neither: it never claims that nothing was edited), with provenance (harness, session, turn:
 the passing record's spool id) and the failure in its evidence (secrets in the command and the key line are
 redacted before anything is kept), and the gate promotes it at once with reason
 ``TEST_PASSED``: the passing run is the objective signal. A command that is not a test or build (``TEST_COMMANDS``),
@@ -46,11 +49,19 @@ TEST_COMMANDS: dict[str, str] = {
 _WRAPPERS = (r"((env\s+)?([A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)((uv|poetry|pipenv|hatch|pdm) run\s+|npx\s+|bunx\s+)?"
              r"([\w.~-]*/)*")  # a path to the program: .venv/bin/pytest, ./node_modules/.bin/jest
 _TEST_RE = re.compile(r"^" + _WRAPPERS + "(" + "|".join(f"(?:{p})" for p in TEST_COMMANDS.values()) + ")")
-#: Files kept per session, and failing commands remembered per session (the oldest go first).
+#: Files kept per session, other shell commands kept per session, and failing commands remembered per session
+#: (the oldest go first).
 MAX_EDITS = 200
+MAX_COMMANDS = 50
 MAX_FAILURES = 50
-#: Files named in a memory's text (the rest are counted).
+#: Files named in a memory's text (the rest are counted); commands named, and characters shown of each.
 FILES_SHOWN = 8
+COMMANDS_SHOWN = 3
+COMMAND_SHOWN_CHARS = 160
+#: Shell commands that only look (a part of a compound command that is one of these changes nothing): not kept
+#: as what fixed a failure.
+READ_ONLY = re.compile(r"^(cat|ls|ll|grep|egrep|rg|ag|head|tail|less|more|pwd|echo|printf|find|fd|wc|which|type|"
+                       r"tree|stat|file|diff|sort|uniq|nl|true|git (status|diff|log|show|branch|blame|grep))\b")
 _META_PREFIX = "test_runs:"
 
 
@@ -66,18 +77,46 @@ def is_test_command(command: str) -> bool:
     return False
 
 
-def _files_text(files: list[str]) -> str:
-    if not files:
-        return "without editing any file"
-    shown = ", ".join(files[:FILES_SHOWN])
-    more = f" and {len(files) - FILES_SHOWN} more" if len(files) > FILES_SHOWN else ""
-    return f"after editing {shown}{more}"
+def is_read_only(command: str) -> bool:
+    """True when every ``&&``/``||``/``;``/``|`` part of ``command`` only looks (``READ_ONLY``; ``cd`` too)."""
+    parts = [p.strip() for p in re.split(r"&&|\|\||;|\|", command) if p.strip()]
+    return all(p.startswith("cd ") or READ_ONLY.match(p) for p in parts)
 
 
-def transition_text(command: str, key_line: str, files: list[str]) -> str:
-    """The memory's text for ``command`` that failed with ``key_line`` and passed after ``files`` were edited."""
+def _shown(command: str) -> str:
+    text = " ".join(command.split())
+    return text if len(text) <= COMMAND_SHOWN_CHARS else text[:COMMAND_SHOWN_CHARS].rstrip() + " …"
+
+
+def _fix_text(files: list[str], commands: list[str]) -> str:
+    """How the pass came about: "after editing a.py and running `sed …`", or "on a later run" when memcue saw
+    no edit and no other command (it may have come from outside the session's tools)."""
+    said = []
+    if files:
+        more = f" and {len(files) - FILES_SHOWN} more" if len(files) > FILES_SHOWN else ""
+        said.append(f"editing {', '.join(files[:FILES_SHOWN])}{more}")
+    if commands:
+        more = f" and {len(commands) - COMMANDS_SHOWN} more" if len(commands) > COMMANDS_SHOWN else ""
+        said.append("running " + ", ".join(f"`{_shown(c)}`" for c in commands[:COMMANDS_SHOWN]) + more)
+    return "after " + " and ".join(said) if said else "on a later run"
+
+
+def transition_text(command: str, key_line: str, files: list[str], commands: list[str] | None = None) -> str:
+    """The memory's text for ``command`` that failed with ``key_line`` and passed after ``files`` were edited
+    and ``commands`` (other shell commands) ran."""
     failure = f" with `{key_line}`" if key_line else ""
-    return f"`{command}` failed{failure}; it passed {_files_text(files)}."
+    return f"`{command}` failed{failure}; it passed {_fix_text(files, commands or [])}."
+
+
+def _keep(state: dict[str, Any], name: str, value: str, most: int) -> None:
+    """Append ``value`` to ``state[name]`` (``edits`` or ``commands``), keeping the newest ``most``; each
+    failure's ``<name>_at`` mark moves with a drop, so it still points where the list stood at its failure."""
+    state[name].append(value)
+    drop = len(state[name]) - most
+    if drop > 0:
+        del state[name][:drop]
+        for failure in state["failures"].values():
+            failure[f"{name}_at"] = max(0, int(failure.get(f"{name}_at") or 0) - drop)
 
 
 class TestRuns:
@@ -103,22 +142,26 @@ class TestRuns:
         if tool.get("type") == "edit":
             if not state["failures"]:
                 return 0  # only edits after a failure count
-            state["edits"] += [f for f in tool.get("files") or [] if isinstance(f, str)]
-            drop = len(state["edits"]) - MAX_EDITS
-            if drop > 0:
-                del state["edits"][:drop]
-                for failure in state["failures"].values():
-                    failure["edits_at"] = max(0, int(failure.get("edits_at") or 0) - drop)
+            for f in tool.get("files") or []:
+                if isinstance(f, str):
+                    _keep(state, "edits", f, MAX_EDITS)
         elif tool.get("type") == "shell":
             command = " ".join(str(tool.get("command") or "").split())
-            if not command or not is_test_command(command):
+            if not command:
+                return 0
+            if not is_test_command(command):
+                if not state["failures"] or is_read_only(command):
+                    return 0  # only what ran after a failure may have fixed it
+                _keep(state, "commands", redact(command).text, MAX_COMMANDS)
+                self._save(key, state)
                 return 0
             command = redact(command).text  # the state is stored: no secret in it (the same marker both times)
             if tool.get("failed"):
                 failures = state["failures"]
                 key_line = redact(str(tool.get("key_line") or "")).text
                 failures.setdefault(command, {"key_line": key_line, "turn": rec.get("turn"),
-                                              "edits_at": len(state["edits"]), "ts": rec.get("ts")})
+                                              "edits_at": len(state["edits"]),
+                                              "commands_at": len(state["commands"]), "ts": rec.get("ts")})
                 for old in list(failures)[:-MAX_FAILURES]:
                     del failures[old]
             elif command in state["failures"]:
@@ -135,10 +178,14 @@ class TestRuns:
                  state: dict[str, Any]) -> int:
         edits_at = min(int(failure.get("edits_at") or 0), len(state["edits"]))
         files = list(dict.fromkeys(state["edits"][edits_at:]))
-        new = NewCandidate(content=transition_text(command, failure.get("key_line", ""), files), signal=SIGNAL,
+        commands_at = min(int(failure.get("commands_at") or 0), len(state["commands"]))
+        commands = list(dict.fromkeys(state["commands"][commands_at:]))
+        new = NewCandidate(content=transition_text(command, failure.get("key_line", ""), files, commands),
+                           signal=SIGNAL,
                            kind="note", project=str(rec.get("project") or ""), session_id=str(rec["session_id"]),
                            harness=harness, turn=str(rec.get("spool_id") or rec.get("turn") or command),
                            evidence={"command": command, "key_line": failure.get("key_line", ""), "files": files,
+                                     "commands": commands,
                                      "failed_turn": failure.get("turn"), "passed_turn": rec.get("turn"),
                                      "failed_at": failure.get("ts"), "passed_at": rec.get("ts")})
         got = self._store.add_candidates([new])[0]
@@ -157,6 +204,7 @@ class TestRuns:
         if not isinstance(state, dict):
             state = {}
         state.setdefault("edits", [])
+        state.setdefault("commands", [])
         state.setdefault("failures", {})
         return state
 

@@ -1,0 +1,51 @@
+"""The scripted-week benchmark's runner (``benchmarks/capture_week_run.py``) on a two-session script, so the
+benchmark cannot rot: a decision the user states in Claude Code (with a scripted shell call in the same turn)
+must reach the model's context when a Codex session asks for it, through the real binaries, memcue's default
+install and the scripted loopback model; and memcue itself must call the model zero times."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from real_harness import program
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from capture_week_run import run_week  # noqa: E402
+from capture_week_score import summarise  # noqa: E402
+
+pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
+
+SCRIPT = {
+    "name": "smoke", "description": "a statement made in Claude Code, needed in Codex",
+    "files": {"app.py": "PORT = 1\n"},
+    "facts": {"F01": {"signal": "statement", "text": "The invoices database listens on port 5433",
+                      "expect": ["invoices database", "5433"]}},
+    "sessions": [
+        {"id": "S1", "harness": "claude-code", "turns": [
+            {"prompt": "From now on the invoices database listens on port 5433. Update app.py.",
+             "actions": [{"tool": "shell", "command": "sed -i 's/PORT = 1/PORT = 5433/' app.py"}],
+             "answer": "app.py now uses port 5433 for the invoices database.", "introduces": ["F01"], "needs": []}]},
+        {"id": "S2", "harness": "codex", "turns": [
+            {"prompt": "Which port does the invoices database listen on?", "actions": [],
+             "answer": "5433.", "introduces": [], "needs": ["F01"]}]},
+    ],
+}
+
+
+def test_a_statement_made_in_claude_code_comes_back_in_codex(tmp_path: Path) -> None:
+    program("claude")
+    program("codex")
+    run = run_week(SCRIPT, tmp_path, say=lambda _: None)
+    assert [t.code for t in run.turns] == [0, 0]
+    assert (tmp_path / "shop" / "app.py").read_text() == "PORT = 5433\n", "the scripted shell call ran"
+    score = summarise(SCRIPT, run)
+    (fact,) = score["facts"]
+    assert fact["back"], (fact, run.rows)
+    assert fact["needs"] == [{"turn": "S2 t0", "harness": "codex", "back": True, "via": fact["needs"][0]["via"]}]
+    assert score["model_calls"]["non_harness_requests"] == 0
+    assert not run.problems, "the stub found every tool it was told to call"
+    assert "1 facts (at least 20)" in score["script_problems"], "the week rules are checked (this script breaks them)"
