@@ -124,9 +124,13 @@ def test_test_commands_are_named_and_others_are_not() -> None:
     for command in ("pytest -q", "uv run pytest tests/test_x.py", "cd web && npm test", "npm run build",
                     "cargo test", "go test ./...", "make check", "tox -e py311", "npx jest src",
                     "python -m pytest -x", "CI=1 yarn test", ".venv/bin/python -m pytest -q", ".venv/bin/pytest",
-                    "./gradlew test"):
+                    "./gradlew test", "python3 tests/check_retention.py", "node test/api.test.js", "./scripts/test.sh",
+                    "sh test.sh", "python check_config.py --strict",
+                    "ruby spec/models/user_spec.rb", "python3 payments_test.py"):
         assert is_test_command(command), command
-    for command in ("ls -la", "git status", "cat pytest.ini", "echo make", "rm -rf build"):
+    for command in ("ls -la", "git status", "cat pytest.ini", "echo make", "rm -rf build", "cat tests/check_a.py",
+                    "python3 scripts/deploy.py", "vim tests/test_x.py", "python3 -c 'print(1)'",
+                    "git add tests/check_a.py", "sed -i s/a/b/ tests/check_a.py"):
         assert not is_test_command(command), command
     assert transition_text("pytest", "E x", []) == "`pytest` failed with `E x`; it passed on a later run."
     assert transition_text("pytest", "", ["a.py"], ["sed -i s/a/b/ b.py"]) == (

@@ -41,6 +41,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
     ("decision", r"^(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\s+\w+"),
     ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
 ))
+#: A "don't ..." that holds only for the moment ("don't change anything yet", "don't commit for now, just look",
+#: "don't push until I review it"): an instruction for this turn, not a rule to keep.
+_MOMENTARY = re.compile(
+    r"\b(?:yet|for now|right now|just now|this time|at the moment|for the moment|until (?:i|we|you)\b|"
+    r"before (?:i|we|you)\b)|\bjust (?:look|read|check|explain|tell|show|answer|review)\b", re.IGNORECASE)
+_DONT = re.compile(r"^(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b", re.IGNORECASE)
 _QUESTION_START = re.compile(
     r"^(?:what|why|how|where|when|which|who|whom|whose|is|are|was|were|do|does|did|can|could|should|would|will|"
     r"shall|may|might|have|has|had|am)\b", re.IGNORECASE)
@@ -110,10 +116,12 @@ def _sentences(text: str) -> list[str]:
 
 def _statement_kind(sentence: str) -> tuple[str, str] | None:
     """``(kind, matched words)`` when ``sentence`` states something durable, None for a question, a sentence out
-    of bounds, or no pattern."""
+    of bounds, a "don't ..." for the moment only (``_MOMENTARY``), or no pattern."""
     sentence = _ROLE_PREFIX.sub("", sentence)
     if (sentence.endswith("?") or _QUESTION_START.match(sentence) or len(sentence) > STATEMENT_MAX_CHARS
             or len(sentence.split()) < STATEMENT_MIN_WORDS):
+        return None
+    if _DONT.match(sentence) and _MOMENTARY.search(sentence):
         return None
     for kind, pattern in _PATTERNS:
         m = pattern.search(sentence)

@@ -45,6 +45,11 @@ TEST_COMMANDS: dict[str, str] = {
     "dotnet": r"dotnet (test|build)\b",
     "mypy / tsc / ruff": r"(mypy|tsc|ruff check|pyright)\b",
     "rspec / rake / phpunit / mix": r"(rspec|rake( test| spec)?|phpunit|mix test|swift (test|build))\b",
+    # A project's own test script, run by its interpreter or directly: a file in a tests/spec/checks folder, or
+    # named test_*, check_*, *_test or test.sh (python3 tests/check_retention.py, ./scripts/test.sh).
+    "a test script": r"((python[0-9.]*|node|deno run|bun|bash|sh|zsh|ruby|perl)\s+)?(\./)?([\w.-]+/)*"
+                     r"((tests?|specs?|checks?)/[\w./-]+|(test|check)[\w-]*\.(py|m?js|ts|sh|rb|pl)|"
+                     r"[\w-]+_(test|spec)\.(py|m?js|ts|sh|rb))(\s|$)",
 }
 _WRAPPERS = (r"((env\s+)?([A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)((uv|poetry|pipenv|hatch|pdm) run\s+|npx\s+|bunx\s+)?"
              r"([\w.~-]*/)*")  # a path to the program: .venv/bin/pytest, ./node_modules/.bin/jest
