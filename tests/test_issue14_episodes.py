@@ -112,7 +112,12 @@ def test_a_trivial_answer_stays_bookkeeping_and_what_did_we_do_gets_the_newest_e
 
 def test_only_a_trivial_episode_is_bookkeeping() -> None:
     cases = [("Done.", True), ("ok", True), ("", True), ("All tests pass now.", True),
-             ("I fixed the importer retry bug by capping backoff at 30 s.", False)]
+             ("I fixed the importer retry bug by capping backoff at 30 s.", False),
+             ("Nothing in this repository configures a docs build yet.", True),
+             ("There is nothing in this project that covers that.", True),
+             ("Glad it works, let me know if you need anything else!", True),
+             ("The job hung because the lock was never released on timeout.", False),
+             ("The retry loop lives in `importer/retry.py` and gives up after five tries.", False)]
     assert [prepare_write(NewMemory(content=t, kind="episode")).bookkeeping for t, _ in cases] == [
         trivial for _, trivial in cases]
     # Rows of the older kind stay what they were: bookkeeping, whatever they say.
