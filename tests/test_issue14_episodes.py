@@ -117,6 +117,7 @@ def test_only_a_trivial_episode_is_bookkeeping() -> None:
              ("There is nothing in this project that covers that.", True),
              ("Glad it works, let me know if you need anything else!", True),
              ("The job hung because the lock was never released on timeout.", False),
+             ("Austrian invoices now print the customer's own VAT id from the customer record.", False),
              ("The retry loop lives in `importer/retry.py` and gives up after five tries.", False)]
     assert [prepare_write(NewMemory(content=t, kind="episode")).bookkeeping for t, _ in cases] == [
         trivial for _, trivial in cases]
