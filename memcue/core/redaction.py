@@ -9,30 +9,40 @@ measures it per record shape).
 
 What is found:
 - blocks and rows: PEM private keys (the whole block, also when cut before its END line), cloud credential CSVs
-  (a header naming a secret column such as ``Secret access key`` or ``Password``: those columns of every row);
+  (a header naming a secret column such as ``Secret access key``, ``Password`` or ``client_secret``, quoted or
+  not: those columns of every row), ``.netrc`` entries, ``.pgpass`` lines (``host:port:db:user:password``);
 - vendor formats with a prefix, as the vendors document them and gitleaks encodes them: AWS (access key ids; a
   secret key after its id or next to an ``aws_secret_access_key``-like name), GCP API keys, Azure storage keys
   and SAS signatures, GitHub, GitLab, Slack (tokens, webhook URLs), OpenAI, Anthropic, Stripe (keys and
   ``whsec_`` webhook secrets), npm, PyPI, RubyGems, Docker Hub, Hugging Face, SendGrid, Twilio (``SK`` key ids;
   ``AC`` account ids when the text names Twilio), Mailgun, HashiCorp Vault, Doppler, Telegram and Discord bot
-  tokens, DigitalOcean, Shopify, Linear, Postman, 1Password service accounts, age keys, Grafana, Sentry,
-  Supabase, Databricks, New Relic, JWTs;
+  tokens (a Discord token's first part must be a user id in base64) and Discord webhook URLs, DigitalOcean,
+  Netlify, Fly.io, Shopify, Linear, Notion, NuGet, Atlassian, Postman, 1Password service accounts, age keys,
+  Grafana, Sentry, Supabase, Databricks, New Relic, JWTs; a legacy ``s.`` Vault token when the text names Vault;
 - credentials by their place: ``Authorization: Bearer|Basic|Token …``, the password of ``scheme://user:pw@host``
   (also with an empty user, ``redis://:pw@host``), ``curl -u user:pw`` / ``--user user:pw``, flags such as
   ``--token X``, ``--api-key=X``, ``--password X`` (``--token-file path`` is a path), ``mysql -p'pw'``,
-  ``sshpass -p pw``, a Kubernetes ``- name: DB_PASSWORD`` / ``value: …`` pair;
+  ``sshpass -p pw``, ``ldapsearch -w pw``, a Kubernetes ``- name: DB_PASSWORD`` / ``value: …`` pair, an XML
+  ``<add key="ClearTextPassword" value="…"/>`` pair or ``<password>…</password>`` element, a query parameter
+  such as ``?appid=``/``&api_key=`` with a generated-looking value;
 - assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``secret``,
   ``token``, ``api_key``, ``PGPASSWORD``, ``client_secret`` …), quoted or not, in code, JSON, YAML (nested
   blocks such as compose ``environment:``), ``.env`` files and shell ``export``; the name is kept. An
   environment-style name (``POSTGRES_PASSWORD``) or a config line (the name opens the line, the value ends it)
   is trusted with a short value; in prose a value must look like one (a digit, a symbol or mixed case). A
-  ``*_KEY`` name (``STRIPE_KEY``) needs a key-like value (16+ characters, letters and digits).
+  ``*_KEY`` name (``STRIPE_KEY``) needs a key-like value (16+ characters, letters and digits); so does an
+  environment name with a secret word inside (``SECRET_KEY_BASE``: 16+ characters mixing digits and both cases,
+  or 32+ hex digits). A header or pair inside a quoted string (``-H "X-Api-Key: …"``, a JSON-encoded command) is
+  an assignment too.
 
 Not secrets, kept as written: placeholders and references (``${VAR}``, ``<token>``, ``get_token()``,
-``settings.SECRET_KEY``), paths (``PWD=/home/me/src``), numbers and durations (``TOKEN_TTL=3600``, ``timeout:
-30s``; a password of 6+ digits is still a password), lower-case identifiers in prose or YAML (``pass:
-test_login_flow``), names that only start with a secret word (``password_reset_url``, ``token_count``), git
-SHAs, UUIDs and sha256 digests (no rule matches bare hex). ``tests/test_redaction.py`` holds both lists.
+``settings.SECRET_KEY``, f-string fields ``{cfg['pw']}``, YAML tags ``!vault``, identifiers that name a secret
+such as ``--secret=db-password``, the rest of an ``==``), paths (``PWD=/home/me/src``), numbers and durations
+(``TOKEN_TTL=3600``, ``timeout: 30s``; a password of 6+ digits is still a password), lower-case identifiers in
+prose or YAML (``pass: test_login_flow``), names that only start with a secret word (``password_reset_url``,
+``token_count``), git SHAs, UUIDs and sha256 digests (no rule matches bare hex). ``tests/test_redaction.py``
+holds both lists; ``benchmarks/redaction_quality.py`` measures misses and false positives on a dev and a
+held-out test set.
 
 Why not detect-secrets (1.5.0, evaluated in a scratch venv): it is built to scan files for review, not to
 rewrite text. (1) It reports a secret's value, not its span, and for several kinds not even the whole value:
@@ -140,8 +150,9 @@ _PLACEHOLDER_WORDS = frozenset(
     "none null nil true false yes no undefined required optional empty redacted changeme secret password passwd "
     "pass pw pwd token string str int bytes ... …".split())
 #: ... and prefixes of variables, templates and command substitutions (``$VAR``, ``${{ … }}``, ``$(gh auth
-#: token)``, ``{{ .Values.x }}``, ``<your-token>``, ``%(name)s``, a marker already there).
-_PLACEHOLDER_PREFIXES = ("$", "`", "{{", "<", "%(", "%s", "[REDACTED:")
+#: token)``, ``{{ .Values.x }}``, ``{t['pw']}``, ``<your-token>``, ``%(name)s``, a marker already there), and the
+#: rest of an ``==`` (``tiktoken==0.12.0``).
+_PLACEHOLDER_PREFIXES = ("$", "`", "{", "<", "%(", "%s", "[REDACTED:", "=")
 _PATH_CHARS = frozenset("_.@+-/~")
 
 
@@ -158,7 +169,15 @@ def _is_reference(value: str) -> bool:
         return not inner or inner.replace("_", "a").isalpha()
     cuts = [i for i in (value.find("("), value.find("[")) if i > 0]
     head = value[:min(cuts)].rstrip() if cuts else value
-    return (bool(cuts) or "." in head) and all(part.isidentifier() for part in head.split("."))
+    parts = head.split(".")
+    return ((bool(cuts) or "." in head) and all(part.isidentifier() for part in parts)
+            and not any(_random_looking(part) for part in parts))
+
+
+def _random_looking(word: str) -> bool:
+    """A 16+ character run of digits, upper- and lower-case letters (``PDxG1ihkBJQLquiN``): no code name."""
+    return (len(word) >= 16 and any(c.isdigit() for c in word) and any(c.isupper() for c in word)
+            and any(c.islower() for c in word))
 
 
 def _not_a_value(value: str) -> bool:
@@ -168,6 +187,10 @@ def _not_a_value(value: str) -> bool:
         return True
     if len(value) >= 3 and (set(value) == {"*"} or set(value.lower()) == {"x"}):
         return True
+    if re.match(_YAML_TAG, value):
+        return True
+    if re.match(_IDENTIFIER, value) and any(word in value for word in _NAMING_WORDS):
+        return True
     return _is_reference(value)
 
 
@@ -175,6 +198,10 @@ def _not_a_value(value: str) -> bool:
 _NUMBER = r"^\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y|sec|min)?$"
 #: Lower-case words joined by ``_`` or ``-`` without a digit (``test_login_flow``): an identifier.
 _IDENTIFIER = r"^[a-z]+(?:[_-][a-z]+)+$"
+#: An identifier holding one of these names a secret (``--secret=db-password``, ``secret: api-token``).
+_NAMING_WORDS = ("password", "passwd", "secret", "token", "key", "credential")
+#: A YAML tag standing where a value would (``password: !vault |``, ``secret: !Ref DbSecretArn``).
+_YAML_TAG = r"^!!?[A-Za-z]+$"
 #: An environment-variable name (``POSTGRES_PASSWORD``, ``PGPASSWORD``).
 _ENV_NAME = r"^[A-Z][A-Z0-9_]*$"
 
@@ -287,6 +314,11 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
     done = 0
     for at in _assignment_starts(text):
         m = pattern.match(text, at) if at >= done else None
+        if m is None and at >= done and text[at] in "\"'":
+            # A quote around the whole pair ('-H "X-Api-Key: …"', a JSON string holding a command); one that
+            # closes right after the separator ('"PGPASSWORD=" + x') is code.
+            m = pattern.match(text, at + 1)
+            m = m if m is not None and m.group("q") is None else None
         if m is None:
             continue
         named = _name_kind(m.group("name"))
@@ -342,9 +374,30 @@ def _valued(kind: str) -> Replace:
     return replace
 
 
+def _key_like(kind: str) -> Replace:
+    """Keep ``pre`` and the quotes ``q``; the value ``val`` becomes the marker only when it looks generated: 16+
+    characters mixing digits and both cases, or 32+ hex digits (a name alone did not make it a secret)."""
+    def replace(m: re.Match[str]) -> str | None:
+        value = m.group("val")
+        hex_digits = len(value) >= 32 and all(c in "0123456789abcdef" for c in value.lower())
+        if _not_a_value(value) or not (hex_digits or _random_looking(value)):
+            return None
+        q = m.group("q") or ""
+        return f"{m.group('pre')}{q}{_marker(kind)}{q}"
+    return replace
+
+
+#: What each character of a group of four stands for when base64 encodes three ASCII digits.
+_DIGITS_B64 = ("MNO", "DTjz", "AEIMQUYcgk", "wxyz012345")
+
+
 def _discord(m: re.Match[str]) -> str | None:
-    # The first part is a user id in base64: digits among its letters (a dotted CamelCase name has none).
-    return _marker("discord-token") if any(c.isdigit() for c in m.group("id")) else None
+    # The first part is a user id (17-20 digits) in base64; a dotted CamelCase name is no such thing.
+    part = m.group("id")
+    whole = len(part) - len(part) % 4
+    if all(c in _DIGITS_B64[i % 4] for i, c in enumerate(part[:whole])):
+        return _marker("discord-token")
+    return None
 
 
 def _auth_header(m: re.Match[str]) -> str:
@@ -352,7 +405,15 @@ def _auth_header(m: re.Match[str]) -> str:
     return m.group("pre") + _marker(kind)
 
 
-_CSV_SECRET_COLUMN = (r"(?i)^\s*(?:secret access key|secret|password|client secret|secret key|token)\s*$")
+#: Column names of a credential CSV whose fields are secrets (``Secret access key``, ``client_secret``).
+_CSV_COLUMNS = (r"secret[ _]access[ _]key|password|secret|client[ _]secret|secret[ _]key|token|api[ _]key|"
+                r"access[ _]token|private[ _]key")
+#: A header cell: a column's name, maybe quoted (no brackets or operators: a line of code is no header).
+_CSV_CELL = r"[\w \t\"'.\-]*"
+#: A secret column's name next to a comma or a header's end: a CSV header may be there.
+_CSV_TRIGGERS = tuple(f"{word}{end}" for word in ("password", "secret", "token", "key")
+                      for end in (",", "\"", "\n", "\r"))
+_CSV_SECRET_COLUMN = rf"(?i)^\s*[\"']?(?:{_CSV_COLUMNS})[\"']?\s*$"
 
 
 def _credential_csv(m: re.Match[str]) -> str:
@@ -372,15 +433,16 @@ def _credential_csv(m: re.Match[str]) -> str:
 
 
 _HEX = "[0-9a-f]"
+#: How a Discord bot token starts: a user id's first digit (1-9) in base64.
+_DISCORD_STARTS = ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT")
 _TOKEN_END = r"(?![A-Za-z0-9_\-])"
 #: The rules, in order: whole blocks first, then vendor formats, then credentials by place, then assignments.
 _RULES: tuple[_Rule, ...] = (
     _Rule("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?"
           r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)", ("PRIVATE KEY",), flags=re.DOTALL),
-    _Rule("cloud-credential", r"(?im)^(?P<header>(?:[^\n,]*,)*[ \t]*(?:secret access key|password|secret|"
-          r"client secret|secret key|token)[ \t]*(?:,[^\n]*)?)\n"
-          r"(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)", ("secret access key", "password"), fold=True,
-          replace=_credential_csv),
+    _Rule("cloud-credential", rf"(?im)^(?P<header>(?:{_CSV_CELL},)*[ \t]*[\"']?(?:{_CSV_COLUMNS})[\"']?[ \t]*"
+          r"(?:,[^\n]*)?)\n(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)",
+          _CSV_TRIGGERS, fold=True, replace=_credential_csv),
     _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?#@]+)@",
           ("://",), replace=_url_password),
     _Rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
@@ -416,13 +478,21 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("twilio-account", rf"\bAC{_HEX}{{32}}\b", ("twilio",), fold=True),
     _Rule("mailgun-key", rf"(?<![\w\-])key-{_HEX}{{32}}\b", ("key-",)),
     _Rule("vault-token", r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
+    _Rule("vault-token", r"(?<![\w.\-])s\.[A-Za-z0-9]{24}" + _TOKEN_END, ("vault",), fold=True),
     _Rule("doppler-token", r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_\-]{2,35}\.)?[A-Za-z0-9]{40,44}\b",
           ("dp.",)),
     _Rule("telegram-bot-token", r"(?<!\d)\d{5,16}:A[A-Za-z0-9_\-]{34}" + _TOKEN_END, (":A",)),
-    _Rule("discord-token", r"\b(?P<id>[MNO][A-Za-z0-9_\-]{23,25})\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"
-          + _TOKEN_END, ("discord",), fold=True, replace=_discord),
+    _Rule("discord-token", r"\b(?P<id>[MNO][A-Za-z0-9_\-]{23,26})\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"
+          + _TOKEN_END, _DISCORD_STARTS, replace=_discord),
+    _Rule("discord-webhook", r"(?P<pre>https://(?:canary\.|ptb\.)?discord(?:app)?\.com/api/webhooks/\d+/)"
+          r"[A-Za-z0-9_\-]{40,}", ("discord",), fold=True, replace=_keep_prefix("discord-webhook")),
     _Rule("digitalocean-token", rf"\bdo[opr]_v1_{_HEX}{{64}}\b", ("_v1_",)),
     _Rule("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", ("shp",)),
+    _Rule("netlify-token", r"\bnfp_[A-Za-z0-9]{36}\b", ("nfp_",)),
+    _Rule("notion-token", r"\b(?:ntn_[A-Za-z0-9]{40,50}|secret_[A-Za-z0-9]{43})\b", ("ntn_", "secret_")),
+    _Rule("nuget-key", r"\boy2[a-z0-9]{43}\b", ("oy2",)),
+    _Rule("atlassian-token", r"\bATATT3[A-Za-z0-9_\-=]{150,}", ("ATATT3",)),
+    _Rule("fly-token", r"\b(?:fo1_[A-Za-z0-9_\-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3})", ("fo1_", "fm1", "fm2")),
     _Rule("linear-key", r"\blin_(?:api|oauth)_[A-Za-z0-9]{40}\b", ("lin_",)),
     _Rule("postman-key", rf"\bPMAK-{_HEX}{{24}}-{_HEX}{{34}}\b", ("PMAK-",)),
     _Rule("onepassword-token", r"\bops_eyJ[A-Za-z0-9+/]{100,}={0,3}", ("ops_eyJ",)),
@@ -440,20 +510,37 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("bearer-token", r"(?P<pre>\b[Bb]earer\s+)(?!\[REDACTED:)[A-Za-z0-9._~+/\-]{20,}=*", ("earer",),
           fold=True, replace=_keep_prefix("bearer-token")),
     _Rule("basic-auth", r"(?P<pre>\b(?:curl|http|https|xh)\b[^\n|;&]{0,300}?[ \t](?:-u|--user|-a|--auth)(?:[ \t]+|=)"
-          r"(?P<q>[\"']?)[^\s:\"'@]*:)(?P<val>[^\s\"'@`;|&)]+)(?P=q)", ("curl", "http", "xh "), fold=True,
-          replace=_valued("basic-auth")),
+          r"(?P<q>[\"'])?[^\s:\"']*:)(?P<val>(?(q)[^\"'\n]+|[^\s\"'@`;|&)]+))(?(q)(?P=q))", ("curl", "http", "xh "),
+          fold=True, replace=_valued("basic-auth")),
     _Rule("password", r"(?P<pre>\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,300}?[ \t]-p)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("mysql", "mariadb"), replace=_valued("password")),
     _Rule("password", r"(?P<pre>\b(?:sshpass|docker[ \t]+login|podman[ \t]+login)\b[^\n|;&]{0,300}?[ \t]-p[ \t]*)"
           r"(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)",
           ("sshpass", "login"), replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\bldap\w*\b[^\n|;&]{0,300}?[ \t]-w[ \t]*)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("ldap",), replace=_valued("password")),
     _Rule("secret", r"(?P<pre>(?<![\w\-])--(?:password|passwd|pass|token|api-?key|api-token|auth-token|"
-          r"access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|webhook-secret)"
+          r"access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|webhook-secret|"
+          r"account-key|api-secret|app-secret|master-key)"
           r"(?:[ \t]+|=))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))", ("--",),
           replace=_valued("secret")),
     _Rule("secret", r"(?P<pre>\bname:[ \t]*[\"']?[A-Za-z_]*(?i:password|passwd|secret|token|api_?key)[\"']?"
           r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)]+)(?P=q)", ("value:",),
           replace=_valued("secret")),
+    _Rule("password", r"(?P<pre>\bmachine[ \t]+\S+\s+login[ \t]+\S+\s+password[ \t]+)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"']+)(?P=q)", ("machine",), replace=_valued("password")),
+    _Rule("password", r"(?m)^(?P<pre>[A-Za-z0-9_.\-*]+:(?:\d{1,5}|\*):[A-Za-z0-9_.\-*]+:[A-Za-z0-9_.\-*@]+:)"
+          r"(?P<q>)(?P<val>\S+)$", (":543", ":643", ":*:"), replace=_valued("password")),
+    _Rule("secret", r"(?P<pre>\bkey=(?P<kq>[\"'])[\w.:\-]*(?i:password|passwd|secret|token|api_?key)(?P=kq)[ \t]+"
+          r"value=)(?P<q>[\"'])(?P<val>[^\"'\n]+)(?P=q)", ("value=",), fold=True, replace=_valued("secret")),
+    _Rule("secret", r"(?P<pre><(?P<tag>[\w:.\-]*(?i:password|passwd|secret|token|api_?key))>)(?P<q>)"
+          r"(?P<val>[^<\s]+)(?=</(?P=tag)>)", ("</",), replace=_valued("secret")),
+    _Rule("secret", r"(?<![\w.\-])(?P<pre>(?:[A-Z0-9]+_)*[A-Z0-9]*?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY)"
+          r"(?:_[A-Z0-9]+)+[ \t]*[=:][ \t]*)(?P<q>[\"']?)(?P<val>[A-Za-z0-9+/=_\-.~]{16,})(?P=q)(?![^\s\"',;])",
+          ("PASSWORD_", "SECRET_", "TOKEN_", "KEY_"), replace=_key_like("secret")),
+    _Rule("api-key", r"(?P<pre>[?&](?i:appid|app_?key|api_?key|access_?token|auth_?token|token|key|client_?secret|"
+          r"secret|signature)=)(?P<q>)(?P<val>[A-Za-z0-9_\-.~%]{16,})",
+          ("appid=", "key=", "token=", "secret=", "signature="), fold=True, replace=_key_like("api-key")),
     _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
           scan=_scan_assignments),
 )
