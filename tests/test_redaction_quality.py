@@ -1,0 +1,61 @@
+"""Redaction quality on the benchmark's sets (issue 16, finding 2): ``benchmarks/redaction_quality.py`` over
+``benchmarks/data/redaction``, so a rule change that lets a listed kind through or rewrites ordinary text fails.
+
+The dev split meets the targets (0 misses, <= 1% false positives) and is held to them. The held-out test split
+does not yet (1 miss: a Twilio auth token passed positionally; 3 of 271 ordinary lines changed: a
+``REPLACE_ME`` placeholder, a psql ``:'var'`` variable, a JavaScript expression after ``token =``), so it is
+held to those numbers as a floor: it may get better, never worse.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+from redaction_quality import leaked, load, run_split  # noqa: E402
+
+#: The kinds issue 16 lists (each split holds at least one secret of every one).
+LISTED_KINDS = {
+    "yaml-nested-env", "pgpassword", "authorization-basic", "authorization-bearer", "url-password", "curl-user",
+    "cli-flag-token", "cli-flag-api-key", "cli-flag-password", "cloud-credential-csv", "stripe-webhook-secret",
+    "sendgrid-key", "mailgun-key", "twilio-key", "rubygems-key", "dockerhub-token", "vault-token",
+    "telegram-bot-token", "discord-bot-token", "digitalocean-token", "netlify-token", "aws-access-key",
+    "aws-secret-key", "gcp-api-key", "azure-storage-key", "github-token", "gitlab-token", "slack-token",
+    "stripe-key", "openai-key", "anthropic-key", "npm-token", "pypi-token", "jwt", "pem-private-key",
+}
+#: Held-out test split, today's numbers: at most this many misses and changed ordinary lines.
+TEST_FLOOR = {"missed": 1, "changed": 3}
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_sets_cover_the_listed_kinds(split: str) -> None:
+    secrets, ordinary = load(split, "secrets"), load(split, "ordinary")
+    assert len(secrets) >= 60 and len(ordinary) >= 200
+    assert LISTED_KINDS <= {row["kind"] for row in secrets}
+    assert all(row["secret"] in row["text"] for row in secrets)
+
+
+def test_dev_split_meets_the_targets() -> None:
+    result = run_split("dev")
+    misses = [(m["kind"], m["output"]) for m in result["secrets"]["misses"]]
+    changed = [(fp["text"], fp["output"]) for fp in result["ordinary"]["false_positives"]]
+    assert misses == []
+    assert result["ordinary"]["fp_rate"] <= 1.0, changed
+
+
+def test_test_split_holds_its_floor() -> None:
+    result = run_split("test")
+    assert result["secrets"]["missed"] <= TEST_FLOOR["missed"], result["secrets"]["misses"]
+    assert result["ordinary"]["changed"] <= TEST_FLOOR["changed"], result["ordinary"]["false_positives"]
+
+
+def test_a_kept_vendor_prefix_is_no_leak_but_a_kept_tail_is() -> None:
+    secret = "ghp" + "_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY2z4A"  # built from pieces: no token-shaped literal
+    assert leaked(f"t={secret}", secret, "t=ghp_[REDACTED:github-token]") == []
+    assert leaked(f"t={secret}", secret, "t=[REDACTED:github-token]" + secret[-8:]) == [secret[-8:]]
+    gem = "rubygems" + "_" + "0123456789abcdef" * 3
+    assert leaked(f"x {gem}", gem, "x [REDACTED:rubygems-token]") == []
