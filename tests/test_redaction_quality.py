@@ -59,3 +59,22 @@ def test_a_kept_vendor_prefix_is_no_leak_but_a_kept_tail_is() -> None:
     assert leaked(f"t={secret}", secret, "t=[REDACTED:github-token]" + secret[-8:]) == [secret[-8:]]
     gem = "rubygems" + "_" + "0123456789abcdef" * 3
     assert leaked(f"x {gem}", gem, "x [REDACTED:rubygems-token]") == []
+
+
+#: Code and config that only looks like an assignment or a credential CSV (found running the redactor over this
+#: repository's own files): each must come back unchanged.
+KEPT = [
+    '    "tiktoken==0.12.0",',
+    "command = f\"PGPASSWORD={t['cmd_pg']} pytest --password {t['cmd_pw']}\"",
+    'cmd = "PGPASSWORD=" + password + " psql"',
+    "calls = [Sent(\"prompt\", token, sid, hook(\"p\")),\n         Sent(\"answer\", token, sid, hook(\"s\")),",
+    "password: !vault |",
+    "gcloud secrets versions access latest --secret=db-password",
+]
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_code_that_names_a_secret_is_kept(text: str) -> None:
+    from memcue.core.redaction import redact
+
+    assert redact(text).text == text
