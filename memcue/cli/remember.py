@@ -123,6 +123,22 @@ def _import_rows(path: Path, default_project: str | None) -> tuple[list[tuple[in
     return rows, errors
 
 
+def _import_chunk(client: Any, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``/import`` outcomes of ``bodies``; when the sidecar refuses the whole request (a line it validates
+    more strictly than this CLI), each body is sent alone so only the refused ones come back ``bad``. Raises
+    ``SidecarDown`` and ``SidecarBusy``."""
+    from memcue.client import ClientError, SidecarBusy, SidecarDown
+
+    try:
+        return client.import_batch(bodies)
+    except (SidecarDown, SidecarBusy):
+        raise
+    except ClientError as exc:
+        if len(bodies) == 1:
+            return [{"status": "bad", "error": str(exc)}]
+    return [out for body in bodies for out in _import_chunk(client, [body])]
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     """``memcue import FILE``: store a JSONL file's memories in batches, each line stored, updated (a changed
     line: a new version of its memory), unchanged or bad (reported, skipped); exit 1 when a line was bad."""
@@ -137,7 +153,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         client.ensure_running()
         for i in range(0, len(rows), IMPORT_BATCH):
             chunk = rows[i:i + IMPORT_BATCH]
-            for (n, _), out in zip(chunk, client.import_batch([body for _, body in chunk]), strict=True):
+            for (n, _), out in zip(chunk, _import_chunk(client, [body for _, body in chunk]), strict=True):
                 counts[out["status"]] = counts.get(out["status"], 0) + 1
                 if out["status"] == "bad":
                     errors.append(f"line {n}: {out.get('error') or 'refused by the sidecar'}")

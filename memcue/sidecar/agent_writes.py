@@ -12,9 +12,12 @@ server.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from memcue.sidecar.store import NewCandidate, NewMemory, StoreProtocol, instruction_like
+
+log = logging.getLogger("memcue.agent_writes")
 
 #: Sources that mark an agent's write (``mcp`` and ``mcp:<anything>``).
 AGENT_SOURCE = "mcp"
@@ -56,4 +59,5 @@ def hold(store: StoreProtocol, memory: NewMemory, reason: str, *, replaces: int 
         project=memory.project, session_id=memory.session_id, harness=AGENT_SOURCE, turn=turn,
         evidence=evidence)])[0]
     row = store.get_candidate(added.id) or {}
+    log.info("an agent's write held for review as candidate %d (%s)", added.id, reason)
     return Held(added.id, reason, str(row.get("state") or "pending"))
