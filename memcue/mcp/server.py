@@ -274,9 +274,10 @@ class Tools:
         limit: Annotated[int, Field(ge=1, le=100, description="candidates at most")] = 20,
     ) -> dict[str, Any]:
         """Capture candidates: statements noticed in the user's prompts (and later other signals) that are not
-        memories. A statement the user typed is promoted at once; one held as injection-like waits for the
-        user's review (`memcue review`). Read-only on purpose: only the user accepts or rejects a candidate, so
-        text an agent or a paste wrote can never promote itself. Content cut at 120 characters."""
+        memories. A statement the user typed is promoted at once; one held as injection-like (also your own
+        `remember`/`update_memory` held that way) waits for the user's review (`memcue review`). Read-only on
+        purpose: only the user accepts or rejects a candidate, so text an agent or a paste wrote can never
+        promote itself. Content cut at 120 characters."""
         scope = recall_project(project)
         fields: dict[str, Any] = {"limit": limit, **({"state": state} if state else {}),
                                   **({"project": scope} if scope is not None else {})}
