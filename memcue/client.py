@@ -146,6 +146,10 @@ class Client:
     def remember_batch(self, memories: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self._call("POST", "/remember/batch", json={"memories": memories})
 
+    def import_batch(self, memories: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``POST /import``: one outcome per memory (``status`` stored, updated, unchanged or bad)."""
+        return self._call("POST", "/import", json={"memories": memories})
+
     def update(self, body: dict[str, Any]) -> dict[str, Any]:
         """``POST /update``: a new version of ``body["memory_id"]``. Raises ``SidecarError`` on 404/422."""
         return self._call("POST", "/update", json=body)

@@ -90,15 +90,17 @@ def cmd_update(args: argparse.Namespace) -> int:
     return emit(out, args.json, f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
 
 
-def _import_rows(path: Path, default_project: str | None) -> tuple[list[dict[str, Any]], list[str]]:
-    """The JSONL file's memories as ``RememberIn`` bodies, and a message per bad line (``"line N: why"``).
-    A line's missing project, source and source_id default to ``default_project``, ``import:<file name>``
-    and ``import:<file name>:<line>`` (so a re-import stores nothing twice)."""
+def _import_rows(path: Path, default_project: str | None) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """The JSONL file's memories as ``(line number, RememberIn body)``, and a message per bad line (``"line N:
+    why"``). A line's missing project, source and source_id default to ``default_project``, ``import:<file
+    name>`` and ``import:<absolute path>:<line>``: two files of the same name in different folders never share
+    ids, and a re-import of the same file finds each line's memory again."""
     from pydantic import ValidationError
 
     from memcue.sidecar.api_models import RememberIn
 
     rows, errors = [], []
+    where = path.resolve()
     with open(path, encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
@@ -109,8 +111,8 @@ def _import_rows(path: Path, default_project: str | None) -> tuple[list[dict[str
                     raise ValueError("needs a JSON object with a 'content' string")
                 rec.setdefault("project", default_project)
                 rec.setdefault("source", f"import:{path.name}")
-                rec.setdefault("source_id", f"import:{path.name}:{n}")
-                rows.append(RememberIn.model_validate(rec).model_dump(exclude_none=True))
+                rec.setdefault("source_id", f"import:{where}:{n}")
+                rows.append((n, RememberIn.model_validate(rec).model_dump(exclude_none=True)))
             except ValidationError as exc:
                 problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
                 errors.append(f"line {n}: {problems}")
@@ -121,25 +123,47 @@ def _import_rows(path: Path, default_project: str | None) -> tuple[list[dict[str
     return rows, errors
 
 
+def _import_chunk(client: Any, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``/import`` outcomes of ``bodies``; when the sidecar refuses the whole request (a line it validates
+    more strictly than this CLI), each body is sent alone so only the refused ones come back ``bad``. Raises
+    ``SidecarDown`` and ``SidecarBusy``."""
+    from memcue.client import ClientError, SidecarBusy, SidecarDown
+
+    try:
+        return client.import_batch(bodies)
+    except (SidecarDown, SidecarBusy):
+        raise
+    except ClientError as exc:
+        if len(bodies) == 1:
+            return [{"status": "bad", "error": str(exc)}]
+    return [out for body in bodies for out in _import_chunk(client, [body])]
+
+
 def cmd_import(args: argparse.Namespace) -> int:
-    """``memcue import FILE``: store a JSONL file's memories in batches; exit 1 when a line was bad."""
+    """``memcue import FILE``: store a JSONL file's memories in batches, each line stored, updated (a changed
+    line: a new version of its memory), unchanged or bad (reported, skipped); exit 1 when a line was bad."""
     from memcue.client import Client
 
     path = Path(args.file)
     if not path.is_file():
         return usage_error(f"{path}: no such file")  # on stderr, even with --json
     rows, errors = _import_rows(path, project_of(args))
-    stored = duplicates = 0
+    counts = {"stored": 0, "updated": 0, "unchanged": 0, "bad": 0}
     with Client() as client:
         client.ensure_running()
         for i in range(0, len(rows), IMPORT_BATCH):
-            for out in client.remember_batch(rows[i:i + IMPORT_BATCH]):
-                duplicates += out["duplicate"]
-                stored += not out["duplicate"]
+            chunk = rows[i:i + IMPORT_BATCH]
+            for (n, _), out in zip(chunk, _import_chunk(client, [body for _, body in chunk]), strict=True):
+                counts[out["status"]] = counts.get(out["status"], 0) + 1
+                if out["status"] == "bad":
+                    errors.append(f"line {n}: {out.get('error') or 'refused by the sidecar'}")
             progress(min(i + IMPORT_BATCH, len(rows)), len(rows), "importing")
-    data = {"stored": stored, "duplicates": duplicates, "errors": errors}
+    counts["bad"] = len(errors)
+    errors.sort(key=lambda e: int(e.split()[1].rstrip(":")))
+    data = {**counts, "duplicates": counts["unchanged"], "errors": errors}
     more = len(errors) - IMPORT_ERRORS_SHOWN
-    lines = [f"imported {stored} memories ({duplicates} already stored, {len(errors)} bad lines skipped)",
+    lines = [f"imported {path}: {counts['stored']} stored, {counts['updated']} updated, {counts['unchanged']} "
+             f"unchanged, {counts['bad']} bad (skipped)",
              *errors[:IMPORT_ERRORS_SHOWN], *([f"... and {more} more"] if more > 0 else [])]
     return emit(data, args.json, "\n".join(lines), ok=not errors)
 
@@ -161,8 +185,12 @@ def register(add: AddCommand) -> None:
     p.set_defaults(fn=cmd_update)
 
     p = add("import", "Import memories from a JSONL file: one {\"content\": ...} object per line, optionally with "
-                      "kind, project, pinned, session_id, source_id (idempotent re-import), created_at (Unix s) "
-                      "and metadata.")
+                      "kind, project, pinned, session_id, source_id, created_at (Unix s) and metadata. Each line "
+                      "is known by the file's absolute path and its line number (or its source_id): importing the "
+                      "same file again stores nothing twice, and a line whose text changed is written as a new "
+                      "version of its memory (as memcue update does). A bad line is reported and skipped; the "
+                      "others are imported. Exit status: 0 when every line was stored, updated or unchanged, 1 "
+                      "when any line was bad.")
     p.add_argument("file")
     add_project_options(p, global_flag=True)
     p.set_defaults(fn=cmd_import)

@@ -48,11 +48,25 @@ class RememberBatchIn(BaseModel):
 
 class RememberOut(BaseModel):
     """A write's outcome: ``duplicate`` when an existing memory was reinforced instead of a row added,
-    ``redacted`` the number of secrets replaced by markers."""
+    ``redacted`` the number of secrets replaced by markers. ``held``: why an agent's write waits for the user's
+    review instead of being stored (``id`` None then; ``candidate_id`` the candidate in ``memcue review``)."""
 
-    id: int
+    id: int | None
     bookkeeping: bool
     duplicate: bool = False
+    redacted: int = 0
+    held: str = ""
+    candidate_id: int | None = None
+
+
+class ImportOut(BaseModel):
+    """``POST /import``: one memory's outcome, ``status`` stored, updated (a new version of ``replaced``),
+    unchanged or bad (``error`` says why; ``id`` None)."""
+
+    status: str
+    id: int | None = None
+    replaced: int | None = None
+    error: str = ""
     redacted: int = 0
 
 
@@ -120,6 +134,7 @@ class UpdateIn(BaseModel):
     pinned: bool | None = None
     valid_from: dt.datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    source: str = Field(default="update", max_length=64, description="who writes: mcp for an agent")
 
 
 class HookIn(BaseModel):

@@ -14,6 +14,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from memcue import __version__, harnesses
+from memcue.sidecar.agent_writes import Held
 from memcue.sidecar.api_models import (
     CandidateAcceptIn,
     CandidateOut,
@@ -27,6 +28,7 @@ from memcue.sidecar.api_models import (
     ForgetOut,
     HookIn,
     HookOut,
+    ImportOut,
     LastCapturesIn,
     LedgerIn,
     LedgerOut,
@@ -91,13 +93,15 @@ def _new_memory(m: RememberIn) -> NewMemory:
                      source=m.source, source_id=m.source_id, created_at=m.created_at, metadata=m.metadata)
 
 
-def _written(result: WriteResult) -> RememberOut:
+def _written(result: WriteResult | Held) -> RememberOut:
+    if isinstance(result, Held):
+        return RememberOut(id=None, bookkeeping=False, held=result.reason, candidate_id=result.candidate_id)
     return RememberOut(id=result.id, bookkeeping=result.bookkeeping, duplicate=result.duplicate,
                        redacted=result.redacted)
 
 
 def _writes(app: FastAPI, service: MemoryService) -> None:
-    """``/remember``, ``/remember/batch``, ``/update``, ``/forget`` and ``/purge``."""
+    """``/remember``, ``/remember/batch``, ``/update``, ``/import``, ``/forget`` and ``/purge``."""
 
     @app.post("/remember", response_model=RememberOut)
     async def remember(body: RememberIn) -> RememberOut:
@@ -111,10 +115,17 @@ def _writes(app: FastAPI, service: MemoryService) -> None:
     async def update(body: UpdateIn) -> RememberOut:
         try:
             result = await service.update(body.memory_id, content=body.content, kind=body.kind, pinned=body.pinned,
-                                          metadata=body.metadata, valid_from=unix_seconds(body.valid_from))
+                                          metadata=body.metadata, valid_from=unix_seconds(body.valid_from),
+                                          source=body.source)
         except MemoryNotFound as exc:
             raise HTTPException(404, str(exc)) from None
         return _written(result)
+
+    @app.post("/import", response_model=list[ImportOut])
+    async def import_batch(body: RememberBatchIn) -> list[ImportOut]:
+        """Each memory stored, updated, unchanged or bad on its own (``sidecar.imports``)."""
+        out = await service.import_batch([_new_memory(m) for m in body.memories])
+        return [ImportOut(**dataclasses.asdict(r)) for r in out]
 
     @app.post("/forget", response_model=ForgetOut)
     async def forget(body: ForgetIn) -> ForgetOut:

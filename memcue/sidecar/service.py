@@ -25,10 +25,12 @@ import numpy as np
 
 from memcue import __version__
 from memcue.core.paths import Locations
+from memcue.sidecar.agent_writes import Held, held_reason, hold, is_agent
 from memcue.sidecar.answer_check import AnswerChecker
 from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, Recurrence, SpoolReader, TestRuns
 from memcue.sidecar.capture.distiller import Distiller
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate, near_duplicates
+from memcue.sidecar.imports import ImportResult, import_memories
 from memcue.sidecar.inject import HookResult, HookService
 from memcue.sidecar.recall import (
     KEYWORD_CHANNELS,
@@ -55,6 +57,7 @@ from memcue.sidecar.store import (
     PurgeResult,
     Store,
     WriteResult,
+    instruction_like,
     prepare_write,
 )
 from memcue.sidecar.usage import UsageRecorder, served_recall
@@ -104,7 +107,7 @@ class MemoryService:
         #: Recalls served and the memories opened from them (``sidecar/usage.py``), written by the worker.
         self._usage = UsageRecorder(self._store)
         #: The promotion gate (writes through ``_remember_one``) and the prompt-statement signal the worker runs.
-        self._candidates = Gate(self._store, self._remember_one)
+        self._candidates = Gate(self._store, self._remember_one, self._update_held)
         self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
         self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake())
         #: Optional model distillation at session end (off unless ``[distill]`` is configured), its own thread.
@@ -204,17 +207,37 @@ class MemoryService:
         }
 
     # -- writes --------------------------------------------------------------------------------
-    async def remember(self, memory: NewMemory) -> WriteResult:
+    async def remember(self, memory: NewMemory) -> WriteResult | Held:
         """Store one memory (``/remember``): a near-duplicate in the same project reinforces the stored memory
-        instead (``sidecar.dedup``; the result says ``duplicate``)."""
+        instead (``sidecar.dedup``; the result says ``duplicate``). An agent's text that reads like instructions
+        is held for review instead (``agent_writes``: the result is a ``Held``)."""
+        reason = held_reason(memory)
+        if reason:
+            return await anyio.to_thread.run_sync(lambda: hold(self._store, memory, reason), limiter=self._limiter)
         return await anyio.to_thread.run_sync(self._remember_one, memory, limiter=self._limiter)
 
-    async def remember_batch(self, memories: list[NewMemory]) -> list[WriteResult]:
-        """Store memories now (exact duplicates once); their vectors are computed by the worker."""
+    async def remember_batch(self, memories: list[NewMemory]) -> list[WriteResult | Held]:
+        """Store memories now (exact duplicates once); their vectors are computed by the worker. An agent's
+        instruction-like one is held for review (``Held``), as in ``remember``."""
         return await anyio.to_thread.run_sync(self._remember_many, memories, limiter=self._limiter)
 
-    def _remember_many(self, memories: list[NewMemory]) -> list[WriteResult]:
-        out = self._store.remember_many(memories)
+    def _remember_many(self, memories: list[NewMemory]) -> list[WriteResult | Held]:
+        reasons = [held_reason(m) for m in memories]
+        stored = iter(self._store.remember_many([m for m, r in zip(memories, reasons, strict=True) if not r]))
+        out = [hold(self._store, m, r) if r else next(stored) for m, r in zip(memories, reasons, strict=True)]
+        self._worker.wake()
+        return out
+
+    async def import_batch(self, memories: list[NewMemory]) -> list[ImportResult]:
+        """Import memories one outcome each (``imports.import_memories``: stored, updated, unchanged or bad; a bad
+        one never stops the others)."""
+        return await anyio.to_thread.run_sync(self._import_many, memories, limiter=self._limiter)
+
+    def _import_many(self, memories: list[NewMemory]) -> list[ImportResult]:
+        out = import_memories(self._store, memories)
+        for result in out:
+            if result.replaced is not None:
+                self._recall_services.working_sets.forget(result.replaced)
         self._worker.wake()
         return out
 
@@ -284,16 +307,32 @@ class MemoryService:
         return result, True
 
     async def update(self, memory_id: int, *, content: str, kind: str | None, pinned: bool | None,
-                     metadata: dict[str, Any], valid_from: float | None) -> WriteResult:
+                     metadata: dict[str, Any], valid_from: float | None, source: str = "update") -> WriteResult | Held:
         """Write a new version of ``memory_id`` (see ``Store.update``): ``kind`` and ``pinned`` None keep the old
-        ones; ``valid_from`` in Unix s. It leaves every working set. Raises ``MemoryNotFound``."""
+        ones; ``valid_from`` in Unix s. It leaves every working set. An agent's (``source`` ``mcp``) text that
+        reads like instructions is held for review instead: a candidate that replaces ``memory_id`` when accepted
+        (``Held``). Raises ``MemoryNotFound``."""
         old = self._store.fetch([memory_id]).get(memory_id)
         if old is None:
             raise MemoryNotFound(f"no memory with id {memory_id}")
+        agent = is_agent(source)
         memory = NewMemory(content=content, kind=kind or old["kind"], project=old["project"],
                            session_id=old["session_id"], pinned=old["pinned"] if pinned is None else pinned,
-                           source="update", metadata=metadata, valid_from=valid_from)
+                           source="mcp:update" if agent else "update", metadata=metadata, valid_from=valid_from)
+        reason = instruction_like(content) if agent else ""
+        if reason:
+            return await anyio.to_thread.run_sync(lambda: hold(self._store, memory, reason, replaces=memory_id),
+                                                  limiter=self._limiter)
         return await anyio.to_thread.run_sync(self._update, memory_id, memory, limiter=self._limiter)
+
+    def _update_held(self, memory_id: int, memory: NewMemory) -> WriteResult:
+        """An accepted held update (``Gate``): a new version of ``memory_id`` keeping its pinned flag. Raises
+        ``ValueError`` when that memory is gone, replaced or forgotten."""
+        old = self._store.fetch([memory_id]).get(memory_id)
+        if old is None:
+            raise ValueError(f"memory {memory_id}, which this candidate would replace, no longer exists")
+        memory.pinned = bool(old["pinned"])
+        return self._update(memory_id, memory)
 
     def _update(self, memory_id: int, memory: NewMemory) -> WriteResult:
         out = self._store.update(memory_id, memory)

@@ -3,7 +3,9 @@
 A candidate answers nothing until a signal confirms it: ``promote`` writes it through the normal remember path
 (``remember``: the service's, so the exact and near-duplicate checks apply: a statement made twice reinforces the
 first memory) with metadata saying why (``promoted_by``: the confirming reason, ``signal``, ``candidate_id`` and
-the provenance: ``harness``, ``session_id``, ``turn``), then marks the candidate promoted with the memory's id.
+the provenance: ``harness``, ``session_id``, ``turn``), then marks the candidate promoted with the memory's id; a
+candidate that would replace a memory (``evidence["replaces"]``: an agent's held ``update_memory``) is written as a
+new version of it (``update``) instead.
 ``reject`` turns one down; ``expire_due`` times out pending candidates past ``expires_at`` (the worker calls it on
 every step; it reads the store at most every ``EXPIRE_EVERY_S``).
 """
@@ -38,11 +40,14 @@ class CandidateDecided(ValueError):
 
 class Gate:
     """Promotion, rejection and expiry of the candidates in ``store``; ``remember`` writes one memory through the
-    normal remember path (blocking) and returns its ``WriteResult``."""
+    normal remember path (blocking) and returns its ``WriteResult``; ``update(memory_id, memory)`` writes a new
+    version of a memory (None: a candidate that would replace one cannot be promoted)."""
 
-    def __init__(self, store: StoreProtocol, remember: Callable[[NewMemory], WriteResult]) -> None:
+    def __init__(self, store: StoreProtocol, remember: Callable[[NewMemory], WriteResult],
+                 update: Callable[[int, NewMemory], WriteResult] | None = None) -> None:
         self._store = store
         self._remember = remember
+        self._update = update
         self._next_expiry_check = 0.0
 
     def promote(self, candidate_id: int, reason: str, *, content: str | None = None,
@@ -51,7 +56,7 @@ class Gate:
         mark it promoted with ``reason``; ``metadata`` adds to the memory's (a recurrence: the sessions it recurred
         in). Returns the candidate row after the change (``memory_id`` set, and ``duplicate`` True when the memory
         existed already and was reinforced). Raises ``CandidateNotFound``, ``CandidateDecided``, ``ValueError``
-        (edited text empty)."""
+        (edited text empty; the memory a replacing candidate would supersede is gone, replaced or forgotten)."""
         cand = self._pending(candidate_id)
         edited = content is not None and content.strip() != cand["content"].strip()
         metadata = {**(metadata or {}), "promoted_by": reason, "signal": cand["signal"], "candidate_id": cand["id"],
@@ -62,7 +67,13 @@ class Gate:
                            kind=cand["kind"], project=cand["project"], session_id=cand["session_id"],
                            source=f"capture:{cand['signal']}", source_id=f"candidate:{cand['id']}",
                            metadata=metadata)
-        result = self._remember(memory)
+        replaces = (cand.get("evidence") or {}).get("replaces")
+        if replaces is None:
+            result = self._remember(memory)
+        elif self._update is None:
+            raise ValueError(f"candidate {candidate_id} replaces memory {replaces}: no update path to write it")
+        else:
+            result = self._update(int(replaces), memory)
         if not self._store.decide_candidate(candidate_id, "promoted", reason=reason, memory_id=result.id):
             raise CandidateDecided(candidate_id, self._state(candidate_id))  # decided meanwhile by another call
         return {**self._row(candidate_id), "duplicate": result.duplicate}

@@ -88,8 +88,9 @@ class StoreProtocol(Protocol):
         ``duplicate``. Raises ``ValueError`` for text empty after preparation."""
     def reinforce(self, memory_id: int) -> None:
         """Count one more sighting of ``memory_id`` (a near-duplicate)."""
-    def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
-        """Write ``memory`` as a new version of ``memory_id``. Raises ``KeyError`` (unknown id), ``ValueError``
+    def update(self, memory_id: int, memory: NewMemory, *, carry_source_id: bool = False) -> WriteResult:
+        """Write ``memory`` as a new version of ``memory_id`` (``carry_source_id``: the new version takes
+        ``memory.source_id`` over from the row holding it). Raises ``KeyError`` (unknown id), ``ValueError``
         (already superseded or forgotten, empty text)."""
     def forget(self, ids: Iterable[int], *, now: float | None = None) -> ForgetResult:
         """Soft-delete ``ids`` (idempotent)."""
@@ -100,6 +101,9 @@ class StoreProtocol(Protocol):
     # -- rows
     def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """Rows by id (any state); unknown ids are absent."""
+    def by_source_id(self, source_id: str) -> dict[str, Any] | None:
+        """The row ``source_id`` was written as (carrying it, or counted as its duplicate delivery), any state;
+        None when never delivered."""
     def list_memories(
         self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
         kinds_excluded: Sequence[str] = (), pinned_only: bool = False, kind: str | None = None,

@@ -101,10 +101,12 @@ class MemoryRows:
                               (time.time(), int(memory_id)))
             db.generation += 1
 
-    def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
+    def update(self, memory_id: int, memory: NewMemory, *, carry_source_id: bool = False) -> WriteResult:
         """Write ``memory`` as a new version of ``memory_id``: the old row gets ``superseded_by`` (the new id),
         ``superseded_at`` (now) and, if open, ``valid_to`` (now); the new row is valid from now unless
         ``memory.valid_from`` says otherwise. Superseded rows are served only under an earlier ``as_of``.
+        ``carry_source_id``: the new version takes ``memory.source_id`` over from whichever row held it (an
+        imported line's new text: the line's id then finds its newest version); else it has none.
 
         Raises ``KeyError`` for an unknown id, ``ValueError`` for a row already superseded or empty text.
         """
@@ -120,12 +122,16 @@ class MemoryRows:
             memory.valid_from = now
         if not memory.project:
             memory.project = old["project"]
-        memory.source_id = None
+        source_id = memory.source_id if carry_source_id else None
+        memory.source_id = source_id
         db = self._db
         with db.write_lock, db.writer:
             # The new text may equal an older version's: skip the exact-duplicate reinforcement by hashing
             # the old row out of the way first.
             db.writer.execute("UPDATE memories SET content_sha1 = NULL WHERE id = ?", (memory_id,))
+            if source_id:
+                db.writer.execute("UPDATE memories SET source_id = NULL WHERE source_id = ?", (source_id,))
+                db.writer.execute("DELETE FROM delivered_ids WHERE source_id = ?", (source_id,))
         new = self.remember_many([memory])[0]
         with db.write_lock, db.writer:
             db.writer.execute(
@@ -136,6 +142,16 @@ class MemoryRows:
         return new
 
     # -- reads -------------------------------------------------------------------------------
+    def by_source_id(self, source_id: str) -> dict[str, Any] | None:
+        """The memory ``source_id`` was written as (``COLUMNS``, any state): the row carrying it, else the row its
+        delivery was counted on as a duplicate (``delivered_ids``); None when the id was never delivered."""
+        reader = self._db.reader()
+        rows = reader.execute(f"SELECT {COLUMNS} FROM memories WHERE source_id = ?", (source_id,)).fetchall()
+        if not rows:
+            rows = reader.execute(f"SELECT {COLUMNS} FROM memories WHERE id ="
+                                  " (SELECT memory_id FROM delivered_ids WHERE source_id = ?)", (source_id,)).fetchall()
+        return row_dict(rows[0]) if rows else None
+
     def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """Rows by id as dicts (columns of ``COLUMNS``); unknown ids are absent."""
         ids = list(dict.fromkeys(int(i) for i in ids))

@@ -150,9 +150,9 @@ class Store:
         """See ``MemoryRows.reinforce``."""
         self._memories.reinforce(memory_id)
 
-    def update(self, memory_id: int, memory: NewMemory) -> WriteResult:
+    def update(self, memory_id: int, memory: NewMemory, *, carry_source_id: bool = False) -> WriteResult:
         """See ``MemoryRows.update``."""
-        return self._memories.update(memory_id, memory)
+        return self._memories.update(memory_id, memory, carry_source_id=carry_source_id)
 
     def forget(self, ids: Iterable[int], *, now: float | None = None) -> ForgetResult:
         """See ``Forgetting.forget``."""
@@ -166,6 +166,10 @@ class Store:
     def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """See ``MemoryRows.fetch``."""
         return self._memories.fetch(ids)
+
+    def by_source_id(self, source_id: str) -> dict[str, Any] | None:
+        """See ``MemoryRows.by_source_id``."""
+        return self._memories.by_source_id(source_id)
 
     def list_memories(
         self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
