@@ -4,8 +4,9 @@ instead").
 
 ``find_statements(prompt)`` is pure text work (about 0.1 ms for a typed prompt). It reads the prompt line by
 line, drops what the user did not state themselves (fenced code, quoted ``>`` lines, pasted logs and tracebacks,
-indented code, memcue's own injected blocks), splits the rest into sentences and keeps the sentences that carry a
-statement: not questions, at most ``STATEMENT_MAX_CHARS`` characters, at least ``STATEMENT_MIN_WORDS`` words.
+indented code, memcue's own injected blocks), splits each line into sentences and keeps the sentences that carry
+a statement: not questions, at most ``STATEMENT_MAX_CHARS`` characters, at least ``STATEMENT_MIN_WORDS`` words;
+each with up to ``CONTEXT_SENTENCES`` plain sentences that follow it on its line (its reason or detail).
 
 Kinds (the memory kind a statement is written as): ``preference`` for "I/we prefer", "I'd rather", "I like to";
 ``correction`` for "no, use X" and "use X instead (of Y)"; ``decision`` for everything else ("from now on",
@@ -29,6 +30,8 @@ STATEMENT_MAX_CHARS = 400
 STATEMENT_MIN_WORDS = 3
 #: Most statements taken from one prompt.
 MAX_STATEMENTS = 5
+#: Sentences after a statement, on the same line, kept with it as its reason or detail (``_with_context``).
+CONTEXT_SENTENCES = 2
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
@@ -80,16 +83,34 @@ def find_statements(prompt: str) -> list[Statement]:
     whole_held = "role marker in the prompt" if ROLE_MARKER.search(prompt) else ""
     found: list[Statement] = []
     seen: set[str] = set()
-    for sentence in _sentences(_typed_text(prompt)):
-        match = _statement_kind(sentence)
-        if match is None or sentence.lower() in seen:
-            continue
-        seen.add(sentence.lower())
-        kind, words = match
-        found.append(Statement(sentence, kind, words, whole_held or _held(sentence)))
-        if len(found) >= MAX_STATEMENTS:
-            break
+    for line in _typed_text(prompt).split("\n"):
+        sentences = _sentences(line)
+        kinds = [_statement_kind(sentence) for sentence in sentences]
+        for i, (sentence, match) in enumerate(zip(sentences, kinds, strict=True)):
+            if match is None or sentence.lower() in seen:
+                continue
+            seen.add(sentence.lower())
+            text = _with_context(sentence, sentences[i + 1:], kinds[i + 1:])
+            found.append(Statement(text, match[0], match[1], whole_held or _held(text)))
+            if len(found) >= MAX_STATEMENTS:
+                return found
     return found
+
+
+def _with_context(sentence: str, after: list[str], kinds: list[tuple[str, str] | None]) -> str:
+    """``sentence`` with the sentences that follow it on its line, up to ``CONTEXT_SENTENCES`` of them and
+    ``STATEMENT_MAX_CHARS`` in all, stopping at a question, another statement or a short remark ("Thanks!"):
+    what comes right after a decision is usually its reason or its detail ("from now on put type hints on
+    everything public. we're turning on mypy --strict in CI next week")."""
+    text = sentence
+    for nxt, kind in list(zip(after, kinds, strict=True))[:CONTEXT_SENTENCES]:
+        if kind is not None or nxt.endswith("?") or _QUESTION_START.match(nxt) or len(nxt.split()) < \
+                STATEMENT_MIN_WORDS:
+            break
+        if len(text) + 1 + len(nxt) > STATEMENT_MAX_CHARS:
+            break
+        text = f"{text} {nxt}"
+    return text
 
 
 def _typed_text(prompt: str) -> str:
