@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 import schemathesis
+from _common import REPO, RESULTS_DIR, write_results
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
@@ -166,6 +167,7 @@ def start_sidecar(home: Path, source: Path | None) -> subprocess.Popen:
     env = {**os.environ, "MEMCUE_HOME": str(home), "MEMCUE_NO_MODEL": "1", "OPENBLAS_NUM_THREADS": "1"}
     if source is not None:
         env["PYTHONPATH"] = str(source)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave the other checkout as it is
     proc = subprocess.Popen([sys.executable, "-m", "memcue.sidecar"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -182,17 +184,42 @@ def start_sidecar(home: Path, source: Path | None) -> subprocess.Popen:
     raise RuntimeError("the sidecar did not start")
 
 
-def markdown(report: FuzzReport, command: str, examples: int, seconds: float) -> str:
-    """The report as a Markdown section."""
-    lines = [f"## api fuzz: {report.requests} requests, {report.server_errors} server errors, "
-             f"{report.no_answer} without an answer", "",
-             f"Command: `{command}`  ", f"{examples} examples per operation and mode; {seconds:.0f} s.", "",
-             "| operation | requests | server errors |", "|---|---:|---:|"]
-    lines += [f"| `{op}` | {c['requests']} | {c['server_errors']} |" for op, c in sorted(report.per_operation.items())]
-    lines += ["", "Status codes: " + ", ".join(f"{k}: {v}" for k, v in sorted(report.statuses.items())), ""]
-    for op, kept in sorted(report.samples.items()):
-        lines += [f"- `{op}` e.g. {kept[0]['status']} for `{kept[0]['body'][:160]}`"]
+def _summary_row(label: str, run: dict[str, Any]) -> str:
+    return (f"| {label} | `{run['command']}` | {run['requests']} | {run['server_errors']} | {run['no_answer']} "
+            f"| {run['seconds']:.0f} |")
+
+
+def markdown(run: dict[str, Any], before: dict[str, Any] | None) -> str:
+    """A run (``run_record``) as Markdown, next to the ``before`` run (same shape) when given."""
+    lines = ["# Sidecar API fuzz (schemathesis over the unix socket)", "",
+             f"{run['examples']} cases per operation and generation mode (positive and negative), the hook route "
+             "also with every known harness/event; check: `not_a_server_error`.", "",
+             "| run | command | requests | server errors | no answer | s |", "|---|---|---:|---:|---:|---:|"]
+    if before is not None:
+        lines.append(_summary_row(f"before (`{before.get('commit') or '?'}`)", before))
+    lines += [_summary_row(f"after (`{run.get('commit') or '?'}`)", run), "",
+              "| operation | requests | server errors" + (" | server errors before |" if before else " |"),
+              "|---|---:|---:|" + ("---:|" if before else "")]
+    for op, counts in sorted(run["per_operation"].items()):
+        row = f"| `{op}` | {counts['requests']} | {counts['server_errors']} |"
+        if before is not None:
+            row += f" {before['per_operation'].get(op, {}).get('server_errors', 0)} |"
+        lines.append(row)
+    lines += ["", "Status codes: " + ", ".join(f"{k}: {v}" for k, v in run["statuses"].items())]
+    for title, data in (("Server errors", run), ("Server errors before", before)):
+        if data and data["samples"]:
+            lines += ["", f"{title} (first request of each operation, cut):", ""]
+            lines += [f"- `{op}` {kept[0]['status']}: `{json.dumps(kept[0]['body'][:200])[1:-1]}`"
+                      for op, kept in sorted(data["samples"].items())]
     return "\n".join(lines) + "\n"
+
+
+def run_record(report: FuzzReport, command: str, examples: int, seconds: float, source: Path | None) -> dict:
+    """A run as JSON-ready data: the command, settings, commit and the report's counts."""
+    commit = subprocess.run(["git", "-C", str(source or REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    return {"command": command, "examples": examples, "seconds": round(seconds, 1), "commit": commit or None,
+            **report.to_dict()}
 
 
 def main() -> int:
@@ -202,6 +229,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--source", type=Path, help="run the sidecar from this checkout (PYTHONPATH)")
     ap.add_argument("--name", default="api_fuzz", help="results file name (default api_fuzz)")
+    ap.add_argument("--before", type=Path, help="a previous run's JSON to show next to this one")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="mc-fz-", dir="/tmp"))
     proc = start_sidecar(home, args.source)
@@ -212,15 +240,10 @@ def main() -> int:
         proc.terminate()
         proc.wait(30)
         shutil.rmtree(home, ignore_errors=True)
-    seconds = time.monotonic() - started
-    command = " ".join(["python", "benchmarks/api_fuzz.py", *sys.argv[1:]])
-    text = markdown(report, command, args.examples, seconds)
-    out = Path(__file__).resolve().parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / f"{args.name}.json").write_text(json.dumps({"command": command, "examples": args.examples,
-                                                       "seconds": round(seconds, 1), **report.to_dict()},
-                                                      indent=2) + "\n")
-    print(text)
+    command = " ".join([".venv/bin/python", "benchmarks/api_fuzz.py", *sys.argv[1:]])
+    run = run_record(report, command, args.examples, time.monotonic() - started, args.source)
+    before = json.loads(args.before.read_text()) if args.before else None
+    write_results(RESULTS_DIR, args.name, run, markdown(run, before))
     return 0
 
 
