@@ -168,7 +168,8 @@ def start_sidecar(home: Path, source: Path | None) -> subprocess.Popen:
     if source is not None:
         env["PYTHONPATH"] = str(source)
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave the other checkout as it is
-    proc = subprocess.Popen([sys.executable, "-m", "memcue.sidecar"], env=env, stdout=subprocess.DEVNULL,
+    # ``-m`` puts the working folder first on sys.path: in ``source``, its memcue wins over the installed one.
+    proc = subprocess.Popen([sys.executable, "-m", "memcue.sidecar"], env=env, cwd=source, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     sock = Locations(home).socket
