@@ -185,6 +185,11 @@ def start_sidecar(home: Path, source: Path | None) -> subprocess.Popen:
     raise RuntimeError("the sidecar did not start")
 
 
+def _shown(body: str) -> str:
+    """A request body cut to 200 characters for a Markdown code span."""
+    return body[:200].replace("`", "'").replace("\n", " ")
+
+
 def _summary_row(label: str, run: dict[str, Any]) -> str:
     return (f"| {label} | `{run['command']}` | {run['requests']} | {run['server_errors']} | {run['no_answer']} "
             f"| {run['seconds']:.0f} |")
@@ -198,7 +203,8 @@ def markdown(run: dict[str, Any], before: dict[str, Any] | None) -> str:
              "| run | command | requests | server errors | no answer | s |", "|---|---|---:|---:|---:|---:|"]
     if before is not None:
         lines.append(_summary_row(f"before (`{before.get('commit') or '?'}`)", before))
-    lines += [_summary_row(f"after (`{run.get('commit') or '?'}`)", run), "",
+    label = "after" if before is not None else "run"
+    lines += [_summary_row(f"{label} (`{run.get('commit') or '?'}`)", run), "",
               "| operation | requests | server errors" + (" | server errors before |" if before else " |"),
               "|---|---:|---:|" + ("---:|" if before else "")]
     for op, counts in sorted(run["per_operation"].items()):
@@ -210,7 +216,7 @@ def markdown(run: dict[str, Any], before: dict[str, Any] | None) -> str:
     for title, data in (("Server errors", run), ("Server errors before", before)):
         if data and data["samples"]:
             lines += ["", f"{title} (first request of each operation, cut):", ""]
-            lines += [f"- `{op}` {kept[0]['status']}: `{json.dumps(kept[0]['body'][:200])[1:-1]}`"
+            lines += [f"- `{op}` {kept[0]['status']}: `{_shown(kept[0]['body'])}`"
                       for op, kept in sorted(data["samples"].items())]
     return "\n".join(lines) + "\n"
 
