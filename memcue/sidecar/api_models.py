@@ -17,7 +17,7 @@ from memcue.sidecar.store import KIND_PATTERN
 #: from the hook or its spool) are instead cut to ``memcue.core.limits.CAPTURE_MAX_CHARS`` when stored,
 #: whichever route brings them, so a captured text under this limit may still be stored cut.
 MAX_CONTENT_CHARS = 200_000
-#: Most ids one ``/fetch``, ``/forget`` or ``/expand`` takes.
+#: Most ids one ``/fetch``, ``/forget``, ``/purge`` or ``/expand`` takes.
 MAX_IDS = 1000
 
 # Shared field types: every id, time and number a request carries is bounded, so no input reaches the store or
@@ -70,8 +70,9 @@ Metadata = Annotated[dict[str, Any], AfterValidator(_plain_json)]
 
 
 class RememberIn(BaseModel):
-    """``POST /remember``: one memory. ``created_at`` in Unix seconds (default now). ``content``: at most
-    ``MAX_CONTENT_CHARS`` characters (422 above); a captured kind is cut to ``CAPTURE_MAX_CHARS`` when stored."""
+    """``POST /remember``: one memory. ``created_at`` in Unix seconds (default now; 1970..3000, finite).
+    ``content``: at most ``MAX_CONTENT_CHARS`` characters (422 above); a captured kind is cut to
+    ``CAPTURE_MAX_CHARS`` when stored. ``source_id`` "" is none."""
 
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     kind: str = Field(default="note", pattern=f"^{KIND_PATTERN}$",
@@ -141,7 +142,8 @@ class Window(BaseModel):
 class RecallIn(BaseModel):
     """``POST /recall``. ``project`` None searches every project. ``mode`` "keyword" runs BM25 only.
     ``budget_s`` (s): answer within this time, racing a keyword search as the hook does. ``window``,
-    ``as_of``, ``valid_at`` and ``now`` (the asking time for relative dates) take ISO 8601 or Unix seconds."""
+    ``as_of``, ``valid_at`` and ``now`` (the asking time for relative dates) take ISO 8601 or Unix seconds, within
+    1970..3000; ``weights`` finite numbers."""
 
     query: str = Field(max_length=100_000)
     project: str | None = None
