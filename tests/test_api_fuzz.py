@@ -5,12 +5,14 @@ A real sidecar (real SQLite, ``MEMCUE_NO_MODEL=1``) is fuzzed by schemathesis ov
 (``benchmarks/api_fuzz.py``), and each kind of input the audit found a 500 for is sent on purpose: ids beyond
 64 bits, NaN / infinite / far-off times, 40,000 ids to ``/expand``, an empty ``source_id`` twice, hook events
 whose fields have unexpected types. Bodies go as raw bytes, so JSON's NaN and ``-1e999`` reach the server as a
-client would send them.
+client would send them. A route failing inside (its table dropped under it) and a malformed HTTP request both
+end up in ``logs/sidecar.log``.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 import apsw
 import httpx
 import pytest
-from conftest import Sidecar, context_of, run_hook
+from conftest import Sidecar, context_of, run_hook, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from api_fuzz import fuzz  # noqa: E402
@@ -156,3 +158,12 @@ def test_a_failure_inside_a_route_is_logged_with_its_traceback(keyword_sidecar: 
     assert "POST /candidates failed" in log and "Traceback (most recent call last)" in log
     assert "no such table: candidates" in log
     assert post(http, "/list", {}).status_code == 200  # the same connection still answers
+
+
+def test_a_malformed_request_is_answered_and_logged(keyword_sidecar: Sidecar) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(keyword_sidecar.loc.socket))
+        sock.sendall(b"POST /remember HTTP/1.1\r\nHost: memcue\r\nContent-Length: x\r\n\r\n")
+        assert sock.recv(1024).startswith(b"HTTP/1.1 400")
+    assert wait_until(lambda: "Invalid HTTP request received" in keyword_sidecar.log(), 10)
