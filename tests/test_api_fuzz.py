@@ -20,7 +20,10 @@ from pathlib import Path
 import apsw
 import httpx
 import pytest
-from conftest import Sidecar, context_of, run_hook, wait_until
+from conftest import Sidecar, context_of, run_hook, start_sidecar, wait_until
+
+from memcue.core.paths import Locations
+from memcue.sidecar.store import NewMemory, Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from api_fuzz import fuzz  # noqa: E402
@@ -167,3 +170,25 @@ def test_a_malformed_request_is_answered_and_logged(keyword_sidecar: Sidecar) ->
         sock.sendall(b"POST /remember HTTP/1.1\r\nHost: memcue\r\nContent-Length: x\r\n\r\n")
         assert sock.recv(1024).startswith(b"HTTP/1.1 400")
     assert wait_until(lambda: "Invalid HTTP request received" in keyword_sidecar.log(), 10)
+
+
+def test_a_stored_infinite_time_does_not_break_reads(home: Path) -> None:
+    """A row written with ``-1e999`` before times were checked (here straight into the store) is listed, fetched
+    and recalled with an unknown age; the session-start block still opens."""
+    project = str(home / "proj")
+    store = Store(Locations(home).database)
+    store.remember(NewMemory("the release branch is cut on Fridays", project=project, created_at=float("-inf")))
+    store.remember(NewMemory("staging runs on port 8443", project=project))
+    store.close()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        listed = sc.client.list_recent(project=project)
+        assert {m["age_label"] for m in listed["results"]} == {"today", "at an unknown time"}
+        assert sc.client.fetch([1])["success"]
+        assert sc.client.recall("when is the release branch cut", project=project, mode="keyword")["results"]
+        start = run_hook({"session_id": "5e55-2", "transcript_path": "/tmp/t.jsonl", "cwd": project,
+                          "hook_event_name": "SessionStart", "source": "startup"}, "session-start")
+        assert start.returncode == 0, start.stderr
+        assert "staging runs on port 8443" in context_of(start)
+    finally:
+        sc.stop()
