@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from typing_extensions import TypedDict
 
 from memcue.core.address import parse_id_list
 from memcue.sidecar.store import KIND_PATTERN
@@ -15,11 +17,62 @@ from memcue.sidecar.store import KIND_PATTERN
 #: from the hook or its spool) are instead cut to ``memcue.core.limits.CAPTURE_MAX_CHARS`` when stored,
 #: whichever route brings them, so a captured text under this limit may still be stored cut.
 MAX_CONTENT_CHARS = 200_000
+#: Most ids one ``/fetch``, ``/forget``, ``/purge`` or ``/expand`` takes.
+MAX_IDS = 1000
+
+# Shared field types: every id, time and number a request carries is bounded, so no input reaches the store or
+# recall that they cannot hold (a bad value is a 422 naming the field, never a 500).
+
+#: Largest row id (memory, fact, candidate): SQLite's INTEGER is a signed 64-bit number.
+MAX_ROW_ID = 2**63 - 1
+#: A memory (or fact, or candidate) id: a whole number 0..``MAX_ROW_ID``.
+RowId = Annotated[int, Field(ge=0, le=MAX_ROW_ID)]
+#: Times a request may carry (Unix seconds): 1970-01-01 to 3000-01-01 UTC.
+MIN_UNIX_S, MAX_UNIX_S = 0.0, 32_503_680_000.0
+#: A finite number (no NaN, no infinity).
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+#: A time in Unix seconds, finite and within ``MIN_UNIX_S``..``MAX_UNIX_S``.
+UnixTime = Annotated[float, Field(ge=MIN_UNIX_S, le=MAX_UNIX_S, allow_inf_nan=False)]
+
+
+def _in_range(value: dt.datetime) -> dt.datetime:
+    """``value`` when it lies within ``MIN_UNIX_S``..``MAX_UNIX_S``; else ``ValueError``."""
+    seconds = unix_seconds(value)
+    if seconds is None or not MIN_UNIX_S <= seconds <= MAX_UNIX_S:
+        raise ValueError("the time must lie between 1970-01-01 and 3000-01-01 (UTC)")
+    return value
+
+
+#: A time as ISO 8601 or Unix seconds (pydantic's datetime), within 1970..3000 (UTC).
+Moment = Annotated[dt.datetime, AfterValidator(_in_range)]
+
+
+def _no_empty(value: Any) -> Any:
+    """"" as None: an empty ``source_id`` means none."""
+    return None if value == "" else value
+
+
+#: A write's id at its source ("" and None: none; unique per source otherwise).
+SourceId = Annotated[Annotated[str, Field(max_length=1000)] | None, BeforeValidator(_no_empty)]
+
+
+def _plain_json(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` when it is plain JSON (finite numbers); else ``ValueError``."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise ValueError("metadata must be plain JSON: no NaN or infinite numbers") from None
+    return value
+
+
+#: Free-form metadata of a memory: a JSON object with finite numbers.
+Metadata = Annotated[dict[str, Any], AfterValidator(_plain_json)]
 
 
 class RememberIn(BaseModel):
-    """``POST /remember``: one memory. ``created_at`` in Unix seconds (default now). ``content``: at most
-    ``MAX_CONTENT_CHARS`` characters (422 above); a captured kind is cut to ``CAPTURE_MAX_CHARS`` when stored."""
+    """``POST /remember``: one memory. ``created_at`` in Unix seconds (default now; 1970..3000, finite).
+    ``content``: at most ``MAX_CONTENT_CHARS`` characters (422 above); a captured kind is cut to
+    ``CAPTURE_MAX_CHARS`` when stored. ``source_id`` "" is none."""
 
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     kind: str = Field(default="note", pattern=f"^{KIND_PATTERN}$",
@@ -28,9 +81,9 @@ class RememberIn(BaseModel):
     session_id: str = ""
     pinned: bool = False
     source: str = "api"
-    source_id: str | None = None
-    created_at: float | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    source_id: SourceId = None
+    created_at: UnixTime | None = None
+    metadata: Metadata = Field(default_factory=dict)
 
     @field_validator("content")
     @classmethod
@@ -82,14 +135,15 @@ def unix_seconds(value: dt.datetime | None) -> float | None:
 class Window(BaseModel):
     """A time window: ISO 8601 or Unix seconds; either side may be left out (open)."""
 
-    from_: dt.datetime | None = Field(default=None, alias="from")
-    to: dt.datetime | None = None
+    from_: Moment | None = Field(default=None, alias="from")
+    to: Moment | None = None
 
 
 class RecallIn(BaseModel):
     """``POST /recall``. ``project`` None searches every project. ``mode`` "keyword" runs BM25 only.
     ``budget_s`` (s): answer within this time, racing a keyword search as the hook does. ``window``,
-    ``as_of``, ``valid_at`` and ``now`` (the asking time for relative dates) take ISO 8601 or Unix seconds."""
+    ``as_of``, ``valid_at`` and ``now`` (the asking time for relative dates) take ISO 8601 or Unix seconds, within
+    1970..3000; ``weights`` finite numbers."""
 
     query: str = Field(max_length=100_000)
     project: str | None = None
@@ -98,11 +152,11 @@ class RecallIn(BaseModel):
     mode: Literal["full", "keyword"] = "full"
     include_requests: bool = False
     budget_s: float | None = Field(default=None, gt=0, le=60)
-    weights: dict[str, float] | None = None
+    weights: dict[str, Finite] | None = None
     window: Window | None = None
-    as_of: dt.datetime | None = None
-    valid_at: dt.datetime | None = None
-    now: dt.datetime | None = None
+    as_of: Moment | None = None
+    valid_at: Moment | None = None
+    now: Moment | None = None
     depth: int = Field(default=1, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=100_000)
 
@@ -111,7 +165,7 @@ class ExpandIn(BaseModel):
     """``POST /expand``: memory (or fact) ids as a list or a comma-separated string (``memcue://`` addresses
     too). ``session_id`` and ``query_id`` name the recall whose results are being opened, if any."""
 
-    ids: list[int]
+    ids: list[RowId] = Field(max_length=MAX_IDS)
     session_id: str = ""
     query_id: str = ""
 
@@ -128,19 +182,35 @@ class ExpandIn(BaseModel):
 class UpdateIn(BaseModel):
     """``POST /update``: a new version of memory ``memory_id`` (the old one is superseded, kept for as_of)."""
 
-    memory_id: int
+    memory_id: RowId
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     kind: str | None = None
     pinned: bool | None = None
-    valid_from: dt.datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    valid_from: Moment | None = None
+    metadata: Metadata = Field(default_factory=dict)
     source: str = Field(default="update", max_length=64, description="who writes: mcp for an agent")
+
+
+class HookEventIn(TypedDict, total=False):
+    """A normalised ``HookEvent`` (``memcue.adapters.base``) as the hook sends it: its named fields text (or
+    null), ``extra`` an object; other keys are kept as sent."""
+
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    harness: str | None
+    event: str | None
+    session_id: str | None
+    cwd: str | None
+    project: str | None
+    prompt: str | None
+    source: str | None
+    transcript_path: str | None
+    extra: dict[str, Any]
 
 
 class HookIn(BaseModel):
     """``POST /hooks/{harness}/{event}``: a normalised ``HookEvent`` and the block's budgets."""
 
-    event: dict[str, Any]
+    event: HookEventIn
     budget_s: float = Field(default=2.25, gt=0, le=60)
     max_tokens: int = Field(default=600, ge=1, le=100_000)
     max_chars: int = Field(default=9500, ge=1, le=1_000_000)
@@ -160,10 +230,6 @@ class HookOut(BaseModel):
     tokens: int = 0
 
 
-#: Most ids one ``/fetch`` or ``/forget`` takes.
-MAX_IDS = 1000
-
-
 def parse_ids(value: Any) -> Any:
     """Memory ids given as a list, a comma-separated string ("12, 15") or a single number, as a list of ints
     (``memcue.core.address.parse_id_list``: ``memcue://<project>/<id>`` addresses count as their id; no
@@ -177,7 +243,7 @@ def parse_ids(value: Any) -> Any:
 class IdsIn(BaseModel):
     """Memory ids as a list (``[12, 15]``) or a comma-separated string (``"12, 15"``); 1 to ``MAX_IDS``."""
 
-    ids: list[int]
+    ids: list[RowId]
 
     @field_validator("ids", mode="before")
     @classmethod
@@ -186,7 +252,7 @@ class IdsIn(BaseModel):
 
     @field_validator("ids")
     @classmethod
-    def _some(cls, value: list[int]) -> list[int]:
+    def _some(cls, value: list[RowId]) -> list[RowId]:
         if not value:
             raise ValueError("give at least one memory id")
         if len(value) > MAX_IDS:
@@ -350,7 +416,7 @@ class CandidateAcceptIn(BaseModel):
     """``POST /candidates/accept``: promote candidate ``id`` (pending only) into a memory, with ``content`` as
     edited by the reviewer when given (at most ``MAX_CONTENT_CHARS``)."""
 
-    id: int
+    id: RowId
     content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
     reason: str = Field(default="reviewed", max_length=200)
 
@@ -358,7 +424,7 @@ class CandidateAcceptIn(BaseModel):
 class CandidateRejectIn(BaseModel):
     """``POST /candidates/reject``: turn down candidate ``id`` (pending only)."""
 
-    id: int
+    id: RowId
     reason: str = Field(default="rejected in review", max_length=200)
 
 

@@ -8,9 +8,11 @@ the service runs blocking work (embedding, SQLite) in worker threads.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from memcue import __version__, harnesses
@@ -49,6 +51,7 @@ from memcue.sidecar.api_models import (
     unix_seconds,
 )
 from memcue.sidecar.capture import CandidateDecided, CandidateNotFound
+from memcue.sidecar.failures import LogFailures, validation_failed
 from memcue.sidecar.recall import FULL_CHANNELS, KEYWORD_CHANNELS, Filters, RecallRequest
 from memcue.sidecar.receipt import SessionNotFound
 from memcue.sidecar.scheduler import Busy
@@ -70,8 +73,15 @@ def create_app(service: MemoryService) -> FastAPI:
     return app
 
 
+log = logging.getLogger("memcue.sidecar.api")
+
+
 def _errors(app: FastAPI) -> None:
-    """A bad value is 422 (as pydantic's own errors); ``Busy`` is 503 with ``Retry-After``."""
+    """A bad value is 422 (as pydantic's own errors; logged with its traceback, since a ``ValueError`` raised
+    past validation may be a fault of ours); ``Busy`` is 503 with ``Retry-After``; anything else a route raises
+    is logged with its traceback and answered with a JSON 500 (``LogFailures``)."""
+    app.add_middleware(LogFailures)
+    app.add_exception_handler(RequestValidationError, validation_failed)  # type: ignore[arg-type]
 
     @app.exception_handler(CandidateDecided)
     async def decided(request: Request, exc: CandidateDecided) -> JSONResponse:
@@ -79,6 +89,8 @@ def _errors(app: FastAPI) -> None:
 
     @app.exception_handler(ValueError)
     async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+        log.warning("%s %s refused: %s: %s", request.method, request.url.path, type(exc).__name__, exc,
+                    exc_info=exc)
         return JSONResponse(status_code=422, content={"detail": [{"loc": ["body"], "msg": str(exc)}]})
 
     @app.exception_handler(Busy)

@@ -277,8 +277,10 @@ def _run(loc: Locations, sock: socket.socket, stop: StopRequest, load_model: boo
             return _stopped_early(stop)
         service.start()
         log.info("memcue sidecar %s serving on %s (pid %d)", _version(), loc.socket, os.getpid())
-        config = uvicorn.Config(create_app(service), log_level="warning", lifespan="off", access_log=False,
-                                timeout_graceful_shutdown=5)
+        # log_config None: uvicorn's own loggers (a malformed request, an exception after an answer started)
+        # reach the sidecar's log instead of a stderr nobody reads.
+        config = uvicorn.Config(create_app(service), log_level="warning", log_config=None, lifespan="off",
+                                access_log=False, timeout_graceful_shutdown=5)
         server = uvicorn.Server(config)
         # uvicorn installs its own handlers while it runs and re-raises a captured signal after shutting
         # down; that re-raise reaches ``stop.handle`` (restored by then), which only records it.

@@ -3,6 +3,7 @@ answer carries, and the answer when the budget ran out before any recall finishe
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -24,8 +25,11 @@ NOTE_BUDGET = "The search did not finish within the budget."
 
 
 def age_label(created_at: float, now: float) -> str:
-    """Human age of a memory: "today", "yesterday", "5 days ago", "3 weeks ago", "4 months ago"."""
+    """Human age of a memory: "today", "yesterday", "5 days ago", "3 weeks ago", "4 months ago"; "at an unknown
+    time" when the stored time is not a finite number (a row written before times were checked)."""
     days = max(0.0, now - created_at) / 86400
+    if not math.isfinite(days):
+        return "at an unknown time"
     if days < 1:
         return "today"
     if days < 2:
