@@ -256,3 +256,17 @@ def test_an_edit_made_through_the_shell_is_named_not_denied(tmp_path: Path) -> N
                                "`sed -i 's/^DISCOUNT_CAP = 1.0$/DISCOUNT_CAP = 0.2/' invoice.py`.")
     assert cand["evidence"]["commands"] == ["sed -i 's/^DISCOUNT_CAP = 1.0$/DISCOUNT_CAP = 0.2/' invoice.py"]
     store.close()
+
+
+def test_a_python_traceback_is_keyed_by_the_exception_it_ends_with() -> None:
+    """A script run with python (no pytest) fails with a traceback whose first line says nothing: the key line
+    is the exception at its end."""
+    from memcue.adapters.tools import key_line
+
+    traceback = ("Traceback (most recent call last):\n  File \"tests/check_config.py\", line 8, in <module>\n"
+                 "    cfg = tomllib.load(fh)\n  File \"/usr/lib/python3.11/tomllib/_parser.py\", line 64, in load\n"
+                 "    raise TypeError(\nTypeError: File must be opened in binary mode, e.g. use `open('a', 'rb')`\n")
+    assert key_line(traceback).startswith("TypeError: File must be opened in binary mode")
+    assert key_line("Traceback (most recent call last):\n  File \"t.py\", line 2\n    assert ok\nAssertionError\n") \
+        == "AssertionError"
+    assert key_line("FAILED tests/test_a.py::test_x - assert 1 == 2\n1 failed in 0.1s").startswith("FAILED")

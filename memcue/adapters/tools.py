@@ -40,6 +40,9 @@ FAILURE_LINE = re.compile(
 #: A banner ("=== FAILURES ===") or a line that only reports totals ("1 failed, 2 passed in 0.1s"): the key
 #: line only when nothing better matched.
 _SUMMARY_LINE = re.compile(r"(?i)^([=_*-]{3,}.*[=_*-]{3,}$|[=\s]*\d+ (failed|passed|errors?)\b)")
+#: The line a Python traceback ends with: the exception raised, unindented ("TypeError: File must be opened in
+#: binary mode", "AssertionError: ...", "mod.CustomError").
+_PY_RAISED = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b(?::.*)?$", re.MULTILINE)
 _FAILED_TOTALS = re.compile(r"(?i)\b[1-9]\d* (failed|errors?)\b")
 _EXIT_TEXT = re.compile(r"(?i)(?:exit(?:ed)?(?: with)? (?:code|status)|process exited with code)[:\s]+(-?\d+)")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
@@ -51,10 +54,14 @@ def _text(value: object) -> str:
 
 def key_line(output: str) -> str:
     """The first line of ``output`` that says what failed (``FAILURE_LINE``; a totals line only if nothing else
-    matched), stripped and cut to ``KEY_LINE_MAX_CHARS``; "" when none. Only the first and last ``SCAN_CHARS``
-    characters are read."""
+    matched; for a Python traceback the exception it ends with), stripped and cut to ``KEY_LINE_MAX_CHARS``; ""
+    when none. Only the first and last ``SCAN_CHARS`` characters are read."""
     if len(output) > 2 * SCAN_CHARS:
         output = output[:SCAN_CHARS] + "\n" + output[-SCAN_CHARS:]
+    if "Traceback (most recent call last):" in output:
+        raised = _PY_RAISED.findall(output)
+        if raised:  # a Python traceback says what failed on its last line, not its first
+            return raised[-1].strip()[:KEY_LINE_MAX_CHARS]
     summary = ""
     for raw in output.splitlines():
         line = raw.strip()
