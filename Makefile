@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
 # The real harness programs the `real_harness` tests drive (issue 5), pinned to the versions DESIGN.md
-# section 3 was checked against. npm and the Hermes venv install into .harnesses/ (not committed).
+# section 3 was checked against. npm and the Hermes venv install into .harnesses/ (not committed). strace (Debian)
+# for the test that nothing connects off the machine (tests/test_no_egress.py), when the machine lacks it.
 HARNESSES := .harnesses
 NPM_HARNESSES := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0
 HERMES_AGENT := hermes-agent==0.19.0
@@ -31,6 +32,7 @@ test: $(STAMP) $(HARNESS_STAMP)
 harnesses: $(HARNESS_STAMP)
 
 $(HARNESS_STAMP): Makefile
+	command -v strace >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq strace; }
 	mkdir -p $(HARNESSES)/npm
 	npm install --prefix $(HARNESSES)/npm --no-audit --no-fund --loglevel=error $(NPM_HARNESSES)
 	$(PYTHON) -m venv $(HARNESSES)/hermes
