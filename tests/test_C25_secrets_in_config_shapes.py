@@ -32,7 +32,7 @@ def _secrets(tag: str) -> dict[str, str]:
     """One set of distinct fake secret values (``tag`` keeps the spooled and the live set apart)."""
     return {"tag": f"set {tag}", "mysql": f"Qx81{tag}" + "mysqlRoot", "pg": f"Pg55{tag}" + "exportpw",
             "curl": f"Cu71{tag}" + "ciPass", "apikey": f"Ak93{tag}" + "zzLiveKeyValue", "url": f"Ur64{tag}" + "dbPass",
-            "bearer": f"Br{tag}" + "x9KpL2mQ7vT4wZ8nR3sY6uB1cD5eF0gH"}
+            "bearer": f"Br{tag}" + "x9KpL2mQ7vT4wZ8nR3sY6uB1cD5eF0gH", "nextline": f"Nx52{tag}" + "rootPwBelow"}
 
 
 def _values(s: dict[str, str]) -> list[str]:
@@ -50,11 +50,13 @@ def _prompts(s: dict[str, str]) -> list[str]:
         f"run ./deploy.sh --api-key {s['apikey']} --region eu-west-1 after the build",
         f"the app connects with postgres://app:{s['url']}@db.internal:5432/shop since Monday",
         f"curl -H 'Authorization: Bearer {s['bearer']}' https://api.example.com/v1/orders returns the list",
+        "and the staging one:\n```yaml\n    environment:\n      MYSQL_ROOT_PASSWORD:\n"
+        f"        {s['nextline']}\n      MYSQL_USER: shop\n```\nsame restarts there",
     ]]
 
 
 #: Text around the secrets that must survive wherever the prompts are kept.
-SURVIVES = ["MYSQL_DATABASE: shop", "why does the db restart?", "psql -h db.internal -U app",
+SURVIVES = ["MYSQL_DATABASE: shop", "MYSQL_USER: shop", "why does the db restart?", "psql -h db.internal -U app",
             "https://ci.example.com/api/jobs", "--region eu-west-1", "@db.internal:5432/shop",
             "https://api.example.com/v1/orders"]
 

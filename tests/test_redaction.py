@@ -277,3 +277,19 @@ def test_real_sidecar_redacts_and_the_secret_is_not_findable(home: Path) -> None
         assert any("[REDACTED:github-token]" in r["content"] for r in found["results"])
     finally:
         sc.stop()
+
+
+def test_a_yaml_value_on_the_lines_below_its_secret_name_is_redacted() -> None:
+    """Fresh-user finding (case C25): ``MYSQL_ROOT_PASSWORD:`` with its value on the next, more indented line, or
+    a ``|`` / ``>-`` block; a nested mapping or list under a secret-named key, and non-secrets, stay."""
+    value = "s3cr3t" + "RootPw77"
+    compose = (f"services:\n  db:\n    environment:\n      MYSQL_ROOT_PASSWORD:\n        {value}\n"
+               "      MYSQL_DATABASE: shop\n")
+    out = redact(compose).text
+    assert value not in out and "MYSQL_ROOT_PASSWORD:\n        [REDACTED:password]\n" in out
+    assert "MYSQL_DATABASE: shop" in out
+    for block in (f"db_password: >-\n  {value}\nother: 1\n", f"api_token: |\n  {value}\n"):
+        assert value not in redact(block).text, block
+    for kept in ("secrets:\n  db_password:\n    file: ./db.txt\n", "passwords:\n  - one\n", "token_ttl:\n  3600\n",
+                 "monkey:\n  banana\n"):
+        assert redact(kept).text == kept, kept

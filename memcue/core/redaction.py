@@ -437,12 +437,40 @@ _HEX = "[0-9a-f]"
 _DISCORD_STARTS = ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT")
 _TOKEN_END = r"(?![A-Za-z0-9_\-])"
 #: The rules, in order: whole blocks first, then vendor formats, then credentials by place, then assignments.
+#: A YAML key naming a secret whose value sits on the lines below it, more indented: a plain scalar, or a
+#: ``|`` / ``>`` block (``MYSQL_ROOT_PASSWORD:`` then ``    s3cr3t`` on the next line).
+_YAML_BLOCK = (r"(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?"
+               r"(?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key))"
+               r"[ \t]*:[ \t]*"
+               r"(?:[|>][-+]?[0-9]?)?[ \t]*(?:#[^\n]*)?\n(?P<body>(?:(?P=indent)[ \t]+\S[^\n]*(?:\n|\Z))+)")
+
+
+def _yaml_block(m: re.Match[str]) -> str | None:
+    """The marker in place of a secret name's value on the following, more indented lines (``_YAML_BLOCK``);
+    None (unchanged) when the name is no secret's or the lines are a nested mapping or list, not a value."""
+    named = _name_kind(m.group("name"))
+    lines = [line.strip() for line in m.group("body").splitlines() if line.strip()]
+    if named is None or not lines or re.match(r"^(?:-\s|[\w.\-\"']+\s*:(?:\s|$))", lines[0]):
+        return None
+    kind, key_only = named
+    value = " ".join(lines)
+    env = bool(re.match(_ENV_NAME, m.group("name")))
+    if not _plausible(value if len(lines) == 1 else value.replace(" ", ""), quoted=False, kind=kind, env=env,
+                      config=True, key_only=key_only):
+        return None
+    body = m.group("body")
+    first_indent = body[:len(body) - len(body.lstrip(" \t"))]
+    head = m.group(0)[:m.start("body") - m.start()]
+    return f"{head}{first_indent}{_marker(kind)}" + ("\n" if body.endswith("\n") else "")
+
+
 _RULES: tuple[_Rule, ...] = (
     _Rule("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?"
           r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)", ("PRIVATE KEY",), flags=re.DOTALL),
     _Rule("cloud-credential", rf"(?im)^(?P<header>(?:{_CSV_CELL},)*[ \t]*[\"']?(?:{_CSV_COLUMNS})[\"']?[ \t]*"
           r"(?:,[^\n]*)?)\n(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)",
           _CSV_TRIGGERS, fold=True, replace=_credential_csv),
+    _Rule("password", _YAML_BLOCK, ("pass", "pwd", "secret", "token", "key"), fold=True, replace=_yaml_block),
     _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?#@]+)@",
           ("://",), replace=_url_password),
     _Rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
