@@ -46,3 +46,7 @@ def test_purge_removes_every_version_everywhere_and_asks_first(sidecar: Sidecar,
     assert b"Orbital Vault" not in _bytes(sidecar.root), "and from the entity graph"
     assert b"on-call engineer" in _bytes(sidecar.root), "the other memory is untouched"
     assert _cli(sidecar.root, "purge", str(second), "--yes").returncode == 1, "nothing left to purge"
+    newest = client.remember("the vault is rotated every quarter", project=project)["id"]
+    assert client.purge([newest])["purged"] == [newest]
+    after = client.remember("the vault audit log is kept for a year", project=project)["id"]
+    assert after > newest, "a purged id is never given to another memory (addresses and logs may name it)"

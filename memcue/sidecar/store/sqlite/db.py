@@ -90,6 +90,24 @@ class Database:
         self.rows_written = 0
         self._optimized_at = 0
         self.vector_journal = VectorJournal()
+        self._id_floor: int | None = None
+
+    @property
+    def id_floor(self) -> int:
+        """The highest memory id ever purged (0: none), from ``meta``: new memories are numbered above it, so a
+        purged id is never given to another memory (a ``memcue://`` address, a usage-log row or a session's
+        "already shown" set may still name it)."""
+        if self._id_floor is None:
+            rows = self.writer.execute("SELECT value FROM meta WHERE key = 'id_floor'").fetchall()
+            self._id_floor = int(rows[0][0]) if rows else 0
+        return self._id_floor
+
+    def raise_id_floor(self, memory_id: int) -> None:
+        """Keep ``id_floor`` at least ``memory_id`` (inside the caller's write transaction)."""
+        floor = max(self.id_floor, int(memory_id))
+        self.writer.execute("INSERT INTO meta(key, value) VALUES ('id_floor', ?) ON CONFLICT(key) DO UPDATE SET"
+                            " value = excluded.value", (str(floor),))
+        self._id_floor = floor
 
     def reader(self) -> apsw.Connection:
         """This thread's reader connection (opened on first use, with a ``READER_CACHE_KIB`` page cache)."""

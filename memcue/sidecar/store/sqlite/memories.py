@@ -80,11 +80,12 @@ class MemoryRows:
         m, writer = p.memory, self._db.writer
         created = m.created_at if m.created_at is not None else now
         writer.execute(
-            "INSERT INTO memories(content, kind, project, session_id, created_at, updated_at, pinned,"
+            "INSERT INTO memories(id, content, kind, project, session_id, created_at, updated_at, pinned,"
             " bookkeeping, source, source_id, embedded, metadata, content_sha1, valid_from, valid_to)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (p.content, p.kind, p.project, p.session_id, created, created, int(m.pinned), int(p.bookkeeping),
-             p.source, m.source_id, SKIPPED if p.bookkeeping else PENDING,
+            " VALUES ((SELECT max(coalesce(max(id), 0), ?) + 1 FROM memories), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+            " ?, ?)",
+            (self._db.id_floor, p.content, p.kind, p.project, p.session_id, created, created, int(m.pinned),
+             int(p.bookkeeping), p.source, m.source_id, SKIPPED if p.bookkeeping else PENDING,
              json.dumps(p.metadata, ensure_ascii=False), p.digest, m.valid_from, m.valid_to),
         )
         new_id = writer.last_insert_rowid()

@@ -5,9 +5,10 @@ Unlike ``forget`` (soft: the row stays, fetchable), a purge deletes, in one tran
 memory (the rows its ``superseded_by`` chain links, older and newer, since each may hold the same text), their
 keyword index entries (the FTS delete trigger), vectors, entity links (and the entities no memory names any more:
 an entity's name is text of the memory), the capture candidates written as them, their usage-log items and
-delivered source ids. The writer connection runs with ``secure_delete`` (freed pages are zeroed); afterwards
-the keyword index is rewritten (FTS5 ``optimize``, so no old segment keeps the words) and the WAL is checkpointed
-and truncated, so the text is left in neither the database file nor its WAL.
+delivered source ids; no later memory is given a purged id (``Database.id_floor``). The writer connection runs
+with ``secure_delete`` (freed pages are zeroed); afterwards the keyword index is rewritten (FTS5 ``optimize``, so
+no old segment keeps the words) and the WAL is checkpointed and truncated, so the text is left in neither the
+database file nor its WAL.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class Purging:
                 chain = _versions(db.writer, found)
                 if chain:
                     _delete(db.writer, sorted(chain), vec=db.vec.available)
+                    db.raise_id_floor(max(chain))  # a purged id is never given to another memory
                     db.generation += 1
             truncated = _compact(db.writer) if chain else True
         if chain:
