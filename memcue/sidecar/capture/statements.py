@@ -137,11 +137,12 @@ def _sentences(text: str) -> list[str]:
 
 def _statement_kind(sentence: str) -> tuple[str, str] | None:
     """``(kind, matched words)`` when ``sentence`` states something durable, None for a question, a sentence out
-    of bounds, a "don't ..." for the moment only (``_MOMENTARY``), or no pattern."""
+    of bounds, one that ends with a colon (it introduces a block the capture does not keep: code, a pasted file),
+    a "don't ..." for the moment only (``_MOMENTARY``), or no pattern."""
     sentence = _ROLE_PREFIX.sub("", sentence)
-    if (sentence.endswith("?") or _QUESTION_START.match(sentence) or len(sentence) > STATEMENT_MAX_CHARS
+    if (sentence.endswith(("?", ":")) or _QUESTION_START.match(sentence) or len(sentence) > STATEMENT_MAX_CHARS
             or len(sentence.split()) < STATEMENT_MIN_WORDS):
-        return None
+        return None  # a question, or an introduction to what follows ("from now on use this file:") that is not kept
     if _DONT.match(sentence) and _MOMENTARY.search(sentence):
         return None
     for kind, pattern in _PATTERNS:
