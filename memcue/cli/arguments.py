@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
+import re
 from collections.abc import Callable
 from typing import Protocol
 
@@ -63,11 +64,31 @@ def iso_time(text: str) -> str | float:
     return text
 
 
-def limit(text: str) -> int:
-    """An argparse type: an integer from 1 to 100."""
-    value = int(text)
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError("must be between 1 and 100")
+def count(most: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from 1 to ``most``; anything else is a usage error (exit 2) naming
+    the range."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= most:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number from 1 to {most}")
+        return value
+    return parse
+
+
+#: ``count(100)``: a recall's result limit.
+limit = count(100)
+
+
+def kind(text: str) -> str:
+    """An argparse ``type`` for a memory kind: one word, lowercased ("Decision" -> "decision"), of letters, ``_``
+    and ``-``, at most 32 characters (what the sidecar accepts); anything else is a usage error (exit 2)."""
+    value = text.strip().lower()
+    if not re.fullmatch(r"[a-z_-]{1,32}", value):
+        raise argparse.ArgumentTypeError(f"{text!r}: a kind is one word of letters, _ and - (at most 32 characters), "
+                                         "such as decision, preference, bug, howto or note")
     return value
 
 

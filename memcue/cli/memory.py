@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from memcue.cli.arguments import AddCommand, add_project_options, project_of
+from memcue.cli.arguments import AddCommand, add_project_options, count, kind, project_of
 from memcue.cli.output import emit, format_recall, usage_error
 from memcue.core.address import parse_id_list
 from memcue.core.text import preview
@@ -180,7 +180,7 @@ def register(add: AddCommand) -> None:
     """Register ``search``, ``fetch``, ``list``, ``forget``, ``purge``, ``expand`` and ``session-context``."""
     p = add("search", "Keyword-only search for a known exact term (an error code, a flag, a file name).")
     p.add_argument("term", help="the exact term(s)")
-    p.add_argument("--limit", type=int, default=20, help="most results (default 20)")
+    p.add_argument("--limit", type=count(100), default=20, help="most results, 1-100 (default 20)")
     add_project_options(p, all_projects=True)
     p.set_defaults(fn=cmd_search)
 
@@ -191,8 +191,8 @@ def register(add: AddCommand) -> None:
     p.set_defaults(fn=cmd_fetch)
 
     p = add("list", "The newest memories, one line each (this project and global ones).")
-    p.add_argument("--limit", type=int, default=20, help="how many (1-500, default 20)")
-    p.add_argument("--kind", help="only this kind (decision, preference, bug, howto, note, request, ...)")
+    p.add_argument("--limit", type=count(500), default=20, help="how many (1-500, default 20)")
+    p.add_argument("--kind", type=kind, help="only this kind (decision, preference, bug, howto, note, request, ...)")
     p.add_argument("--include-forgotten", action="store_true", help="also memories you forgot (marked)")
     p.add_argument("--include-bookkeeping", action="store_true",
                    help="also bookkeeping rows (session ends, trivial or older captured answers)")

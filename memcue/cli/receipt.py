@@ -16,7 +16,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from memcue.cli.arguments import AddCommand, add_project_options, project_of
+from memcue.cli.arguments import AddCommand, add_project_options, count, project_of
 from memcue.cli.output import emit
 from memcue.core.text import preview
 
@@ -146,7 +146,8 @@ def register(add: AddCommand) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("session", nargs="?", help="the session id (default: this project's most recent session)")
     p.add_argument("--list", action="store_true", help="list recent sessions with their counts")
-    p.add_argument("--limit", type=int, default=10, help="--list: at most this many sessions (1-200, default 10)")
+    p.add_argument("--limit", type=count(200), default=10,
+                   help="--list: at most this many sessions (1-200, default 10)")
     p.add_argument("--full", action="store_true", help=f"every item (default: {ITEMS} per section)")
     add_project_options(p, all_projects=True)
     p.set_defaults(fn=cmd_receipt)

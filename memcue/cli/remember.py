@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memcue.cli.arguments import AddCommand, add_project_options, iso_time, limit, project_of
+from memcue.cli.arguments import AddCommand, add_project_options, iso_time, kind, limit, project_of
 from memcue.cli.output import clean, emit, format_recall, progress, stdin_text, usage_error
 
 #: Memories sent per ``remember_batch`` call by ``memcue import``.
@@ -172,7 +172,8 @@ def register(add: AddCommand) -> None:
     """Register ``remember``, ``recall``, ``update`` and ``import``."""
     p = add("remember", "Store a memory now (keyword-searchable at once, embedded in the background).")
     p.add_argument("text", help="the memory text, or - to read it from stdin")
-    p.add_argument("--kind", default="note", help="decision, preference, bug, howto, note, ... (default: note)")
+    p.add_argument("--kind", type=kind, default="note",
+                   help="decision, preference, bug, howto, note, ... (one lowercase word; default: note)")
     p.add_argument("--pinned", action="store_true", help="always offered at session start")
     add_project_options(p, global_flag=True)
     p.set_defaults(fn=cmd_remember)
@@ -181,7 +182,7 @@ def register(add: AddCommand) -> None:
     p = add("update", "Write a new version of memory ID; the old one is kept for --as-of and never served.")
     p.add_argument("id", type=int, help="the memory id (from recall)")
     p.add_argument("text", help="the new text, or - to read it from stdin")
-    p.add_argument("--kind", help="change the kind (default: keep it)")
+    p.add_argument("--kind", type=kind, help="change the kind (default: keep it)")
     p.set_defaults(fn=cmd_update)
 
     p = add("import", "Import memories from a JSONL file: one {\"content\": ...} object per line, optionally with "

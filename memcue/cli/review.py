@@ -13,7 +13,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from memcue.cli.arguments import AddCommand, add_project_options, project_of
+from memcue.cli.arguments import AddCommand, add_project_options, count, project_of
 from memcue.cli.output import emit, usage_error
 from memcue.core.text import preview
 
@@ -109,7 +109,7 @@ def register(add: AddCommand) -> None:
     p.add_argument("--state", choices=("pending", "promoted", "rejected", "expired", "all"), default="pending",
                    help="list candidates in this state (default pending)")
     p.add_argument("--session-id", help="list only candidates from this session")
-    p.add_argument("--limit", type=int, default=50, help="list at most this many (1-500, default 50)")
+    p.add_argument("--limit", type=count(500), default=50, help="list at most this many (1-500, default 50)")
     p.add_argument("--full", action="store_true", help=f"whole texts (default: cut at {LIST_CHARS} characters)")
     add_project_options(p, all_projects=True)
     p.set_defaults(fn=cmd_review)
