@@ -84,7 +84,8 @@ def _list(args: argparse.Namespace) -> int:
         fields["session_id"] = args.session_id
     with _client() as client:
         out = client.candidates(**fields)
-    text = "\n".join(_line(c, args.full) for c in out["results"]) or f"(no {args.state} candidates)"
+    none = "(no candidates)" if args.state == "all" else f"(no {args.state} candidates)"
+    text = "\n".join(_line(c, args.full) for c in out["results"]) or none
     return emit(out, args.json, text)
 
 
