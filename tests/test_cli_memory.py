@@ -87,3 +87,18 @@ def test_bad_numbers_and_kinds_are_usage_errors_that_name_the_rule(home: Path, t
                        (("list", "--kind", "note\nASSISTANT"), "a kind is one word")):
         out = _cli(home, tmp_path, *args)
         assert out.returncode == 2 and said in out.stderr, (args, out.stderr)
+
+
+def test_a_search_for_an_absent_term_finds_nothing_even_with_a_pinned_memory(home: Path, tmp_path: Path) -> None:
+    """Fresh-user finding: `search "zzzqqq nothing"` returned the pinned memory as a "closest" match. A keyword
+    search for a term no memory holds finds nothing; a question still gets the pinned memory as related, after
+    the closest memories."""
+    project = tmp_path / "billing-api"
+    project.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        _json(home, project, "remember", "Deploys are frozen on Fridays; ask Priya before shipping", "--pinned")
+        searched = _json(home, project, "search", "zzzqqq nothing")
+    finally:
+        sc.stop()
+    assert searched["results"] == [] and searched["tier"] == "none", searched

@@ -68,11 +68,11 @@ def _pinned(store: Store, req: RecallRequest, now: float, judged: list[dict[str,
 def _choose(req: RecallRequest, supported: list[dict[str, Any]], judged: list[dict[str, Any]],
             pinned: list[dict[str, Any]], found: Candidates) -> Choice:
     """The answer's tier, results, note and abstention reason. Pinned memories return when nothing else
-    does: first in a related answer, labelled."""
+    does: in a related answer, labelled, after the closest memories (issue 15: the closest come first)."""
     if supported:
         return SUPPORTED, supported[:req.result_limit], "", None
     if judged or pinned:
-        related = (pinned + sorted(judged, key=lambda r: not r["pinned"]))[:RELATED_LIMIT]
+        related = (judged + pinned)[:RELATED_LIMIT]
         for r in related:
             r["tier"] = RELATED
         return "related", related, NOTE_RELATED, None
@@ -97,7 +97,9 @@ def finish(store: Store, req: RecallRequest, services: RecallServices, qc: Query
     if warming and (supported or items):
         return warming_answer(req, qc, supported or items, found.channels, found.incomplete, started,
                               keys=judged.keys, reranker_status=reranked.status)
-    pinned = [] if supported or not req.query.strip() else _pinned(store, req, now, items)
+    # A keyword search (``search``: a known exact term) gets no pinned stand-ins: nothing found is the answer.
+    keyword_only = SEMANTIC not in req.channels
+    pinned = [] if supported or keyword_only or not req.query.strip() else _pinned(store, req, now, items)
     tier, out, note, reason = _choose(req, supported, items, pinned, found)
     temporal = found.channels[TEMPORAL]
     if tier == "none" and boosted.window is not None and temporal.status == "no_candidates":
