@@ -102,3 +102,16 @@ def test_a_search_for_an_absent_term_finds_nothing_even_with_a_pinned_memory(hom
     finally:
         sc.stop()
     assert searched["results"] == [] and searched["tier"] == "none", searched
+
+
+def test_fetch_json_says_success_once(home: Path, tmp_path: Path) -> None:
+    """Fresh-user finding: `fetch --json` nested a second "success" inside "data"."""
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        written = _json(home, tmp_path, "remember", "the staging bucket is shop-staging-eu")["id"]
+        fetched = json.loads(_cli(home, tmp_path, "fetch", str(written), "--json").stdout)
+        missing = json.loads(_cli(home, tmp_path, "fetch", "999999", "--json").stdout)
+    finally:
+        sc.stop()
+    assert fetched["success"] is True and "success" not in fetched["data"]
+    assert missing["success"] is False and "success" not in missing["data"] and missing["data"]["not_found"]

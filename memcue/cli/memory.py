@@ -84,7 +84,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
              f"{_when(m.get('created_at'))}; seen {m.get('seen_count', 1)}x" for m in out["results"]]
     if out["not_found"]:
         lines.append(f"not found: {', '.join(f'#{i}' for i in out['not_found'])}")
-    return emit(out, args.json, "\n".join(lines), ok=bool(out["success"]))
+    ok = bool(out.pop("success", out["results"]))  # the envelope says it once
+    return emit(out, args.json, "\n".join(lines), ok=ok)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -154,6 +155,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
             lines.append(f"     replaced by #{newer}")
     if out.get("not_found"):
         lines.append(f"not found: {', '.join(f'#{i}' for i in out['not_found'])}")
+    out.pop("success", None)  # the envelope says it once
     return emit(out, args.json, "\n".join(lines), ok=bool(out.get("items")))
 
 
