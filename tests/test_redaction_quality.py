@@ -1,10 +1,10 @@
 """Redaction quality on the benchmark's sets (issue 16, finding 2): ``benchmarks/redaction_quality.py`` over
 ``benchmarks/data/redaction``, so a rule change that lets a listed kind through or rewrites ordinary text fails.
 
-The dev split meets the targets (0 misses, <= 1% false positives) and is held to them. The held-out test split
-does not yet (1 miss: a Twilio auth token passed positionally; 3 of 271 ordinary lines changed: a
-``REPLACE_ME`` placeholder, a psql ``:'var'`` variable, a JavaScript expression after ``token =``), so it is
-held to those numbers as a floor: it may get better, never worse.
+The dev and test splits meet the targets (0 misses, <= 1% false positives) and are held to them; the test split
+missed four items when it was held out (a Twilio auth token passed positionally, a ``REPLACE_ME`` placeholder, a
+psql ``:'var'`` variable, a JavaScript expression after ``token =``), whose kinds were then fixed, so it is no
+longer held out.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ LISTED_KINDS = {
     "aws-secret-key", "gcp-api-key", "azure-storage-key", "github-token", "gitlab-token", "slack-token",
     "stripe-key", "openai-key", "anthropic-key", "npm-token", "pypi-token", "jwt", "pem-private-key",
 }
-#: Held-out test split, today's numbers: at most this many misses and changed ordinary lines.
-TEST_FLOOR = {"missed": 1, "changed": 3}
 
 
 @pytest.mark.parametrize("split", ["dev", "test"])
@@ -39,18 +37,13 @@ def test_sets_cover_the_listed_kinds(split: str) -> None:
     assert all(row["secret"] in row["text"] for row in secrets)
 
 
-def test_dev_split_meets_the_targets() -> None:
-    result = run_split("dev")
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_split_meets_the_targets(split: str) -> None:
+    result = run_split(split)
     misses = [(m["kind"], m["output"]) for m in result["secrets"]["misses"]]
     changed = [(fp["text"], fp["output"]) for fp in result["ordinary"]["false_positives"]]
     assert misses == []
     assert result["ordinary"]["fp_rate"] <= 1.0, changed
-
-
-def test_test_split_holds_its_floor() -> None:
-    result = run_split("test")
-    assert result["secrets"]["missed"] <= TEST_FLOOR["missed"], result["secrets"]["misses"]
-    assert result["ordinary"]["changed"] <= TEST_FLOOR["changed"], result["ordinary"]["false_positives"]
 
 
 def test_a_kept_vendor_prefix_is_no_leak_but_a_kept_tail_is() -> None:

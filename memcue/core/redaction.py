@@ -148,7 +148,8 @@ class _Rule:
 #: Values that name a secret rather than being one: placeholder words (compared lower-cased) ...
 _PLACEHOLDER_WORDS = frozenset(
     "none null nil true false yes no undefined required optional empty redacted changeme secret password passwd "
-    "pass pw pwd token string str int bytes ... …".split())
+    "pass pw pwd token string str int bytes ... … replace_me replaceme replace-me placeholder todo tbd "
+    "your_token your-token your_password your-password your_api_key your-api-key".split())
 #: ... and prefixes of variables, templates and command substitutions (``$VAR``, ``${{ … }}``, ``$(gh auth
 #: token)``, ``{{ .Values.x }}``, ``{t['pw']}``, ``<your-token>``, ``%(name)s``, a marker already there), and the
 #: rest of an ``==`` (``tiktoken==0.12.0``).
@@ -169,7 +170,7 @@ def _is_reference(value: str) -> bool:
         return not inner or inner.replace("_", "a").isalpha()
     cuts = [i for i in (value.find("("), value.find("[")) if i > 0]
     head = value[:min(cuts)].rstrip() if cuts else value
-    parts = head.split(".")
+    parts = head.replace("?.", ".").split(".")  # JavaScript's optional chaining: a?.b is a.b
     return ((bool(cuts) or "." in head) and all(part.isidentifier() for part in parts)
             and not any(_random_looking(part) for part in parts))
 
@@ -326,6 +327,8 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
             continue
         kind, key_only = named
         quoted = m.group("q") is not None
+        if quoted and m.group("sep").lstrip() == ":" and not m.group("nq") and m.group("sep")[:1] in " \t":
+            continue  # psql's variable interpolation (``PASSWORD :'newpw'``), not a name and its value
         value = m.group("qval") if quoted else m.group("val")
         start = m.start("qval") if quoted else m.start("val")
         end = start + len(value)
@@ -503,6 +506,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("huggingface-token", r"\bhf_[A-Za-z0-9]{34,}\b", ("hf_",)),
     _Rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{40,50}" + _TOKEN_END, ("SG.",)),
     _Rule("twilio-key", r"\bSK[0-9a-fA-F]{32}\b", ("SK",)),
+    # The auth token goes with the account SID: the 32-hex value given right after one (``Client("AC…", "…")``).
+    _Rule("twilio-auth-token", rf"(?P<pre>\bAC{_HEX}{{32}}[\"']?\s*,\s*[\"']?){_HEX}{{32}}\b", ("AC",),
+          replace=_keep_prefix("twilio-auth-token")),
     _Rule("twilio-account", rf"\bAC{_HEX}{{32}}\b", ("twilio",), fold=True),
     _Rule("mailgun-key", rf"(?<![\w\-])key-{_HEX}{{32}}\b", ("key-",)),
     _Rule("vault-token", r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
