@@ -4,7 +4,9 @@
 The dev and test splits meet the targets (0 misses, <= 1% false positives) and are held to them; the test split
 missed four items when it was held out (a Twilio auth token passed positionally, a ``REPLACE_ME`` placeholder, a
 psql ``:'var'`` variable, a JavaScript expression after ``token =``), whose kinds were then fixed, so it is no
-longer held out.
+longer held out. The second test split (test2), written later without reading the rules or the other splits,
+is held out: today it misses 3 of 128 secrets and changes 9 of 417 ordinary lines (targets not met), and is held
+to those numbers as a floor: it may get better, never worse.
 """
 
 from __future__ import annotations
@@ -29,11 +31,16 @@ LISTED_KINDS = {
 }
 
 
-@pytest.mark.parametrize("split", ["dev", "test"])
+#: Held-out test2 split, today's numbers: at most this many misses and changed ordinary lines.
+TEST2_FLOOR = {"missed": 3, "changed": 9}
+
+
+@pytest.mark.parametrize("split", ["dev", "test", "test2"])
 def test_sets_cover_the_listed_kinds(split: str) -> None:
     secrets, ordinary = load(split, "secrets"), load(split, "ordinary")
     assert len(secrets) >= 60 and len(ordinary) >= 200
-    assert LISTED_KINDS <= {row["kind"] for row in secrets}
+    if split != "test2":  # written apart, with its own names for the same kinds
+        assert LISTED_KINDS <= {row["kind"] for row in secrets}
     assert all(row["secret"] in row["text"] for row in secrets)
 
 
@@ -44,6 +51,12 @@ def test_split_meets_the_targets(split: str) -> None:
     changed = [(fp["text"], fp["output"]) for fp in result["ordinary"]["false_positives"]]
     assert misses == []
     assert result["ordinary"]["fp_rate"] <= 1.0, changed
+
+
+def test_held_out_split_holds_its_floor() -> None:
+    result = run_split("test2")
+    assert result["secrets"]["missed"] <= TEST2_FLOOR["missed"], result["secrets"]["misses"]
+    assert result["ordinary"]["changed"] <= TEST2_FLOOR["changed"], result["ordinary"]["false_positives"]
 
 
 def test_a_kept_vendor_prefix_is_no_leak_but_a_kept_tail_is() -> None:
