@@ -32,6 +32,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+from real_harness import CODEX_STUB_PROVIDER  # noqa: E402
 from script_stub import ScriptedModel, load_turns  # noqa: E402
 
 from memcue.client import Client  # noqa: E402
@@ -50,14 +51,7 @@ CODEX_CONFIG = """model = "stub-model"
 model_provider = "stub"
 check_for_update_on_startup = false
 
-[model_providers.stub]
-name = "Loopback stub"
-base_url = "{url}/v1"
-wire_api = "responses"
-env_key = "STUB_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
+""" + CODEX_STUB_PROVIDER + """
 [features]
 plugins = false
 

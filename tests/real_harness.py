@@ -133,3 +133,15 @@ def promoted_and_tool_records(sc: Sidecar, home: Path, timeout_s: float = 30.0) 
     spooled = [json.loads(line) for f in (home / "spool").glob("*.jsonl") for line in f.read_text().splitlines()
                if '"op":"tool"' in line]
     return promoted, spooled
+
+
+#: The Codex provider table that points ``codex exec`` at a loopback ``responses`` stub at ``{url}`` (no retries,
+#: so a stub that fails shows at once); ``STUB_API_KEY`` must be set in the environment.
+CODEX_STUB_PROVIDER = """[model_providers.stub]
+name = "Loopback stub"
+base_url = "{url}/v1"
+wire_api = "responses"
+env_key = "STUB_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+"""

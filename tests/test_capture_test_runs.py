@@ -270,3 +270,12 @@ def test_a_python_traceback_is_keyed_by_the_exception_it_ends_with() -> None:
     assert key_line("Traceback (most recent call last):\n  File \"t.py\", line 2\n    assert ok\nAssertionError\n") \
         == "AssertionError"
     assert key_line("FAILED tests/test_a.py::test_x - assert 1 == 2\n1 failed in 0.1s").startswith("FAILED")
+
+
+def test_a_unittest_failure_keeps_the_test_name_and_the_exception() -> None:
+    from memcue.adapters.tools import key_line
+
+    output = ("F\n======\nFAIL: test_cap (tests.test_discounts.T)\n------\nTraceback (most recent call last):\n"
+              "  File \"tests/test_discounts.py\", line 5, in test_cap\n    self.assertEqual(cap(30), 20)\n"
+              "AssertionError: 25 != 20\n\n------\nRan 1 test in 0.000s\n\nFAILED (failures=1)\n")
+    assert key_line(output) == "FAIL: test_cap (tests.test_discounts.T): AssertionError: 25 != 20"

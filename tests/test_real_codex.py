@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from model_stubs import ModelStub
 from real_harness import (
+    CODEX_STUB_PROVIDER,
     FACT,
     PINNED,
     QUESTION,
@@ -43,14 +44,7 @@ model = "stub-model"   # the loopback model
 model_provider = "stub"
 check_for_update_on_startup = false
 
-[model_providers.stub]
-name = "Loopback stub"
-base_url = "{url}/v1"
-wire_api = "responses"
-env_key = "STUB_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
+{CODEX_STUB_PROVIDER.format(url=url)}
 [mcp_servers.notes]
 command = "notes-mcp"   # another tool's server
 args = ["--stdio"]

@@ -54,15 +54,14 @@ def _text(value: object) -> str:
 
 def key_line(output: str) -> str:
     """The first line of ``output`` that says what failed (``FAILURE_LINE``; a totals line only if nothing else
-    matched; for a Python traceback the exception it ends with), stripped and cut to ``KEY_LINE_MAX_CHARS``; ""
-    when none. Only the first and last ``SCAN_CHARS`` characters are read."""
+    matched), stripped and cut to ``KEY_LINE_MAX_CHARS``; "" when none. A Python traceback says what failed on
+    its last line: its exception is the key line, after the first failure line when one names more than the
+    traceback's header ("FAIL: test_cap (tests.test_discounts.T): AssertionError: 25 != 20"). Only the first and
+    last ``SCAN_CHARS`` characters are read."""
     if len(output) > 2 * SCAN_CHARS:
         output = output[:SCAN_CHARS] + "\n" + output[-SCAN_CHARS:]
-    if "Traceback (most recent call last):" in output:
-        raised = _PY_RAISED.findall(output)
-        if raised:  # a Python traceback says what failed on its last line, not its first
-            return raised[-1].strip()[:KEY_LINE_MAX_CHARS]
-    summary = ""
+    raised = _PY_RAISED.findall(output) if "Traceback (most recent call last):" in output else []
+    summary = first = ""
     for raw in output.splitlines():
         line = raw.strip()
         if not line:
@@ -71,8 +70,13 @@ def key_line(output: str) -> str:
             summary = summary or line
             continue
         if FAILURE_LINE.search(line):
-            return line[:KEY_LINE_MAX_CHARS]
-    return summary[:KEY_LINE_MAX_CHARS]
+            first = line
+            break
+    if raised:
+        last = raised[-1].strip()
+        named = first and not first.startswith("Traceback") and first != last
+        return (f"{first}: {last}" if named else last)[:KEY_LINE_MAX_CHARS]
+    return (first or summary)[:KEY_LINE_MAX_CHARS]
 
 
 def looks_failed(output: str) -> bool:
