@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 from memcue.core.paths import Locations, locations, private_dir
+from memcue.sidecar.idle import Activity, watch_idle
 from memcue.sidecar.runtime.heap import limit_arenas
 
 log = logging.getLogger("memcue.sidecar")
@@ -279,14 +280,20 @@ def _run(loc: Locations, sock: socket.socket, stop: StopRequest, load_model: boo
         log.info("memcue sidecar %s serving on %s (pid %d)", _version(), loc.socket, os.getpid())
         # log_config None: uvicorn's own loggers (a malformed request, an exception after an answer started)
         # reach the sidecar's log instead of a stderr nobody reads.
-        config = uvicorn.Config(create_app(service), log_level="warning", log_config=None, lifespan="off",
+        activity = Activity(create_app(service))
+        config = uvicorn.Config(activity, log_level="warning", log_config=None, lifespan="off",
                                 access_log=False, timeout_graceful_shutdown=5)
         server = uvicorn.Server(config)
         # uvicorn installs its own handlers while it runs and re-raises a captured signal after shutting
         # down; that re-raise reaches ``stop.handle`` (restored by then), which only records it.
         stop.server = server
-        if not stop.requested:
-            server.run(sockets=[sock])
+        served = threading.Event()
+        watch_idle(activity, settings.idle_exit_s, service.busy, server, served)
+        try:
+            if not stop.requested:
+                server.run(sockets=[sock])
+        finally:
+            served.set()
         return 0
     except Exception as exc:
         log.exception("sidecar failed")

@@ -281,6 +281,15 @@ class MemoryService:
         self._commits.queue(memory, result)
         self._distiller.queue(memory, result)
 
+    def busy(self) -> bool:
+        """True while background work is left that an idle exit would put off (``sidecar.idle``): captured
+        prompts or session ends not yet read for statements or commits, or memories waiting for their vector
+        while the model is ready."""
+        if self._statements.waiting or self._commits.waiting:
+            return True
+        emb = self._embedder
+        return bool(emb and emb.state == "ready" and self._store.counts().get("pending_embeddings"))
+
     def _capture_step(self) -> None:
         """The worker's capture work: queued prompts read for statements (once no question ran for
         ``QUIET_GAP_S``: a prompt's recall first, its statements a moment later), pending candidates past their

@@ -14,6 +14,8 @@ Known config keys (all optional)::
     url = "http://127.0.0.1:8080/v1"
     [hooks]
     prompt_block = "full"        # or "compact" (env MEMCUE_PROMPT_BLOCK wins): see PROMPT_BLOCKS
+    [sidecar]
+    idle_exit_minutes = 120      # exit after this long without a request (0: never; env MEMCUE_IDLE_EXIT_S, s)
     [distill]                     # optional model distillation of session transcripts, off without this
     base_url = "http://127.0.0.1:8080/v1"     # or kind = "command" with command = ["claude", "-p"]
     model = "qwen2.5-7b-instruct"
@@ -42,6 +44,7 @@ from pathlib import Path
 
 from memcue.sidecar.answer_check import DEFAULT_KEY_ENV, AnswerCheckConfig, parse_config
 from memcue.sidecar.capture.distill_config import DistillConfig, parse_distill
+from memcue.sidecar.idle import IDLE_EXIT_S
 from memcue.sidecar.inject import PROMPT_LIMIT
 from memcue.sidecar.recall import ALL_CHANNELS, QUERY_TYPES, RecallOptions
 from memcue.sidecar.runtime.embedding import EMBEDDING_CACHE_SIZE, cache_size_from_env
@@ -75,6 +78,8 @@ ENV_NO_MODEL = "MEMCUE_NO_MODEL"
 ENV_DISABLE_VEC = "MEMCUE_DISABLE_VEC"
 #: Same name as ``recall/ranking.py`` reads.
 ENV_RANKING = "MEMCUE_RANKING"
+#: Seconds without a request after which the sidecar exits (0: never); overrides ``[sidecar] idle_exit_minutes``.
+ENV_IDLE_EXIT_S = "MEMCUE_IDLE_EXIT_S"
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,8 @@ class Settings:
     ``prompt_block`` (``PROMPT_BLOCKS``) and ``hook_recall_limit`` (results a prompt hook asks for, 1..100).
     Questions: ``recall_slots`` (>= 1), ``recall_wait_s`` (s), ``answer_cache_ttl_s`` (s), ``recall_delay_s``
     (s, tests only). Runtime: ``embedding_cache_size`` (queries, >= 0), ``model_load_delay_s`` (s, tests
-    only), ``no_model`` (keyword-only service), ``disable_vec`` (sqlite-vec off). ``error``: why the file or
+    only), ``no_model`` (keyword-only service), ``disable_vec`` (sqlite-vec off). Lifecycle: ``idle_exit_s``
+    (s without a request before the sidecar exits; 0 never). ``error``: why the file or
     some of its entries were ignored ("" when fine). ``ranking`` reaches recall through
     ``recall_options``; ``disable_vec`` is read here so that every ``MEMCUE_*`` value is in one place, while
     ``store/sqlite/db.py`` still reads the variable itself (same name, same value) for every connection it opens,
@@ -114,6 +120,7 @@ class Settings:
     model_load_delay_s: float = 0.0
     no_model: bool = False
     disable_vec: bool = False
+    idle_exit_s: float = IDLE_EXIT_S
     error: str = ""
 
     def recall_options(self) -> RecallOptions:
@@ -167,6 +174,7 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
     problems.extend(distill_problems)
     prompt_block, block_problems = _prompt_block(data.get("hooks", {}), env)
     problems.extend(block_problems)
+    idle_exit_s = _idle_exit(data.get("sidecar", {}), env, problems)
     error = f"{path}: " + "; ".join(problems) if problems else ""
     if error:
         log.error("config problems, ignored: %s", error)
@@ -182,7 +190,24 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
         recall_delay_s=max(0.0, _number(env, ENV_RECALL_DELAY_S, 0.0)),
         embedding_cache_size=cache_size_from_env(env),
         model_load_delay_s=_number(env, ENV_MODEL_LOAD_DELAY_S, 0.0), no_model=env.get(ENV_NO_MODEL) == "1",
-        disable_vec=env.get(ENV_DISABLE_VEC) == "1", error=error)
+        disable_vec=env.get(ENV_DISABLE_VEC) == "1", idle_exit_s=idle_exit_s, error=error)
+
+
+def _idle_exit(table: object, env: Mapping[str, str], problems: list[str]) -> float:
+    """Seconds without a request before the sidecar exits: ``MEMCUE_IDLE_EXIT_S``, else ``[sidecar]
+    idle_exit_minutes`` (a number >= 0; 0 never), else ``IDLE_EXIT_S``; a wrong entry is named and ignored."""
+    if env.get(ENV_IDLE_EXIT_S, "").strip():
+        return max(0.0, _number(env, ENV_IDLE_EXIT_S, IDLE_EXIT_S))
+    if not isinstance(table, dict):
+        problems.append("[sidecar] must be a table")
+        return IDLE_EXIT_S
+    minutes = table.get("idle_exit_minutes")
+    if minutes is None:
+        return IDLE_EXIT_S
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes < 0:
+        problems.append("[sidecar] idle_exit_minutes must be a number of minutes >= 0 (0: never)")
+        return IDLE_EXIT_S
+    return float(minutes) * 60.0
 
 
 def _read_file(path: Path, problems: list[str]) -> dict:
