@@ -190,6 +190,15 @@ class Client:
         Raises ``ClientError`` for a part that is not a number (HTTP 422)."""
         return self._call("POST", "/forget", json={"ids": ids})
 
+    def pin(self, ids: list[int] | str, pinned: bool = True) -> dict[str, Any]:
+        """``POST /pin``: pin (or with ``pinned`` False unpin) memories in place. Returns ``{"changed": [id],
+        "unchanged": [id], "not_found": [id]}``."""
+        return self._call("POST", "/pin", json={"ids": ids, "pinned": pinned})
+
+    def unforget(self, ids: list[int] | str) -> dict[str, Any]:
+        """``POST /unforget``: take a ``forget`` back; same answer shape as ``pin``."""
+        return self._call("POST", "/unforget", json={"ids": ids})
+
     def purge(self, ids: list[int] | str) -> dict[str, Any]:
         """``POST /purge``: hard-delete memories and every version of them, for good (a list of ids or
         ``"12, 15"``). Returns ``{"purged": [id], "not_found": [id], "wal_truncated": bool}``. Raises

@@ -118,6 +118,29 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return emit(out, args.json, text, ok=bool(out["forgotten"] or out["already"]))
 
 
+def _marked(out: dict[str, Any], done: str, already: str, as_json: bool) -> int:
+    """Print a pin/unpin/unforget answer (``changed``, ``unchanged``, ``not_found``); exit 1 when no id was found."""
+    parts = [f"{done}: {', '.join(f'#{i}' for i in out['changed'])}" if out["changed"] else "",
+             f"{already}: {', '.join(f'#{i}' for i in out['unchanged'])}" if out["unchanged"] else "",
+             f"not found: {', '.join(f'#{i}' for i in out['not_found'])}" if out["not_found"] else ""]
+    return emit(out, as_json, "\n".join(p for p in parts if p), ok=bool(out["changed"] or out["unchanged"]))
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    """``memcue pin IDS`` / ``memcue unpin IDS``: mark memories in place (``args.pinned``)."""
+    with _client() as client:
+        out = client.pin(args.ids, pinned=args.pinned)
+    word = "pinned" if args.pinned else "unpinned"
+    return _marked(out, word, f"already {word}", args.json)
+
+
+def cmd_unforget(args: argparse.Namespace) -> int:
+    """``memcue unforget IDS``: forgotten memories answer again."""
+    with _client() as client:
+        out = client.unforget(args.ids)
+    return _marked(out, "answering again", "not forgotten", args.json)
+
+
 def cmd_purge(args: argparse.Namespace) -> int:
     """``memcue purge IDS [--yes]``: hard delete, after a confirmation typed at a terminal (or ``--yes``); exit 1
     when none was found, 2 when not confirmed."""
@@ -179,7 +202,8 @@ def _opening(p: argparse.ArgumentParser) -> None:
 
 
 def register(add: AddCommand) -> None:
-    """Register ``search``, ``fetch``, ``list``, ``forget``, ``purge``, ``expand`` and ``session-context``."""
+    """Register ``search``, ``fetch``, ``list``, ``forget``, ``unforget``, ``pin``, ``unpin``, ``purge``,
+    ``expand`` and ``session-context``."""
     p = add("search", "Keyword-only search for a known exact term (an error code, a flag, a file name).")
     p.add_argument("term", help="the exact term(s)")
     p.add_argument("--limit", type=count(100), default=20, help="most results, 1-100 (default 20)")
@@ -205,6 +229,16 @@ def register(add: AddCommand) -> None:
     p = add("forget", "Forget memories (soft delete): they stop answering at once, and stay listable and fetchable.")
     p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15")
     p.set_defaults(fn=cmd_forget)
+
+    p = add("unforget", "Take a forget back: the memories answer again.")
+    p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15")
+    p.set_defaults(fn=cmd_unforget)
+
+    for name, pinned, what in (("pin", True, "Pin memories: the session-start block offers them first."),
+                               ("unpin", False, "Unpin memories.")):
+        p = add(name, what + " Marked in place (no new version); agents cannot pin.")
+        p.add_argument("ids", type=clean_ids, help="ids: 12 or 12,15")
+        p.set_defaults(fn=cmd_pin, pinned=pinned)
 
     p = add("purge", "Delete memories for good (every version; rows, keyword index, vectors, entity graph, "
                      "candidates), for a secret or a private detail that got stored. Asks first; cannot be undone.")

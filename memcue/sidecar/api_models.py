@@ -329,6 +329,24 @@ class ForgetOut(BaseModel):
     already: list[int]
 
 
+class PinIn(IdsIn):
+    """``POST /pin``: pin (``pinned`` true) or unpin memories by id, in place."""
+
+    pinned: bool = True
+
+
+class UnforgetIn(IdsIn):
+    """``POST /unforget``: take a ``forget`` of memories back."""
+
+
+class MarkOut(BaseModel):
+    """Ids ``changed`` by this call, ``unchanged`` (already so) and ``not_found``; in the order asked."""
+
+    changed: list[int]
+    unchanged: list[int]
+    not_found: list[int]
+
+
 class PurgeIn(IdsIn):
     """``POST /purge``: hard-delete memories (and every version of them) by id, for good."""
 

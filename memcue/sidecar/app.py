@@ -36,6 +36,8 @@ from memcue.sidecar.api_models import (
     LedgerOut,
     ListIn,
     ListOut,
+    MarkOut,
+    PinIn,
     PurgeIn,
     PurgeOut,
     RecallIn,
@@ -47,6 +49,7 @@ from memcue.sidecar.api_models import (
     SessionContextOut,
     SessionsIn,
     StatsIn,
+    UnforgetIn,
     UpdateIn,
     unix_seconds,
 )
@@ -143,6 +146,16 @@ def _writes(app: FastAPI, service: MemoryService) -> None:
     async def forget(body: ForgetIn) -> ForgetOut:
         out = await service.forget(body.ids)
         return ForgetOut(forgotten=out.forgotten, not_found=out.not_found, already=out.already)
+
+    @app.post("/pin", response_model=MarkOut)
+    async def pin(body: PinIn) -> MarkOut:
+        out = await service.set_pinned(body.ids, body.pinned)
+        return MarkOut(changed=out.changed, unchanged=out.unchanged, not_found=out.not_found)
+
+    @app.post("/unforget", response_model=MarkOut)
+    async def unforget(body: UnforgetIn) -> MarkOut:
+        out = await service.unforget(body.ids)
+        return MarkOut(changed=out.changed, unchanged=out.unchanged, not_found=out.not_found)
 
     @app.post("/purge", response_model=PurgeOut)
     async def purge(body: PurgeIn) -> PurgeOut:

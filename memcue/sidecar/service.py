@@ -52,6 +52,7 @@ from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
 from memcue.sidecar.settings import Settings
 from memcue.sidecar.store import (
     ForgetResult,
+    MarkResult,
     NewMemory,
     PreparedWrite,
     PurgeResult,
@@ -359,6 +360,14 @@ class MemoryService:
         for memory_id in out.forgotten:
             self._recall_services.working_sets.forget(memory_id)
         return out
+
+    async def set_pinned(self, ids: list[int], pinned: bool) -> MarkResult:
+        """Pin or unpin memories in place (a person's mark: the session-start block offers pinned ones first)."""
+        return await anyio.to_thread.run_sync(self._store.set_pinned, ids, pinned, limiter=self._limiter)
+
+    async def unforget(self, ids: list[int]) -> MarkResult:
+        """Take a ``forget`` back: the memories answer again (vector indexes take them back)."""
+        return await anyio.to_thread.run_sync(self._store.unforget, ids, limiter=self._limiter)
 
     async def purge(self, ids: list[int]) -> PurgeResult:
         """Hard-delete memories and all their versions (see ``Store.purge``): gone from every table, index and

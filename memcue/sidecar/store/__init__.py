@@ -16,6 +16,7 @@ from memcue.sidecar.store.write import (
     CandidateAdded,
     DistillEntry,
     ForgetResult,
+    MarkResult,
     NewCandidate,
     NewMemory,
     PreparedWrite,
@@ -35,5 +36,5 @@ __all__ = [
     "DF_CAP", "ForgetResult", "MAYBE_NAME", "NewMemory", "PreparedWrite", "RECORD_KINDS", "ServedRecall", "Store",
     "StoreProtocol", "VectorSupport", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected",
-    "KIND_PATTERN", "PurgeResult", "ROLE_MARKER", "instruction_like",
+    "KIND_PATTERN", "MarkResult", "PurgeResult", "ROLE_MARKER", "instruction_like",
 ]

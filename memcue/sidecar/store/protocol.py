@@ -19,6 +19,7 @@ from memcue.sidecar.store.write import (
     CandidateAdded,
     DistillEntry,
     ForgetResult,
+    MarkResult,
     NewCandidate,
     NewMemory,
     PreparedWrite,
@@ -94,6 +95,10 @@ class StoreProtocol(Protocol):
         (already superseded or forgotten, empty text)."""
     def forget(self, ids: Iterable[int], *, now: float | None = None) -> ForgetResult:
         """Soft-delete ``ids`` (idempotent)."""
+    def set_pinned(self, ids: Iterable[int], pinned: bool) -> MarkResult:
+        """Pin or unpin ``ids`` in place (no new version)."""
+    def unforget(self, ids: Iterable[int]) -> MarkResult:
+        """Take a ``forget`` of ``ids`` back: they answer again."""
     def purge(self, ids: Iterable[int]) -> PurgeResult:
         """Hard-delete ``ids`` and every version of them, from rows, keyword index, vectors, entity graph,
         candidates and usage log, leaving their text in neither the database file nor its WAL."""

@@ -23,6 +23,7 @@ from memcue.sidecar.store.sqlite.forgetting import Forgetting
 from memcue.sidecar.store.sqlite.graph import EntityGraph
 from memcue.sidecar.store.sqlite.keywords import DF_CAP, KeywordIndex
 from memcue.sidecar.store.sqlite.ledger import DistillLedger
+from memcue.sidecar.store.sqlite.marks import Marks
 from memcue.sidecar.store.sqlite.memories import MemoryRows
 from memcue.sidecar.store.sqlite.meta import MetaTable
 from memcue.sidecar.store.sqlite.migrations import migrate
@@ -35,6 +36,7 @@ from memcue.sidecar.store.write import (
     CandidateAdded,
     DistillEntry,
     ForgetResult,
+    MarkResult,
     NewCandidate,
     NewMemory,
     PreparedWrite,
@@ -62,6 +64,7 @@ class Store:
         self._graph = EntityGraph(db)
         self._timeline = Timeline(db)
         self._forgetting = Forgetting(db)
+        self._marks = Marks(db)
         self._purging = Purging(db)
         self._usage = UsageLog(db)
         self._candidates = CandidateRows(db)
@@ -161,6 +164,14 @@ class Store:
     def purge(self, ids: Iterable[int]) -> PurgeResult:
         """See ``Purging.purge``."""
         return self._purging.purge(ids)
+
+    def set_pinned(self, ids: Iterable[int], pinned: bool) -> MarkResult:
+        """See ``Marks.set_pinned``."""
+        return self._marks.set_pinned(ids, pinned)
+
+    def unforget(self, ids: Iterable[int]) -> MarkResult:
+        """See ``Marks.unforget``."""
+        return self._marks.unforget(ids)
 
     # -- rows --------------------------------------------------------------------------------
     def fetch(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:

@@ -18,6 +18,7 @@ from memcue.sidecar.store.write.records import (
     RECORD_KINDS,
     CandidateAdded,
     ForgetResult,
+    MarkResult,
     NewCandidate,
     NewMemory,
     PurgeResult,
@@ -32,5 +33,5 @@ __all__ = [
     "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
     "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected",
-    "KIND_PATTERN", "PurgeResult", "ROLE_MARKER", "instruction_like",
+    "KIND_PATTERN", "MarkResult", "PurgeResult", "ROLE_MARKER", "instruction_like",
 ]

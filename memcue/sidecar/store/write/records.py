@@ -112,6 +112,16 @@ class PurgeResult:
 
 
 @dataclass(frozen=True)
+class MarkResult:
+    """Outcome of ``set_pinned`` / ``unforget``: ids ``changed`` now, ``unchanged`` (already so), ``not_found``;
+    each in the order asked, without repeats."""
+
+    changed: list[int] = field(default_factory=list)
+    unchanged: list[int] = field(default_factory=list)
+    not_found: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class ServedRecall:
     """One recall served: ``items`` are ``(memory_id, kind, channels)`` of the memories it showed; ``tokens``
     the block's size (o200k tokens, 0 when unknown); ``skipped`` why a hook injected nothing ("" when it did)."""

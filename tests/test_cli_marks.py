@@ -1,0 +1,40 @@
+"""``memcue pin`` / ``unpin`` / ``unforget`` (issue 17, part 5): a person's marks, in place, through the real CLI
+and a real sidecar."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import start_sidecar
+
+
+def _cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcue", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "MEMCUE_HOME": str(home)}, timeout=60)
+
+
+def test_pin_unpin_and_unforget_mark_a_memory_in_place(home: Path, tmp_path: Path) -> None:
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        memory = sc.client.remember("Deploys freeze on Fridays; ask Priya before shipping", project=str(tmp_path),
+                                    kind="decision")["id"]
+        pinned = _cli(home, tmp_path, "pin", f"#{memory}", "--json")
+        fetched = sc.client.fetch([memory])["results"][0]
+        unpinned = _cli(home, tmp_path, "unpin", str(memory))
+        assert _cli(home, tmp_path, "forget", str(memory)).returncode == 0
+        gone = sc.client.recall("deploys freeze fridays", project=str(tmp_path), mode="keyword")["results"]
+        back = _cli(home, tmp_path, "unforget", str(memory))
+        again = sc.client.recall("deploys freeze fridays", project=str(tmp_path), mode="keyword")["results"]
+        missing = _cli(home, tmp_path, "pin", "999999")
+        versions = sc.client.list_recent(project=str(tmp_path), include_forgotten=True)["results"]
+    finally:
+        sc.stop()
+    assert pinned.returncode == 0 and json.loads(pinned.stdout)["data"]["changed"] == [memory]
+    assert fetched["pinned"] is True and unpinned.returncode == 0 and "unpinned: #" in unpinned.stdout
+    assert gone == [] and back.returncode == 0 and [r["memory_id"] for r in again] == [memory]
+    assert missing.returncode == 1 and "not found: #999999" in missing.stdout
+    assert [v["memory_id"] for v in versions] == [memory], "marked in place: no new version"
