@@ -38,3 +38,19 @@ def test_pin_unpin_and_unforget_mark_a_memory_in_place(home: Path, tmp_path: Pat
     assert gone == [] and back.returncode == 0 and [r["memory_id"] for r in again] == [memory]
     assert missing.returncode == 1 and "not found: #999999" in missing.stdout
     assert [v["memory_id"] for v in versions] == [memory], "marked in place: no new version"
+
+
+def test_list_says_where_it_looked_and_status_counts_what_can_answer(home: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        sc.client.remember("the staging bucket is shop-staging-eu", project=str(tmp_path / "shop"))
+        sc.client.remember("please look at the flaky test", project=str(tmp_path / "shop"), kind="request")
+        listed = _cli(home, elsewhere, "list")
+        status = _cli(home, elsewhere, "status")
+    finally:
+        sc.stop()
+    assert f"(no memories in project {elsewhere.resolve()}; --all-projects lists every project)" in listed.stdout
+    assert "memories: 2 (1 that can answer, 1 captured prompts, answers and session events, 0 bookkeeping" \
+        in status.stdout, status.stdout

@@ -65,7 +65,7 @@ def test_search_fetch_list_forget_expand_session_context(home: Path, tmp_path: P
     assert [item["memory_id"] for item in expanded["items"]] == [ids[2]]
     assert "Deploys are frozen on Fridays" in first["context"] and first["session_id"] == "cli-s1"
     assert "Deploys are frozen" not in second["context"], "one full block per session"
-    assert other.returncode == 0 and "(no memories)" in other.stdout
+    assert other.returncode == 0 and "(no memories in project " in other.stdout
     assert piped.stderr == "", "a reader that stops early (| head) is no error"
 
 

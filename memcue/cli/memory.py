@@ -101,8 +101,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         fields["kind"] = args.kind
     with _client() as client:
         out = client.list_recent(**fields)
-    text = "\n".join(_line(m, args.full) for m in out["results"]) or "(no memories)"
-    return emit(out, args.json, text)
+    where = "any project" if project is None else (f"project {project}" if project else "global memories")
+    text = "\n".join(_line(m, args.full) for m in out["results"]) or (
+        f"(no memories in {where}" + ("; --all-projects lists every project)" if project is not None else ")"))
+    return emit({**out, "looked_in": where}, args.json, text)
 
 
 def cmd_forget(args: argparse.Namespace) -> int:

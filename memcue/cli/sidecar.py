@@ -91,7 +91,9 @@ def _health_text(health: dict[str, Any]) -> str:
             f"model: {health['model']['id'] or '-'} ({health['model']['state']}); vector search: "
             f"{'on' if health['vector_search'] else 'off (' + (health['vector_note'] or 'warming up') + ')'}; "
             f"tokenizer: {health['tokenizer']}\n"
-            f"memories: {health['counts']['memories']} ({health['counts']['bookkeeping']} bookkeeping, "
+            f"memories: {health['counts']['memories']} ({health['counts'].get('answering', 0)} that can answer, "
+            f"{health['counts'].get('captured', 0)} captured prompts, answers and session events, "
+            f"{health['counts']['bookkeeping']} bookkeeping, "
             f"{health['counts']['pending_embeddings']} "
             f"{'waiting for vectors' if health['vector_search'] or health['warming_up'] else 'without vectors'})")
     reranker = health.get("reranker") or {}

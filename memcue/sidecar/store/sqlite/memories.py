@@ -16,7 +16,7 @@ from typing import Any
 from memcue.sidecar.store.sqlite.db import Database
 from memcue.sidecar.store.sqlite.graph import link_entities
 from memcue.sidecar.store.sqlite.rows import COLUMNS, row_dict, scope_conditions
-from memcue.sidecar.store.write import NewMemory, PreparedWrite, WriteResult, prepare_write
+from memcue.sidecar.store.write import CAPTURED_KINDS, NewMemory, PreparedWrite, WriteResult, prepare_write
 
 #: ``embedded`` values: 0 waiting for a vector, 1 has one, 2 never embedded (bookkeeping rows).
 PENDING, EMBEDDED, SKIPPED = 0, 1, 2
@@ -180,9 +180,15 @@ class MemoryRows:
         return [row_dict(r) for r in self._db.reader().execute(sql, [*args, limit]).fetchall()]
 
     def counts(self) -> dict[str, int]:
-        """Row counts: total, bookkeeping, pending embeddings, embedded."""
+        """Row counts: total, bookkeeping, pending embeddings, embedded; ``answering`` (current memories that can
+        answer: not bookkeeping, not captured, not forgotten or replaced) and ``captured`` (prompts, agent
+        answers and session events the hooks kept: ``CAPTURED_KINDS``)."""
+        marks = ",".join("?" * len(CAPTURED_KINDS))
         row = self._db.reader().execute(
             "SELECT count(*), coalesce(sum(bookkeeping), 0), coalesce(sum(embedded = 0), 0),"
-            " coalesce(sum(embedded = 1), 0) FROM memories"
+            f" coalesce(sum(embedded = 1), 0), coalesce(sum(bookkeeping = 0 AND kind NOT IN ({marks})"
+            " AND forgotten_at IS NULL AND superseded_by IS NULL), 0),"
+            f" coalesce(sum(kind IN ({marks})), 0) FROM memories", [*CAPTURED_KINDS, *CAPTURED_KINDS]
         ).fetchall()[0]
-        return {"memories": row[0], "bookkeeping": row[1], "pending_embeddings": row[2], "embedded": row[3]}
+        return {"memories": row[0], "bookkeeping": row[1], "pending_embeddings": row[2], "embedded": row[3],
+                "answering": row[4], "captured": row[5]}
