@@ -54,3 +54,28 @@ def test_list_says_where_it_looked_and_status_counts_what_can_answer(home: Path,
     assert f"(no memories in project {elsewhere.resolve()}; --all-projects lists every project)" in listed.stdout
     assert "memories: 2 (1 that can answer, 1 captured prompts, answers and session events, 0 bookkeeping" \
         in status.stdout, status.stdout
+
+
+def test_edit_opens_the_editor_and_saves_a_changed_text_as_a_new_version(home: Path, tmp_path: Path) -> None:
+    editor = tmp_path / "editor.sh"  # an "editor" that changes the port in the file it is given
+    editor.write_text("#!/bin/sh\nsed -i 's/5432/5433/' \"$1\"\n")
+    editor.chmod(0o755)
+    keep = tmp_path / "keep.sh"  # one that changes nothing
+    keep.write_text("#!/bin/sh\ntrue\n")
+    keep.chmod(0o755)
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        old = sc.client.remember("the invoices database is on port 5432", project=str(tmp_path))["id"]
+        edited = subprocess.run([sys.executable, "-m", "memcue", "edit", str(old), "--json"], capture_output=True,
+                                text=True, timeout=60, env={**os.environ, "MEMCUE_HOME": str(home),
+                                                            "EDITOR": str(editor), "VISUAL": ""})
+        new = json.loads(edited.stdout)["data"]["id"]
+        unchanged = subprocess.run([sys.executable, "-m", "memcue", "edit", str(new)], capture_output=True,
+                                   text=True, timeout=60, env={**os.environ, "MEMCUE_HOME": str(home),
+                                                               "EDITOR": str(keep), "VISUAL": ""})
+        current = sc.client.fetch([new])["results"][0]["content"]
+        replaced = sc.client.fetch([old])["results"][0]["superseded_by"]
+    finally:
+        sc.stop()
+    assert edited.returncode == 0 and current == "the invoices database is on port 5433" and replaced == new
+    assert unchanged.returncode == 0 and "nothing saved" in unchanged.stdout

@@ -1,4 +1,4 @@
-"""``memcue remember|recall|update|import``: putting memories in and asking for them. Thin over
+"""``memcue remember|recall|update|edit|import``: putting memories in and asking for them. Thin over
 ``memcue.client.Client``."""
 
 from __future__ import annotations
@@ -90,6 +90,35 @@ def cmd_update(args: argparse.Namespace) -> int:
     return emit(out, args.json, f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
 
 
+def cmd_edit(args: argparse.Namespace) -> int:
+    """``memcue edit ID``: the memory's text in ``$VISUAL``/``$EDITOR`` (else ``vi``); a changed text is saved as a
+    new version (as ``memcue update``), an unchanged or emptied one saves nothing."""
+    import shlex
+    import subprocess
+    import tempfile
+
+    from memcue.client import Client
+
+    with Client() as client:
+        client.ensure_running()
+        found = client.fetch(str(args.id))["results"]
+        if not found:
+            return emit({"not_found": [args.id]}, args.json, f"not found: #{args.id}", ok=False)
+        before = found[0]["content"]
+        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+        with tempfile.TemporaryDirectory(prefix="memcue-edit-") as folder:
+            path = Path(folder) / f"memory-{args.id}.md"
+            path.write_text(before + "\n", encoding="utf-8")
+            if subprocess.run([*editor, str(path)]).returncode != 0:
+                return emit({"saved": False}, args.json, "the editor exited with an error: nothing saved", ok=False)
+            after = path.read_text(encoding="utf-8").strip()
+        if not after or after == before.strip():
+            return emit({"saved": False}, args.json, "unchanged (or empty): nothing saved")
+        out = client.update({"memory_id": args.id, "content": after})
+    return emit({**out, "saved": True}, args.json,
+                f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
+
+
 def _import_rows(path: Path, default_project: str | None) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
     """The JSONL file's memories as ``(line number, RememberIn body)``, and a message per bad line (``"line N:
     why"``). A line's missing project, source and source_id default to ``default_project``, ``import:<file
@@ -178,6 +207,10 @@ def register(add: AddCommand) -> None:
     add_project_options(p, global_flag=True)
     p.set_defaults(fn=cmd_remember)
     _register_recall(add)
+
+    p = add("edit", "Edit a memory's text in $VISUAL / $EDITOR; a changed text is saved as a new version.")
+    p.add_argument("id", type=int, help="the memory id")
+    p.set_defaults(fn=cmd_edit)
 
     p = add("update", "Write a new version of memory ID; the old one is kept for --as-of and never served.")
     p.add_argument("id", type=int, help="the memory id (from recall)")
