@@ -289,7 +289,7 @@ class MemoryService:
         if self._statements.waiting or self._commits.waiting:
             return True
         emb = self._embedder
-        return bool(emb and emb.state == "ready" and self._store.counts().get("pending_embeddings"))
+        return bool(emb and emb.state == "ready" and self._store.pending_embeddings(1))  # one indexed row, not a count
 
     def _capture_step(self) -> None:
         """The worker's capture work: queued prompts read for statements (once no question ran for
