@@ -111,21 +111,21 @@ def cmd_forget(args: argparse.Namespace) -> int:
     """``memcue forget IDS``: soft-delete; exit 1 when none was found."""
     with _client() as client:
         out = client.forget(args.ids)
-    parts = [f"forgotten: {', '.join(f'#{i}' for i in out['forgotten'])}" if out["forgotten"] else "",
-             f"already forgotten: {', '.join(f'#{i}' for i in out['already'])}" if out["already"] else "",
-             f"not found: {', '.join(f'#{i}' for i in out['not_found'])}" if out["not_found"] else ""]
-    text = "\n".join(p for p in parts if p)
+    text = _id_lines(out, ("forgotten", "forgotten"), ("already", "already forgotten"), ("not_found", "not found"))
     if out["forgotten"]:
         text += "\n(they no longer answer; `memcue list --include-forgotten` and `memcue fetch` still show them)"
     return emit(out, args.json, text, ok=bool(out["forgotten"] or out["already"]))
 
 
+def _id_lines(out: dict[str, Any], *sections: tuple[str, str]) -> str:
+    """One line per non-empty id list of ``out``: ``(key, label)`` pairs as ``label: #12, #15``, in order."""
+    return "\n".join(f"{label}: {', '.join(f'#{i}' for i in out[key])}" for key, label in sections if out.get(key))
+
+
 def _marked(out: dict[str, Any], done: str, already: str, as_json: bool) -> int:
     """Print a pin/unpin/unforget answer (``changed``, ``unchanged``, ``not_found``); exit 1 when no id was found."""
-    parts = [f"{done}: {', '.join(f'#{i}' for i in out['changed'])}" if out["changed"] else "",
-             f"{already}: {', '.join(f'#{i}' for i in out['unchanged'])}" if out["unchanged"] else "",
-             f"not found: {', '.join(f'#{i}' for i in out['not_found'])}" if out["not_found"] else ""]
-    return emit(out, as_json, "\n".join(p for p in parts if p), ok=bool(out["changed"] or out["unchanged"]))
+    text = _id_lines(out, ("changed", done), ("unchanged", already), ("not_found", "not found"))
+    return emit(out, as_json, text, ok=bool(out["changed"] or out["unchanged"]))
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
@@ -156,11 +156,10 @@ def cmd_purge(args: argparse.Namespace) -> int:
             return usage_error("nothing purged", args.json)
     with _client() as client:
         out = client.purge(ids)
-    parts = [f"purged for good: {', '.join(f'#{i}' for i in out['purged'])}" if out["purged"] else "",
-             f"not found: {', '.join(f'#{i}' for i in out['not_found'])}" if out["not_found"] else ""]
+    text = _id_lines(out, ("purged", "purged for good"), ("not_found", "not found"))
     if out["purged"] and not out["wal_truncated"]:
-        parts.append("(the write-ahead log is emptied at the next checkpoint: a reader was busy)")
-    return emit(out, args.json, "\n".join(p for p in parts if p), ok=bool(out["purged"]))
+        text += "\n(the write-ahead log is emptied at the next checkpoint: a reader was busy)"
+    return emit(out, args.json, text, ok=bool(out["purged"]))
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
