@@ -149,13 +149,11 @@ def _writes(app: FastAPI, service: MemoryService) -> None:
 
     @app.post("/pin", response_model=MarkOut)
     async def pin(body: PinIn) -> MarkOut:
-        out = await service.set_pinned(body.ids, body.pinned)
-        return MarkOut(changed=out.changed, unchanged=out.unchanged, not_found=out.not_found)
+        return MarkOut(**dataclasses.asdict(await service.set_pinned(body.ids, body.pinned)))
 
     @app.post("/unforget", response_model=MarkOut)
     async def unforget(body: UnforgetIn) -> MarkOut:
-        out = await service.unforget(body.ids)
-        return MarkOut(changed=out.changed, unchanged=out.unchanged, not_found=out.not_found)
+        return MarkOut(**dataclasses.asdict(await service.unforget(body.ids)))
 
     @app.post("/purge", response_model=PurgeOut)
     async def purge(body: PurgeIn) -> PurgeOut:

@@ -33,6 +33,8 @@ MAX_STATEMENTS = 5
 #: Sentences after a statement, on the same line, kept with it as its reason or detail (``_with_context``).
 CONTEXT_SENTENCES = 2
 
+#: A sentence that opens with "don't" ("please don't ...", "also do not ...").
+_DONT_START = r"^(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
@@ -41,7 +43,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
                  r"\bwe(?:'re| are) going with\b|\bour (?:convention|rule|policy) is\b"),
     ("decision", r"^(?:please\s+|and\s+|also\s+)?(?:always|never)\b|\b(?:we|you|i)\s+(?:should\s+|must\s+)?"
                  r"(?:always|never)\b|\b(?:must|should)\s+(?:always|never)\b|\blet'?s (?:always|never)\b"),
-    ("decision", r"^(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\s+\w+"),
+    ("decision", _DONT_START + r"\s+\w+"),
     ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
 ))
 #: A "don't ..." that holds only for the moment ("don't change anything yet", "don't commit for now, just look",
@@ -49,7 +51,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
 _MOMENTARY = re.compile(
     r"\b(?:yet|for now|right now|just now|this time|at the moment|for the moment|until (?:i|we|you)\b|"
     r"before (?:i|we|you)\b)|\bjust (?:look|read|check|explain|tell|show|answer|review)\b", re.IGNORECASE)
-_DONT = re.compile(r"^(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b", re.IGNORECASE)
+_DONT = re.compile(_DONT_START, re.IGNORECASE)
 _QUESTION_START = re.compile(
     r"^(?:what|why|how|where|when|which|who|whom|whose|is|are|was|were|do|does|did|can|could|should|would|will|"
     r"shall|may|might|have|has|had|am)\b", re.IGNORECASE)
