@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from memcue.sidecar.recall.channels import ALL_CHANNELS, SEMANTIC, ChannelResult
+from memcue.sidecar.recall.channels import ALL_CHANNELS, ChannelResult
 from memcue.sidecar.recall.classify import QueryClass, classify
 from memcue.sidecar.recall.query import keyword_query
 
@@ -71,7 +71,7 @@ def contract_response(req: RecallRequest, results: list[dict[str, Any]], tier: s
                       reranker_status: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The whole recall contract (DESIGN.md section 4) for one answer; ``started`` is the
     ``time.perf_counter()`` at the start of the recall."""
-    keyword_only = SEMANTIC not in req.channels
+    keyword_only = req.keyword_only
     out = {
         "query": req.query,
         "results": results,

@@ -98,8 +98,7 @@ def finish(store: Store, req: RecallRequest, services: RecallServices, qc: Query
         return warming_answer(req, qc, supported or items, found.channels, found.incomplete, started,
                               keys=judged.keys, reranker_status=reranked.status)
     # A keyword search (``search``: a known exact term) gets no pinned stand-ins: nothing found is the answer.
-    keyword_only = SEMANTIC not in req.channels
-    pinned = [] if supported or keyword_only or not req.query.strip() else _pinned(store, req, now, items)
+    pinned = [] if supported or req.keyword_only or not req.query.strip() else _pinned(store, req, now, items)
     tier, out, note, reason = _choose(req, supported, items, pinned, found)
     temporal = found.channels[TEMPORAL]
     if tier == "none" and boosted.window is not None and temporal.status == "no_candidates":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, VectorIndex
+from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, SEMANTIC, VectorIndex
 from memcue.sidecar.recall.filters import Filters
 from memcue.sidecar.recall.rerank import Reranker
 from memcue.sidecar.recall.working_set import WorkingSets
@@ -61,6 +61,11 @@ class RecallRequest:
     channel_timeout_s: float = CHANNEL_TIMEOUT_S
     depth: int = 1
     max_tokens: int | None = None
+
+    @property
+    def keyword_only(self) -> bool:
+        """True when the semantic channel is not asked for (``mode`` keyword: ``memcue search``)."""
+        return SEMANTIC not in self.channels
 
     @property
     def result_limit(self) -> int:
