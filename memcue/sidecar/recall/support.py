@@ -15,7 +15,11 @@ Each memory is judged on its own, from its ``Support`` features:
 - session context: the memory sits right next to one of the best matches in the same session (the reply
   to a matched question, say): shown as weak context, never injected;
 - the owner check: a memory attributed to one speaker ("Name: …") does not support a question about another
-  person it does not mention; it is at most weak.
+  person it does not mention; it is at most weak;
+- identifiers (``query.identifiers``): when the query names a ticket id, env var, flag, dotted name, path or
+  version that some candidate carries whole, the memories carrying it are support and every other memory is
+  at most weak: ``PAY-21`` is not evidence for ``PAY-219``, nor a note on ``2.4.1`` for ``2.4.0``. When no
+  memory carries it, one carrying a sibling (``query.siblings``: ``PAY-2190``) is at most weak too.
 
 Queries with no question word ("pinned httpx") are held to carrying their words. A memory is
 ``supported``, ``weak`` (shown, labelled) or ``related``. ``judge_all`` is the stage: it judges the
@@ -90,7 +94,9 @@ def owner_of(content: str, metadata: dict | None = None) -> str:
 @dataclass
 class Support:
     """Features of one memory for one query (see module docstring). ``query_people``: person names the query
-    asks about that are known in scope (lowercase); ``content``: the memory text (for the owner check)."""
+    asks about that are known in scope (lowercase); ``content``: the memory text (for the owner check);
+    ``identifier_query``: some candidate carries one of the query's identifiers whole; ``identified``: this
+    memory does; ``sibling``: it carries an identifier of the same family instead (``query.siblings``)."""
 
     cosine: float | None
     baseline: float | None = None
@@ -107,6 +113,9 @@ class Support:
     session_context: bool = False
     in_window: bool | None = None
     temporal: bool = False
+    identifier_query: bool = False
+    identified: bool = False
+    sibling: bool = False
 
     @property
     def key_coverage(self) -> float:
@@ -137,9 +146,19 @@ class Support:
 
 def judge(s: Support) -> tuple[str, str]:
     """``(label, reason)`` for one memory: label ``supported``, ``weak`` or ``related``; reason says what
-    carried a supported/weak label: "close" (meaning), "words" (it carries the query's rare words), "time"
-    (in the question's time window, on topic), "reranker", "context" (session neighbour), "owner" (someone
-    else's words), or "" for related."""
+    carried a supported/weak label: "identifier" (it carries the query's identifier whole), "close" (meaning),
+    "words" (it carries the query's rare words), "time" (in the question's time window, on topic), "reranker",
+    "context" (session neighbour), "owner" (someone else's words), or "" for related."""
+    if s.identified and s.in_window is not False:
+        return SUPPORTED, "identifier"
+    label, reason = _judge_meaning(s)
+    if (s.identifier_query or s.sibling) and label == SUPPORTED:  # it is about another thing of the same sort
+        return WEAK, reason
+    return label, reason
+
+
+def _judge_meaning(s: Support) -> tuple[str, str]:
+    """``judge`` by closeness, words, time, owner and session context (identifiers aside)."""
     if s.unknown_names and (s.cosine is None or s.cosine < UNKNOWN_NAME_COSINE):
         return RELATED, ""
     if s.temporal:  # written in the question's time window and on its topic (or the question asks only "when")
@@ -204,7 +223,8 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
                           gibberish=gibberish, unknown_names=boosted.unknown, question=question,
                           query_people=boosted.people, content=row["content"], owner=boosted.owners.get(mid, ""),
                           session_context=mid in boosted.session_boost, temporal=ev.temporal,
-                          in_window=boosted.in_window(row["created_at"]))
+                          in_window=boosted.in_window(row["created_at"]), identifier_query=bool(boosted.identified),
+                          identified=mid in boosted.identified, sibling=mid in boosted.siblings)
         label, reason = judge(support) if gate else (SUPPORTED, "gate_off")
         item = result_item(row, score, label, now, _channel_scores(found, reranked, mid, ev.cosine), cues)
         item["support"] = reason
