@@ -7,12 +7,28 @@
 
 Without ``as_of`` or ``valid_at``, superseded rows are never served; under ``valid_at`` alone an old version
 is served when it was the one valid then (its ``valid_to`` is when the update replaced it).
+
+A question never answers itself: the hook captures a prompt before it recalls, so "what did I ask you about
+the importer?" is already stored as a captured prompt when it is asked (``own_prompt``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+
+_SPACE = re.compile(r"\s+")
+
+
+def _plain(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def own_prompt(kind: str, content: str, query: str) -> bool:
+    """True when a memory of ``kind`` with ``content`` is the question ``query`` itself, captured: a captured
+    prompt (kind ``request``) with the same text (whitespace and case aside)."""
+    return kind == "request" and _plain(content) == _plain(query)
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,8 @@ class Support:
     """Features of one memory for one query (see module docstring). ``query_people``: person names the query
     asks about that are known in scope (lowercase); ``content``: the memory text (for the owner check);
     ``identifier_query``: some candidate carries one of the query's identifiers whole; ``identified``: this
-    memory does; ``sibling``: it carries an identifier of the same family instead (``query.siblings``)."""
+    memory does; ``sibling``: it carries an identifier of the same family instead (``query.siblings``);
+    ``asked_kind``: it is of the captured kind the question asks for (a prompt for "what did I ask…")."""
 
     cosine: float | None
     baseline: float | None = None
@@ -116,6 +117,7 @@ class Support:
     identifier_query: bool = False
     identified: bool = False
     sibling: bool = False
+    asked_kind: bool = False
 
     @property
     def key_coverage(self) -> float:
@@ -183,6 +185,8 @@ def _judge_meaning(s: Support) -> tuple[str, str]:
         return (WEAK, "owner") if close or worded or s.shared_entity else (RELATED, "")
     if strong or (close and (worded or s.shared_entity)):
         return SUPPORTED, "close"
+    if s.asked_kind and worded and near:  # "what did I ask about the importer?": a prompt naming the importer
+        return SUPPORTED, "words"
     if near and len(s.key_terms) >= ALL_KEYS_MIN and s.key_coverage >= ALL_KEYS_COVERAGE:
         return SUPPORTED, "words"
     if close:
@@ -206,10 +210,12 @@ class Judged:
 def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Boosted, reranked: Reranked,
               now: float, *, qc: QueryClass, lazy: bool) -> Judged:
     """Judge ``reranked.survivors`` in rank order (``gate`` False labels all supported, reason "gate_off").
+    The words that frame the question type ("ask", "told": ``QueryClass.frame_words``) are not key terms.
     With ``lazy``, stop once ``limit`` answers (supported or weak, of the kinds ``qc`` asks for:
     ``QueryClass.answers_with``) are found: what comes after could not be shown. ``now``: asking
     time (Unix s) for the results' age labels."""
-    keys, gibberish = key_terms(found.doc_freq, found.terms) if reranked.survivors else ([], False)
+    topic = tuple(t for t in found.terms if t not in qc.frame_words) or found.terms  # "ask" is not the topic
+    keys, gibberish = key_terms(found.doc_freq, topic) if reranked.survivors else ([], False)
     question = is_question(query)
     answers = 0
     items: list[dict[str, Any]] = []
@@ -224,7 +230,8 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
                           query_people=boosted.people, content=row["content"], owner=boosted.owners.get(mid, ""),
                           session_context=mid in boosted.session_boost, temporal=ev.temporal,
                           in_window=boosted.in_window(row["created_at"]), identifier_query=bool(boosted.identified),
-                          identified=mid in boosted.identified, sibling=mid in boosted.siblings)
+                          identified=mid in boosted.identified, sibling=mid in boosted.siblings,
+                          asked_kind=row["kind"] == qc.asked_kind)
         label, reason = judge(support) if gate else (SUPPORTED, "gate_off")
         item = result_item(row, score, label, now, _channel_scores(found, reranked, mid, ev.cosine), cues)
         item["support"] = reason
