@@ -67,7 +67,8 @@ def test_a_day_and_a_topic_both_count(store: Store, embedder: Embedder) -> None:
 
 def test_a_request_question_never_answers_with_its_own_copy(store: Store, embedder: Embedder) -> None:
     question, bare = "what did I ask you about the importer?", "What did I ask you?"
-    store.remember_many([NewMemory(content=q, kind="request", project="app", created_at=NOW - 1) for q in (question, bare)])
+    store.remember_many([NewMemory(content=q, kind="request", project="app", created_at=NOW - 1)
+                         for q in (question, bare)])
     embed_all(store, embedder)
     got = ask(store, embedder, question)
     assert question not in got

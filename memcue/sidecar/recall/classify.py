@@ -57,7 +57,8 @@ REQUEST_WORDS = frozenset("ask asked asking request requested requests tell told
 #: Words that only say "what am I doing" (with stop and time words, what a present-tense question has when it
 #: names no topic: "what was I working on yesterday?", "where did we leave off?").
 PRESENT_WORDS = frozenset("working work doing building fixing focused middle currently current still now just "
-                          "leave left stop ongoing progress task tasks focus plate team".split())
+                          "right moment presently leave left stop ongoing progress task tasks focus plate team"
+                          .split())
 #: Words that only say "what was done" ("what did we do?", "what did you change?", "what was fixed?").
 WORK_WORDS = frozenset("what how which did have has had was were we you i us do does done doing change changed "
                        "changes fix fixed fixes work worked make made end up try tried just actually ever so far"

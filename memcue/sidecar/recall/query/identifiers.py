@@ -24,6 +24,9 @@ from memcue.sidecar.store import extract_entities
 #: Entity kinds (``store.extract_entities``) that name one thing exactly.
 IDENTIFIER_KINDS = frozenset({"path", "ticket", "version", "identifier", "url"})
 _VERSION_LIKE = re.compile(r"\d+(?:\.\d+)+")
+#: An "identifier" entity counts only with a joiner or a digit (``snake_case``, ``a.b``, ``--flag``, ``s3``): a
+#: CamelCase word alone ("WeasyPrint") is a product's name, not an exact identifier.
+_JOINED = re.compile(r"[_./:-]|\d")
 _PREFIX = re.compile(r"-{0,2}[a-z][a-z0-9]*[-_.]")
 
 
@@ -31,7 +34,7 @@ def identifiers(text: str) -> list[str]:
     """The identifiers ``text`` names, lowercase, first-occurrence order, no duplicates (see the module
     docstring); ``[]`` for plain prose."""
     names = (name[1:] if kind == "version" and name[:1] == "v" else name for name, kind in extract_entities(text)
-             if kind in IDENTIFIER_KINDS)
+             if kind in IDENTIFIER_KINDS and (kind != "identifier" or _JOINED.search(name)))
     return list(dict.fromkeys(names))
 
 
