@@ -8,11 +8,13 @@ from memcue.sidecar.store.sqlite import DF_CAP, Store
 from memcue.sidecar.store.write import (
     CANDIDATE_STATES,
     CANDIDATE_TTL_S,
+    CONSTRAINING_KINDS,
     DISTILL_OUTCOMES,
     KIND_PATTERN,
     MAYBE_NAME,
     RECORD_KINDS,
     ROLE_MARKER,
+    STANDING_KINDS,
     CandidateAdded,
     DistillEntry,
     ForgetResult,
@@ -36,5 +38,6 @@ __all__ = [
     "DF_CAP", "ForgetResult", "MAYBE_NAME", "NewMemory", "PreparedWrite", "RECORD_KINDS", "ServedRecall", "Store",
     "StoreProtocol", "VectorSupport", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected",
-    "KIND_PATTERN", "MarkResult", "PurgeResult", "ROLE_MARKER", "instruction_like",
+    "CONSTRAINING_KINDS", "STANDING_KINDS", "KIND_PATTERN", "MarkResult", "PurgeResult", "ROLE_MARKER",
+    "instruction_like",
 ]

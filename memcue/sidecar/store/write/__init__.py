@@ -14,8 +14,10 @@ from memcue.sidecar.store.write.records import (
     CANDIDATE_STATES,
     CANDIDATE_TTL_S,
     CAPTURED_KINDS,
+    CONSTRAINING_KINDS,
     KIND_PATTERN,
     RECORD_KINDS,
+    STANDING_KINDS,
     CandidateAdded,
     ForgetResult,
     MarkResult,
@@ -32,6 +34,6 @@ __all__ = [
     "CAPTURED_KINDS", "DISTILL_OUTCOMES", "DistillEntry",
     "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
     "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
-    "strip_injected",
+    "strip_injected", "CONSTRAINING_KINDS", "STANDING_KINDS",
     "KIND_PATTERN", "MarkResult", "PurgeResult", "ROLE_MARKER", "instruction_like",
 ]

@@ -22,6 +22,15 @@ EPISODE = "episode"
 #: ``memcue.core.limits.CAPTURE_MAX_CHARS`` when prepared (``store.write.prepare``), whichever route or spool
 #: record brings them.
 CAPTURED_KINDS = ("request", "response", "event", EPISODE)
+#: The kinds that state how the project works (a rule, a decision, a preference, a correction of the agent):
+#: the session-start block offers them however old (``inject.service``), and a task prompt that touches one is
+#: shown it (``recall.support``).
+STANDING_KINDS = ("decision", "preference", "correction", "convention", "rule")
+#: The kinds a task can run into: the standing rules, what was learnt the hard way (a bug with its cause, a
+#: lesson) and how a job is done here (a procedure). "Store the price as a float" runs into "money is integer
+#: cents"; "bump react-native-maps" into the bug that pinned it; "backfill all of 2024" into "never more than
+#: 31 days per backfill".
+CONSTRAINING_KINDS = (*STANDING_KINDS, "bug", "lesson", "procedure")
 #: What a memory's ``kind`` may be (a full match): one short lowercase word, ``_`` and ``-`` allowed. A kind is
 #: shown as a label in injected blocks, so newlines, markup and capitals (a forged ``ASSISTANT:``) never pass
 #: (case C24).
