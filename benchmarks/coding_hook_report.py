@@ -160,7 +160,7 @@ def markdown(report: dict[str, Any]) -> str:
              "cwd = the project's temporary git folder; the injected ids are read from the additionalContext's "
              "`<memory id=...>` elements", ""]
     for name, why in report["skipped"].items():
-        lines.append(f"- split `{name}` skipped: {why}")
+        lines += [f"- split `{name}` skipped: {why}", ""]
     for run in report["splits"]:
         lines += split_markdown(run)
     return "\n".join(lines) + "\n"
