@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from _common import RESULTS_DIR, git_commit, git_dirty, injected_context, say, stop_sidecar, write_results
-from coding_hook_data import DATA_ROOT, SPLITS, DataError, Memory, Split, load_split
-from coding_hook_report import markdown, score_prompt, summarise_split
+from coding_hook_data import DATA_ROOT, NOISE_KINDS, SPLITS, DataError, Memory, Split, load_split
+from coding_hook_report import markdown, noise, score_prompt, summarise_split
 from hook_corpus import payload
 
 from memcue.client import Client, ClientError
@@ -162,12 +162,27 @@ def injected_ids(context: str) -> list[int]:
     return list(dict.fromkeys(int(x) for x in found))
 
 
-def run_hook(prompt: str, cwd: Path, env: dict[str, str]) -> tuple[float, int, str]:
-    """Run the real hook once in a fresh session; returns (wall ms, exit code, additionalContext)."""
-    stdin = json.dumps(payload(prompt, str(cwd), str(uuid.uuid4()))).encode()
+def run_hook(event: str, body: dict[str, Any], cwd: Path, env: dict[str, str]) -> tuple[float, int, str]:
+    """Run the real Claude Code hook for ``event`` once with ``body`` on stdin; returns (wall ms, exit code,
+    additionalContext)."""
+    argv = HOOK_ARGV if event == "user-prompt-submit" else command("claude-code", event)
     started = time.perf_counter()
-    proc = subprocess.run(HOOK_ARGV, input=stdin, capture_output=True, env=env, cwd=cwd, timeout=30, check=False)
+    proc = subprocess.run(argv, input=json.dumps(body).encode(), capture_output=True, env=env, cwd=cwd, timeout=30,
+                          check=False)
     return (time.perf_counter() - started) * 1000, proc.returncode, injected_context(proc.stdout)
+
+
+def session_starts(home: Home, labels: dict[int, str]) -> dict[str, list[str]]:
+    """Each project's session-start block (the real SessionStart hook, source startup, a fresh session) as
+    labels: what a new conversation holds before its first prompt."""
+    out = {}
+    for name, folder in home.folders.items():
+        sid = str(uuid.uuid4())
+        body = {"session_id": sid, "transcript_path": payload("", str(folder), sid)["transcript_path"],
+                "cwd": str(folder), "hook_event_name": "SessionStart", "source": "startup"}
+        _, _, context = run_hook("session-start", body, folder, home.env)
+        out[name] = [labels.get(mid, f"?{mid}") for mid in injected_ids(context)]
+    return out
 
 
 def hook_all(split: Split, home: Home, labels: dict[int, str], gap_ms: float) -> list[dict[str, Any]]:
@@ -177,7 +192,9 @@ def hook_all(split: Split, home: Home, labels: dict[int, str], gap_ms: float) ->
     started = time.monotonic()
     for i, p in enumerate(split.prompts, start=1):
         time.sleep(gap_ms / 1000)
-        wall, code, context = run_hook(p.prompt, home.folders[p.project], home.env)
+        folder = home.folders[p.project]
+        wall, code, context = run_hook("user-prompt-submit", payload(p.prompt, str(folder), str(uuid.uuid4())),
+                                       folder, home.env)
         runs.append({"wall_ms": round(wall, 2), "exit_code": code, "context_chars": len(context),
                      "injected": [labels.get(mid, f"?{mid}") for mid in injected_ids(context)]})
         if i % PROGRESS_EVERY == 0 or i == len(split.prompts):
@@ -220,6 +237,7 @@ def run_split(split: Split, gap_ms: float, keep: bool) -> dict[str, Any]:
         embed_s = round(time.monotonic() - t0, 1)
         if health["model"]["state"] != "ready" or not health.get("vector_search"):
             say(f"[{split.name}] warning: semantic search unavailable ({health['model'].get('error')})")
+        starts = session_starts(home, labels)
         runs = hook_all(split, home, labels, gap_ms)
         probes = recall_all(client, split, home, labels, shift)
     finally:
@@ -233,14 +251,28 @@ def run_split(split: Split, gap_ms: float, keep: bool) -> dict[str, Any]:
             say(f"kept {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
-    scores = [score_prompt(split, i, r["injected"]) for i, r in enumerate(runs)]
+    scores = [score_prompt(split, i, r["injected"], starts[p.project]) for i, (p, r)
+              in enumerate(zip(split.prompts, runs, strict=True))]
     per_prompt = [{"id": p.id, "project": p.project, "category": p.category, "prompt": p.prompt,
                    "relevant": list(p.relevant), "answerable": p.answerable, **r, **s, "recall": probe}
                   for p, r, s, probe in zip(split.prompts, runs, scores, probes, strict=True)]
     return {"split": split.name, "data": str(split.folder), "meta": split.meta,
             "projects": sorted(home.keys), "model_id": health["model"]["id"], "import": info, "embed_s": embed_s,
-            "shift_s": shift, "exit_codes": dict(Counter(r["exit_code"] for r in runs)),
+            "shift_s": shift, "exit_codes": dict(Counter(r["exit_code"] for r in runs)), "session_start": starts,
+            "session_start_noise": {k: sum(v) for k, v in _sum_noise(split, starts).items()},
+            "current_rows": dict(Counter(m.project for m in split.memories
+                                         if m.kind not in NOISE_KINDS and m.id not in split.superseded())),
+            "data_warnings": split.warnings,
             "summary": summarise_split(split, scores, [r["wall_ms"] for r in runs]), "per_prompt": per_prompt}
+
+
+def _sum_noise(split: Split, starts: dict[str, list[str]]) -> dict[str, list[int]]:
+    """Noise counts (``coding_hook_report.noise``) of every session-start block, per kind."""
+    out: dict[str, list[int]] = {}
+    for labels in starts.values():
+        for k, v in noise(split, labels).items():
+            out.setdefault(k, []).append(v)
+    return out
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -282,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for split in splits:
         say(f"[{split.name}] {len(split.memories)} rows, {len(split.prompts)} prompts")
+        for warning in split.warnings:
+            say(f"[{split.name}] data warning: {warning}")
         try:
             report["splits"].append(run_split(split, args.gap_ms, args.keep))
         except ClientError as exc:

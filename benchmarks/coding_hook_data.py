@@ -73,6 +73,7 @@ class Split:
     meta: dict[str, Any]
     memories: list[Memory]
     prompts: list[Prompt]
+    warnings: list[str]
 
     @property
     def reference_unix(self) -> int:
@@ -144,20 +145,23 @@ def load_memories(path: Path) -> tuple[dict[str, Any], list[Memory]]:
     return meta, out
 
 
-def load_prompts(path: Path, memories: list[Memory]) -> list[Prompt]:
-    """The questions file, checked against the memories: known category; relevant ids exist, are in the
-    prompt's project, are neither replaced nor noise (``NOISE_KINDS``); ``no_answer`` exactly when none.
-    Raises ``DataError``."""
+def load_prompts(path: Path, memories: list[Memory], reference: int) -> tuple[list[Prompt], list[str]]:
+    """The questions file, checked against the memories: known category; relevant ids exist and are in the
+    prompt's project; ``no_answer`` exactly when none (else ``DataError``). A relevant row that is replaced or
+    noise (``NOISE_KINDS``) can never count as a right injection: it is kept, with a warning (returned).
+    A missing ``asked_at`` is ``reference`` (Unix s)."""
     _, rows = _rows(path)
     by_id = {m.id: m for m in memories}
     replaced = {m.supersedes for m in memories if m.supersedes}
     out: list[Prompt] = []
+    warnings: list[str] = []
     ids: set[str] = set()
     for n, r in rows:
+        asked = r.get("asked_at", reference)
         p = Prompt(id=_field(path, n, r, "id", str), project=_field(path, n, r, "project", str),
                    category=_field(path, n, r, "category", str), prompt=_field(path, n, r, "prompt", str),
                    relevant=tuple(_field(path, n, r, "relevant", list)),
-                   asked_at=int(_field(path, n, r, "asked_at", (int, float))))
+                   asked_at=int(_field(path, n, {"asked_at": asked}, "asked_at", (int, float))))
         if p.id in ids:
             raise DataError(f"{path}:{n}: duplicate id {p.id}")
         ids.add(p.id)
@@ -167,12 +171,14 @@ def load_prompts(path: Path, memories: list[Memory]) -> list[Prompt]:
             raise DataError(f"{path}:{n}: {'no relevant ids' if p.answerable else 'no_answer with relevant ids'}")
         for mid in p.relevant:
             m = by_id.get(mid)
-            if m is None or m.project != p.project or m.kind in NOISE_KINDS or mid in replaced:
-                raise DataError(f"{path}:{n}: relevant {mid} is unknown, in another project, replaced or noise")
+            if m is None or m.project != p.project:
+                raise DataError(f"{path}:{n}: relevant {mid} is unknown or in another project")
+            if m.kind in NOISE_KINDS or mid in replaced:
+                warnings.append(f"{p.id}: relevant {mid} is {'replaced' if mid in replaced else m.kind}")
         out.append(p)
     if not out:
         raise DataError(f"{path}: no prompts")
-    return out
+    return out, warnings
 
 
 def load_split(root: Path, name: str) -> Split:
@@ -180,5 +186,5 @@ def load_split(root: Path, name: str) -> Split:
     Raises ``DataError``."""
     folder = root / name
     meta, memories = load_memories(folder / "memories.jsonl")
-    prompts = load_prompts(folder / "questions.jsonl", memories)
-    return Split(name=name, folder=folder, meta=meta, memories=memories, prompts=prompts)
+    prompts, warnings = load_prompts(folder / "questions.jsonl", memories, int(meta["reference_unix"]))
+    return Split(name=name, folder=folder, meta=meta, memories=memories, prompts=prompts, warnings=warnings)

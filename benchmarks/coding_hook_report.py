@@ -22,22 +22,25 @@ TARGETS: list[tuple[str, str, float, str]] = [
 PROMPT_CHARS = 90
 
 
-def score_prompt(split: Split, prompt_index: int, injected: list[str]) -> dict[str, Any]:
-    """One prompt's score from the labels the hook injected (``?<id>`` for a row not in the data: a prompt this
-    run captured). Returns ``hit`` (a relevant label injected), ``right``/``wrong`` counts and the noise
-    injected: ``superseded``, ``bookkeeping``, ``request`` (labelled captured prompts) and ``captured`` (this
-    run's own captured prompts)."""
-    p = split.prompts[prompt_index]
+def noise(split: Split, labels: list[str]) -> dict[str, int]:
+    """Rows among ``labels`` that must never be injected: ``superseded``, ``bookkeeping``, ``request`` (labelled
+    captured prompts) and ``captured`` (``?<id>``: a row not in the data, a prompt this run captured)."""
     kinds = {m.id: m.kind for m in split.memories}
     superseded = split.superseded()
+    return {"superseded": sum(x in superseded for x in labels),
+            "bookkeeping": sum(kinds.get(x) == "bookkeeping" for x in labels),
+            "request": sum(kinds.get(x) == "request" for x in labels),
+            "captured": sum(x.startswith("?") for x in labels)}
+
+
+def score_prompt(split: Split, prompt_index: int, injected: list[str], session_start: list[str]) -> dict[str, Any]:
+    """One prompt's score from the labels the prompt hook injected and those of its project's session-start
+    block. Returns ``hit`` (a relevant label injected by the prompt hook), ``in_session_start`` (a relevant label
+    in the session-start block), ``right``/``wrong`` counts of the prompt hook's block and its ``noise``."""
+    p = split.prompts[prompt_index]
     right = [x for x in injected if x in p.relevant]
-    return {
-        "hit": bool(right), "right": len(right), "wrong": len(injected) - len(right),
-        "superseded": sum(x in superseded for x in injected),
-        "bookkeeping": sum(kinds.get(x) == "bookkeeping" for x in injected),
-        "request": sum(kinds.get(x) == "request" for x in injected),
-        "captured": sum(x.startswith("?") for x in injected),
-    }
+    return {"hit": bool(right), "in_session_start": any(x in p.relevant for x in session_start),
+            "right": len(right), "wrong": len(injected) - len(right), **noise(split, injected)}
 
 
 def _share(num: int, den: int) -> float | None:
@@ -51,14 +54,17 @@ def summarise(split: Split, idx: list[int], scores: list[dict[str, Any]], walls:
     none = [i for i in idx if not split.prompts[i].answerable]
     injected = sum(scores[i]["right"] + scores[i]["wrong"] for i in idx)
     right = sum(scores[i]["right"] for i in idx)
-    noise = {k: sum(scores[i][k] for i in idx) for k in ("superseded", "bookkeeping", "request", "captured")}
+    counts = {k: sum(scores[i][k] for i in idx) for k in ("superseded", "bookkeeping", "request", "captured")}
+    either = sum(scores[i]["hit"] or scores[i]["in_session_start"] for i in ans)
     return {
         "prompts": len(idx), "answerable": len(ans), "no_answer": len(none),
         "hits": sum(scores[i]["hit"] for i in ans), "hit_share": _share(sum(scores[i]["hit"] for i in ans), len(ans)),
+        "session_start_share": _share(sum(scores[i]["in_session_start"] for i in ans), len(ans)),
+        "hit_or_session_start_share": _share(either, len(ans)),
         "injected": injected, "right_injected": right, "precision": _share(right, injected),
         "prompts_injecting": sum(scores[i]["right"] + scores[i]["wrong"] > 0 for i in idx),
         "no_answer_clean": _share(sum(scores[i]["right"] + scores[i]["wrong"] == 0 for i in none), len(none)),
-        "noise": noise, "noise_injected": sum(noise.values()),
+        "noise": counts, "noise_injected": sum(counts.values()),
         "hook_wall_ms": {"p50": percentile([walls[i] for i in idx], 0.5),
                          "p90": percentile([walls[i] for i in idx], 0.9)},
     }
@@ -99,7 +105,8 @@ def _summary_row(name: str, s: dict[str, Any]) -> str:
     clean = f"{_pct(s['no_answer_clean'])} (of {s['no_answer']})" if s["no_answer"] else "n/a"
     return (f"| {name} | {s['prompts']} | {hit} | {_num(s['precision'])} ({s['right_injected']}/{s['injected']}) "
             f"| {clean} | {n['superseded']} / {n['bookkeeping']} / {n['request']} / {n['captured']} "
-            f"| {s['hook_wall_ms']['p50']} |")
+            f"| {s['hook_wall_ms']['p50']} | {_pct(s['session_start_share'])} | "
+            f"{_pct(s['hit_or_session_start_share'])} |")
 
 
 def _miss_rows(run: dict[str, Any]) -> list[str]:
@@ -118,6 +125,19 @@ def _miss_rows(run: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _session_line(run: dict[str, Any]) -> str:
+    """What the session-start blocks held (secondary: the targets are the prompt hook's)."""
+    blocks, current = run["session_start"], run["current_rows"]
+    sizes = ", ".join(f"{name} {len(labels)} of {current.get(name, '?')}" for name, labels in blocks.items())
+    n = run["session_start_noise"]
+    warn = f"; data warnings: {'; '.join(run['data_warnings'])}" if run["data_warnings"] else ""
+    return (f"- session-start blocks (the real SessionStart hook, source startup, once per project; secondary, the "
+            f"targets are the prompt hook's): memories in the block of the project's current ones: {sizes} (a "
+            f"store this small puts a large share of itself in one block; a real one would not); superseded / "
+            f"bookkeeping / request / captured in them: {n['superseded']} / {n['bookkeeping']} / {n['request']} / "
+            f"{n['captured']}{warn}")
+
+
 def split_markdown(run: dict[str, Any]) -> list[str]:
     """One split's section: set-up facts, the summary table, the targets and the misses."""
     s, imp = run["summary"], run["import"]
@@ -129,9 +149,11 @@ def split_markdown(run: dict[str, Any]) -> list[str]:
              f"- {len(run['per_prompt'])} prompts through the real hook, each in a fresh session; exit codes "
              f"{run['exit_codes']}; rows shifted by {run['shift_s']} s so the split's reference time is the "
              "sidecar's wall clock",
+             _session_line(run),
              "", "| prompts | n | right memory injected | injected precision (right/all) | nothing injected "
-             "(no_answer) | injected superseded / bookkeeping / request / this run's captured | hook p50 ms |",
-             "|---|---|---|---|---|---|---|", _summary_row("**all**", s["overall"])]
+             "(no_answer) | injected superseded / bookkeeping / request / this run's captured | hook p50 ms "
+             "| right memory in the session-start block | prompt hook or session start |",
+             "|---|---|---|---|---|---|---|---|---|", _summary_row("**all**", s["overall"])]
     lines += [_summary_row(c, v) for c, v in s["per_category"].items()]
     lines += ["", "| target | value | goal | met |", "|---|---|---|---|"]
     for t in s["targets"]:

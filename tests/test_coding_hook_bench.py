@@ -3,8 +3,8 @@ a real sidecar, the rows imported (one superseded through the import path's new 
 the real hook run per prompt, its block parsed back to labels and scored.
 
 The superseded decision and its replacement both share the question's words: the block must hold the new one
-and never the old; the question about something the store does not hold must inject nothing; a malformed
-split is refused with exit code 2.
+and never the old (nor may the session-start block); the question about something the store does not hold
+must inject nothing; a split naming a memory it does not hold is refused with exit code 2.
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ def test_the_benchmark_runs_the_real_hook_and_scores_its_block(tmp_path: Path) -
     assert "m002" in q1["injected"] and "m001" not in q1["injected"], q1
     assert q1["recall"]["first_relevant_rank"] == 1, q1["recall"]
     assert q2["injected"] == [], q2
+    assert "m002" in run["session_start"]["kiln"] and "m001" not in run["session_start"]["kiln"], run["session_start"]
+    assert sum(run["session_start_noise"].values()) == 0, run["session_start_noise"]
     overall = summary["overall"]
     assert (overall["hits"], overall["answerable"], overall["no_answer_clean"]) == (1, 1, 1.0), overall
     assert overall["noise"]["superseded"] == 0 and summary["per_category"]["question"]["hit_share"] == 1.0
@@ -73,7 +75,7 @@ def test_the_benchmark_runs_the_real_hook_and_scores_its_block(tmp_path: Path) -
 
 
 def test_a_malformed_split_is_refused(tmp_path: Path) -> None:
-    bad = [dict(PROMPTS[0], relevant=["m001"])]  # a superseded row can never be the right answer
+    bad = [dict(PROMPTS[0], relevant=["m009"])]  # no such memory
     _write(tmp_path / "data" / "dev", MEMORIES, bad)
     proc = _run(tmp_path / "data", tmp_path / "out")
-    assert proc.returncode == 2 and "relevant m001" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "relevant m009" in proc.stderr, proc.stderr
