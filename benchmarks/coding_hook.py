@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import RESULTS_DIR, git_commit, git_dirty, injected_context, say, stop_sidecar, write_results
-from coding_hook_data import DATA_ROOT, NOISE_KINDS, SPLITS, DataError, Memory, Split, load_split
+from coding_hook_data import DATA_ROOT, NOISE_KINDS, SPLITS, DataError, Memory, Split, chain_depth, load_split
 from coding_hook_report import markdown, noise, score_prompt, summarise_split
 from hook_corpus import payload
 
@@ -123,7 +123,7 @@ def import_split(client: Client, split: Split, home: Home, shift: int) -> tuple[
     ``POST /fetch``. Returns sidecar id -> label and the import facts. Raises ``ClientError``."""
     by_id = {m.id: m for m in split.memories}
     first = [m for m in split.memories if not m.supersedes]
-    later = [m for m in split.memories if m.supersedes]
+    later = sorted((m for m in split.memories if m.supersedes), key=lambda m: chain_depth(m, by_id))
     ids: dict[str, int] = {}
     statuses: Counter[str] = Counter()
     out = client.import_batch([_body(split, m, home.keys[m.project], shift, m.id) for m in first])

@@ -85,8 +85,9 @@ class Split:
         return {m.supersedes for m in self.memories if m.supersedes}
 
 
-def _rows(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
-    """The meta header and the other rows with their line numbers. Raises ``DataError``."""
+def _rows(path: Path, need_reference: bool = True) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
+    """The meta header and the other rows with their line numbers; ``need_reference``: the header must carry
+    ``reference_unix`` (a number of Unix s). Raises ``DataError``."""
     if not path.is_file():
         raise DataError(f"{path} not found")
     meta: dict[str, Any] | None = None
@@ -104,9 +105,10 @@ def _rows(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]
             meta = row["meta"]
         else:
             rows.append((n, row))
-    if meta is None or not isinstance(meta.get("reference_unix"), int):
+    ref = (meta or {}).get("reference_unix")
+    if need_reference and (not isinstance(ref, int | float) or isinstance(ref, bool)):
         raise DataError(f"{path}: the first line must be {{\"meta\": {{\"reference_unix\": <int>, ...}}}}")
-    return meta, rows
+    return meta or {}, rows
 
 
 def _field(path: Path, n: int, row: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
@@ -117,12 +119,11 @@ def _field(path: Path, n: int, row: dict[str, Any], key: str, kind: type | tuple
 
 
 def load_memories(path: Path) -> tuple[dict[str, Any], list[Memory]]:
-    """The memories file: header and rows, checked (unique ids, known kinds, ``supersedes`` names an earlier row
-    of the same project, replaced once). Raises ``DataError``."""
+    """The memories file: header and rows, checked (unique ids, known kinds, ``supersedes`` names another row
+    of the same project, each row replaced at most once, no cycle). Raises ``DataError``."""
     meta, rows = _rows(path)
     out: list[Memory] = []
     seen: dict[str, Memory] = {}
-    replaced: set[str] = set()
     for n, r in rows:
         m = Memory(id=_field(path, n, r, "id", str), project=_field(path, n, r, "project", str),
                    kind=_field(path, n, r, "kind", str), content=_field(path, n, r, "content", str),
@@ -132,17 +133,38 @@ def load_memories(path: Path) -> tuple[dict[str, Any], list[Memory]]:
             raise DataError(f"{path}:{n}: duplicate id {m.id}")
         if m.kind not in KINDS:
             raise DataError(f"{path}:{n}: kind {m.kind!r} is not one of {', '.join(KINDS)}")
-        if m.supersedes is not None:
-            older = seen.get(m.supersedes)
-            if older is None or older.project != m.project or m.supersedes in replaced:
-                raise DataError(f"{path}:{n}: supersedes {m.supersedes!r}: not an earlier row of {m.project} "
-                                "replaced only once")
-            replaced.add(m.supersedes)
         seen[m.id] = m
         out.append(m)
     if not out:
         raise DataError(f"{path}: no memories")
+    _check_supersedes(path, seen)
     return meta, out
+
+
+def _check_supersedes(path: Path, rows: dict[str, Memory]) -> None:
+    """Every ``supersedes`` names another row of the same project, no row is replaced twice, no chain loops.
+    Raises ``DataError``."""
+    replaced: set[str] = set()
+    for m in rows.values():
+        if m.supersedes is None:
+            continue
+        older = rows.get(m.supersedes)
+        if older is None or older.project != m.project or m.supersedes in replaced or older.id == m.id:
+            raise DataError(f"{path}: {m.id} supersedes {m.supersedes!r}: not another row of {m.project}, or "
+                            "that row is replaced twice")
+        replaced.add(m.supersedes)
+    for m in rows.values():
+        if chain_depth(m, rows) > len(rows):
+            raise DataError(f"{path}: {m.id}: its supersedes chain loops")
+
+
+def chain_depth(m: Memory, rows: dict[str, Memory]) -> int:
+    """How many rows ``m`` replaces in turn (0: it supersedes none); stops past ``len(rows)`` (a loop)."""
+    depth = 0
+    while m.supersedes and depth <= len(rows):
+        m = rows[m.supersedes]
+        depth += 1
+    return depth
 
 
 def load_prompts(path: Path, memories: list[Memory], reference: int) -> tuple[list[Prompt], list[str]]:
@@ -150,7 +172,7 @@ def load_prompts(path: Path, memories: list[Memory], reference: int) -> tuple[li
     prompt's project; ``no_answer`` exactly when none (else ``DataError``). A relevant row that is replaced or
     noise (``NOISE_KINDS``) can never count as a right injection: it is kept, with a warning (returned).
     A missing ``asked_at`` is ``reference`` (Unix s)."""
-    _, rows = _rows(path)
+    _, rows = _rows(path, need_reference=False)
     by_id = {m.id: m for m in memories}
     replaced = {m.supersedes for m in memories if m.supersedes}
     out: list[Prompt] = []
