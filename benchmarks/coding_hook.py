@@ -224,8 +224,9 @@ def run_split(split: Split, gap_ms: float, keep: bool) -> dict[str, Any]:
     temporary folder removed unless ``keep``. Raises ``ClientError`` when the sidecar fails."""
     root = Path(tempfile.mkdtemp(prefix=f"memcue-coding2-{split.name}-"))
     home = make_home(root, sorted({m.project for m in split.memories} | {p.project for p in split.prompts}))
-    saved = os.environ.get("MEMCUE_HOME")
-    os.environ["MEMCUE_HOME"] = home.env["MEMCUE_HOME"]  # the Client starts the sidecar from this environment
+    # The Client starts the sidecar from this process's environment: the same one the hook gets.
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("MEMCUE_")}
+    os.environ["MEMCUE_HOME"] = home.env["MEMCUE_HOME"]
     client = Client(home.loc, timeout_s=120)
     try:
         health = client.ensure_running()
@@ -243,10 +244,8 @@ def run_split(split: Split, gap_ms: float, keep: bool) -> dict[str, Any]:
     finally:
         client.close()
         stop_sidecar(home.env)
-        if saved is None:
-            os.environ.pop("MEMCUE_HOME", None)
-        else:
-            os.environ["MEMCUE_HOME"] = saved
+        os.environ.pop("MEMCUE_HOME", None)
+        os.environ.update(saved)
         if keep:
             say(f"kept {root}")
         else:
