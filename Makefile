@@ -12,7 +12,7 @@ NPM_HARNESSES := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0
 HERMES_AGENT := hermes-agent==0.19.0
 HARNESS_STAMP := $(HARNESSES)/.installed
 
-.PHONY: demo test lint harnesses bench bench-locomo bench-hook bench-coding bench-ablation bench-serving bench-stress bench-week clean
+.PHONY: demo test lint harnesses bench bench-locomo bench-hook bench-coding bench-coding-hook bench-ablation bench-serving bench-stress bench-week clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ $(HARNESS_STAMP): Makefile
 lint: $(STAMP)
 	$(BIN)/ruff check memcue tests benchmarks
 
-bench: bench-hook bench-locomo bench-ablation bench-coding bench-serving bench-stress
+bench: bench-hook bench-locomo bench-ablation bench-coding bench-coding-hook bench-serving bench-stress
 
 bench-hook: $(STAMP)
 	$(BIN)/python benchmarks/hook_latency.py
@@ -55,6 +55,9 @@ bench-ablation: $(STAMP)
 
 bench-coding: $(STAMP)
 	$(BIN)/python benchmarks/coding_recall.py
+
+bench-coding-hook: $(STAMP)
+	$(BIN)/python benchmarks/coding_hook.py --split all
 
 bench-serving: $(STAMP)
 	$(BIN)/python benchmarks/serving.py --build
