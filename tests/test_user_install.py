@@ -52,10 +52,13 @@ def test_install_and_doctor_warn_when_the_hooks_run_from_this_checkout(tmp_path:
     assert run.returncode == 0, run.stderr
     assert f"source checkout {REPO}" in run.stderr and "make install" in run.stderr, run.stderr
     assert "memcue install all" in run.stderr
-    code, found = _doctor([sys.executable, "-m", "memcue"], env)
+    hermes = {**env, "HERMES_HOME": str(tmp_path / "hermes")}  # Hermes' plugin names the interpreter too
+    assert subprocess.run([sys.executable, "-m", "memcue", "install", "hermes"], env=hermes, capture_output=True,
+                          timeout=60).returncode == 0
+    code, found = _doctor([sys.executable, "-m", "memcue"], hermes)
     where = found["memcue install"]
     assert code == 0 and where["status"] == "warn" and where["checkouts"] == [str(REPO)], where
-    assert "claude-code's hooks" in where["message"] and "make install" in where["message"]
+    assert "claude-code and hermes's hooks" in where["message"] and "make install" in where["message"]
     as_json = subprocess.run([sys.executable, "-m", "memcue", "install", "claude-code", "--json"], env=env,
                              capture_output=True, text=True, timeout=60)
     assert any(str(REPO) in w for w in json.loads(as_json.stdout)["warnings"])
@@ -102,6 +105,9 @@ def test_make_install_is_a_user_install_that_doctor_passes_and_whose_hooks_run(t
     assert f"memcue is installed: {bin_dir}/memcue" in made.stdout and "Next: memcue install all" in made.stdout
     python = tools / "memcue" / "bin" / "python"
     assert python.exists() and placement.source_checkout(str(python)) is None
+    site = next((tools / "memcue" / "lib").glob("python3*/site-packages"))
+    assert (site / "memcue" / "hooks" / "launch.py").exists()  # a copy, not an editable link to the clone
+    assert not [p for p in site.glob("*.pth") if str(REPO) in p.read_text()]
     user = _private(tmp_path, f"{bin_dir}:/usr/bin:/bin")
     try:
         wired = subprocess.run(["memcue", "install", "claude-code"], env=user, capture_output=True, text=True,
