@@ -10,13 +10,17 @@ import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from conftest import REPO, context_of, prompt_payload, wait_until
+from model_stubs import ModelStub
+from real_harness import program, project_dir
 
 import memcue
 from memcue.install import placement
+from memcue.install.mcp_servers import QUIET_ENV
 
 FACT = "We pin httpx to 0.28 because 0.29 broke unix sockets"
 
@@ -93,19 +97,35 @@ def test_a_tool_environment_is_no_checkout_but_a_clone_and_its_venv_are(tmp_path
         "/a b/python", "/x/memcue/hooks/launch.py"]
 
 
-@pytest.mark.slow
-def test_make_install_is_a_user_install_that_doctor_passes_and_whose_hooks_run(tmp_path: Path) -> None:
+@dataclass
+class Tool:
+    """A user install made by ``make install`` under a temp folder: its ``memcue`` in ``bin_dir``, the tool
+    environment's ``python``, and what ``make`` printed."""
+
+    bin_dir: Path
+    python: Path
+    said: str
+
+
+@pytest.fixture(scope="module")
+def tool(tmp_path_factory: pytest.TempPathFactory) -> Tool:
+    """``make install`` (the README's command) with ``UV_TOOL_DIR``/``UV_TOOL_BIN_DIR`` under a temp folder."""
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    tools, bin_dir = tmp_path / "uv-tools", tmp_path / "bin"
+    root = tmp_path_factory.mktemp("user-install")
     env = {k: v for k, v in os.environ.items() if k not in ("UV", "PYTHONPATH", "VIRTUAL_ENV")}
     made = subprocess.run(["make", "-s", "-C", str(REPO), "install"], capture_output=True, text=True, timeout=600,
-                          env={**env, "UV_TOOL_DIR": str(tools), "UV_TOOL_BIN_DIR": str(bin_dir)})
+                          env={**env, "UV_TOOL_DIR": str(root / "tools"), "UV_TOOL_BIN_DIR": str(root / "bin")})
     assert made.returncode == 0, made.stdout + made.stderr
-    assert f"memcue is installed: {bin_dir}/memcue" in made.stdout and "Next: memcue install all" in made.stdout
-    python = tools / "memcue" / "bin" / "python"
+    return Tool(root / "bin", root / "tools" / "memcue" / "bin" / "python", made.stdout)
+
+
+@pytest.mark.slow
+def test_make_install_is_a_user_install_that_doctor_passes_and_whose_hooks_run(tool: Tool, tmp_path: Path) -> None:
+    bin_dir, python = tool.bin_dir, tool.python
+    assert f"memcue is installed: {bin_dir}/memcue" in tool.said and "Next: memcue install all" in tool.said
     assert python.exists() and placement.source_checkout(str(python)) is None
-    site = next((tools / "memcue" / "lib").glob("python3*/site-packages"))
+    site = next(python.parent.parent.glob("lib/python3*/site-packages"))
     assert (site / "memcue" / "hooks" / "launch.py").exists()  # a copy, not an editable link to the clone
     assert not [p for p in site.glob("*.pth") if str(REPO) in p.read_text()]
     user = _private(tmp_path, f"{bin_dir}:/usr/bin:/bin")
@@ -120,8 +140,7 @@ def test_make_install_is_a_user_install_that_doctor_passes_and_whose_hooks_run(t
         assert code == 0 and found["claude-code"]["status"] == "ok", found
         where = found["memcue install"]
         assert where["status"] == "ok" and where["message"] == f"the hooks run {python}", where
-        assert subprocess.run(["memcue", "remember", FACT, "--kind", "decision"], env=user, capture_output=True,
-                              timeout=120, cwd=tmp_path).returncode == 0  # the project the prompt comes from
+        assert _remember(user, tmp_path)  # in the project the prompt comes from
         status = wait_until(lambda: _ready(user), timeout_s=120)
         assert status and status["tokenizer"] == "tiktoken", status  # model and tokenizer from the tool env
         cmdline = Path(f"/proc/{status['pid']}/cmdline").read_bytes().split(b"\0")
@@ -132,6 +151,45 @@ def test_make_install_is_a_user_install_that_doctor_passes_and_whose_hooks_run(t
         assert hook.returncode == 0 and FACT in context_of(hook), hook
     finally:
         subprocess.run(["memcue", "stop"], env=user, capture_output=True, timeout=60)
+
+
+@pytest.mark.slow
+@pytest.mark.real_harness
+def test_real_claude_code_runs_the_user_install(tool: Tool, tmp_path: Path) -> None:
+    """The real ``claude -p`` with memcue wired by the installed ``memcue`` (hooks and MCP server): the fact
+    reaches the model once, through the tool environment's hooks and sidecar; doctor passes; uninstall gives
+    the settings back."""
+    claude = program("claude")
+    user = {**_private(tmp_path, f"{tool.bin_dir}:{claude.parent}:/usr/bin:/bin"), **QUIET_ENV}
+    project = project_dir(tmp_path)
+    try:
+        wired = subprocess.run(["memcue", "install", "claude-code", "--json"], env=user, capture_output=True,
+                               text=True, timeout=120)
+        report = json.loads(wired.stdout)
+        assert wired.returncode == 0 and report["data"][0]["mcp_registered"] and not report["warnings"], report
+        entry = json.loads((tmp_path / "claude" / ".claude.json").read_text())["mcpServers"]["memcue"]
+        assert entry["command"] == str(tool.python)
+        code, found = _doctor(["memcue"], user)
+        assert code == 0 and found["memcue install"]["status"] == "ok", found
+        assert _remember(user, project)
+        with ModelStub("anthropic") as stub:
+            proc = subprocess.run([str(claude), "-p", "why is httpx pinned?", "--output-format", "json"], cwd=project,
+                                  env={**user, "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-ant-loopback"},
+                                  capture_output=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        turns = stub.turns("why is httpx pinned?")
+        assert len(turns) == 1 and turns[0].text.count(FACT) == 1, [r.text[-500:] for r in stub.requests]
+        undone = subprocess.run(["memcue", "uninstall", "claude-code"], env=user, capture_output=True, timeout=120)
+        assert undone.returncode == 0 and not (tmp_path / "claude" / "settings.json").exists()
+    finally:
+        subprocess.run(["memcue", "stop"], env=user, capture_output=True, timeout=60)
+
+
+def _remember(env: dict[str, str], cwd: Path) -> bool:
+    """``memcue remember FACT`` in ``cwd``, again while the sidecar it starts is not up in the CLI's wait (a
+    loaded machine); True once stored (an exact repeat is never stored twice)."""
+    return bool(wait_until(lambda: subprocess.run(["memcue", "remember", FACT, "--kind", "decision"], env=env, cwd=cwd,
+                                                  capture_output=True, timeout=120).returncode == 0, timeout_s=120))
 
 
 def _ready(env: dict[str, str]) -> dict | None:
