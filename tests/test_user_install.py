@@ -140,6 +140,9 @@ def test_make_install_is_a_user_install_that_doctor_passes_and_whose_hooks_run(t
         assert code == 0 and found["claude-code"]["status"] == "ok", found
         where = found["memcue install"]
         assert where["status"] == "ok" and where["message"] == f"the hooks run {python}", where
+        code, found = _doctor([sys.executable, "-m", "memcue"], user)  # this checkout's doctor: not its hooks
+        assert code == 0 and found["claude-code"]["status"] == "warn", found["claude-code"]
+        assert f"another memcue, {python}" in found["claude-code"]["message"]
         assert _remember(user, tmp_path)  # in the project the prompt comes from
         status = wait_until(lambda: _ready(user), timeout_s=120)
         assert status and status["tokenizer"] == "tiktoken", status  # model and tokenizer from the tool env

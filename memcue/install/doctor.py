@@ -135,7 +135,8 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
         return not_wired(name, path, version=program_version)
     if missing or stale:
         what = ", ".join([f"{e} missing" for e in missing] + [f"{e} out of date" for e in stale])
-        return finding(name, PROBLEM, f"{what} in {path}: run `memcue install {name}`", path=str(path),
+        status, fix = _stale_fix(name, _runs(name, settings)) if not missing else (PROBLEM, "")
+        return finding(name, status, f"{what} in {path}: {fix or f'run `memcue install {name}`'}", path=str(path),
                        version=program_version, installed=True, runs=_runs(name, settings))
     found = (trusted(name, path, program_version) if trusted is not None else
              finding(name, OK, f"hooks current in {path}", path=str(path), version=program_version, installed=True))
@@ -158,6 +159,18 @@ def _runs(name: str, settings: Any) -> list[str]:
     if mcp_servers.is_ours(entry) and isinstance(entry.get("command"), str):
         paths.append(entry["command"])
     return list(dict.fromkeys(paths))
+
+
+def _stale_fix(name: str, runs: list[str]) -> tuple[str, str]:
+    """``(status, fix)`` for hooks that differ from what this memcue would write: when this memcue runs from a
+    source checkout and the hooks run another install that exists outside any checkout (``runs``), they are that
+    install's and fine (``WARN``, and the fix is that install's own doctor: installing from here would point them
+    back into the checkout); otherwise ``(PROBLEM, "")`` (the usual fix: install again)."""
+    if (placement.install_warning() and runs and all(os.path.exists(p) for p in runs)
+            and not any(placement.source_checkout(p) for p in runs)):
+        return WARN, (f"they run another memcue, {runs[0]}: check them with that install's `memcue doctor` "
+                      f"(`memcue install {name}` from this checkout would point them back into it)")
+    return PROBLEM, ""
 
 
 def check_placement(wired: list[dict[str, Any]]) -> list[dict[str, Any]]:
