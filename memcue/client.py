@@ -268,6 +268,12 @@ class Client:
         last ``days`` days, newest first; ``memcue.sidecar.api_models.LedgerOut``)."""
         return self._call("POST", "/ledger", json={"days": days})
 
+    def reindex(self, action: str = "status") -> dict[str, Any]:
+        """``POST /reindex``: "start" (or resume), "pause" or "status" of the re-index to the configured embedding
+        model; ``{"state", "store_model", "store_dim", "model", "dim", "done", "total", "embedded_here",
+        "finished", "note"}`` (``memcue.sidecar.reindex.Reindexer.status``)."""
+        return self._call("POST", "/reindex", json={"action": action})
+
     def last_captures(self, sources: list[str]) -> dict[str, Any]:
         """``POST /receipt/last_captures``: ``{"sources": {source: newest row's Unix s, or None}}``."""
         return self._call("POST", "/receipt/last_captures", json={"sources": sources})

@@ -96,6 +96,9 @@ def _health_text(health: dict[str, Any]) -> str:
             f"{health['counts']['bookkeeping']} bookkeeping, "
             f"{health['counts']['pending_embeddings']} "
             f"{'waiting for vectors' if health['vector_search'] or health['warming_up'] else 'without vectors'})")
+    reindex = health.get("reindex") or {}
+    if reindex.get("state") in ("needed", "running", "paused"):
+        text += f"\nWARNING: embedding model changed: {reindex['note']}"
     reranker = health.get("reranker") or {}
     if reranker.get("status") not in (None, "off"):
         text += f"\nreranker: {reranker['status']}" + (f" ({reranker['note']})" if reranker.get("note") else "")

@@ -250,6 +250,9 @@ def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
         out.append(finding("sqlite-vec", WARN, f"not loaded ({health['sqlite_vec'].get('error')}): keyword-only"))
     if health.get("vector_note"):
         out.append(finding("vectors", WARN, health["vector_note"]))
+    reindex = health.get("reindex") or {}
+    if reindex.get("state") in ("running", "paused"):
+        out.append(finding("reindex", WARN, reindex["note"], done=reindex["done"], total=reindex["total"]))
     if health.get("tokenizer") != "tiktoken":
         out.append(finding("tokenizer", WARN, "token counts are estimated (tiktoken's file is missing)"))
     if health.get("config_error"):

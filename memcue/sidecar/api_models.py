@@ -519,3 +519,10 @@ class LedgerOut(BaseModel):
     today: LedgerTodayOut
     days: float
     entries: list[LedgerEntryOut]
+
+
+class ReindexIn(BaseModel):
+    """``POST /reindex``: ``action`` "start" (or resume), "pause" or "status" of the re-index to the configured
+    embedding model. The answer is ``sidecar.reindex.Reindexer.status``'s dict."""
+
+    action: Literal["start", "pause", "status"] = "status"

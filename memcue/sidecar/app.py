@@ -1,5 +1,6 @@
 """The sidecar's HTTP API (FastAPI): health, remember, recall, fetch/list/forget, session context, recall usage
-statistics, the hook route, candidate review, session receipts and the distillation ledger.
+statistics, the hook route, candidate review, session receipts, the distillation ledger and the re-index to
+another embedding model.
 
 Each route turns its body into arguments, makes one ``MemoryService`` call and returns a response model;
 the service runs blocking work (embedding, SQLite) in worker threads.
@@ -42,6 +43,7 @@ from memcue.sidecar.api_models import (
     PurgeOut,
     RecallIn,
     ReceiptIn,
+    ReindexIn,
     RememberBatchIn,
     RememberIn,
     RememberOut,
@@ -73,6 +75,7 @@ def create_app(service: MemoryService) -> FastAPI:
     _review(app, service)
     _receipts(app, service)
     _ledger(app, service)
+    _reindex(app, service)
     return app
 
 
@@ -278,3 +281,11 @@ def _ledger(app: FastAPI, service: MemoryService) -> None:
     @app.post("/ledger", response_model=LedgerOut)
     async def ledger(body: LedgerIn) -> dict:
         return await service.ledger(body.days)
+
+
+def _reindex(app: FastAPI, service: MemoryService) -> None:
+    """``/reindex``: start, pause or read the re-index to the configured embedding model (case C17)."""
+
+    @app.post("/reindex")
+    async def reindex(body: ReindexIn) -> dict:
+        return await service.reindex(body.action)

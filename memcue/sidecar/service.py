@@ -46,6 +46,7 @@ from memcue.sidecar.recall import (
     warm_up,
 )
 from memcue.sidecar.receipt import build_receipt, latest_session
+from memcue.sidecar.reindex import Reindexer
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
@@ -94,7 +95,8 @@ class MemoryService:
         # Without sqlite-vec there is nowhere to search vectors: skip the model (memory, start-up work).
         self._embedder: Embedder | None = (
             Embedder(locations.models_dir, cache_size=settings.embedding_cache_size,
-                     load_delay_s=settings.model_load_delay_s)
+                     load_delay_s=settings.model_load_delay_s, model_name=settings.model_name,
+                     model_path=settings.model_path)
             if load_model and self._store.vec.available else None)
         self._tokens = TokenCounter(locations.tiktoken_cache)
         self._recall_services = RecallServices(config=settings.recall_options())
@@ -118,6 +120,11 @@ class MemoryService:
                                          on_tool=TestRuns(self._store, self._candidates).record),
                              self._usage, self._gate, capture=self._capture_step)
         self._usage.on_record = self._worker.wake
+        #: A re-index to the configured model after a model change (case C17), run by the worker.
+        self._reindex = Reindexer(self._store, self._embedder, self._recall_services.vectors,
+                                  step_aside=lambda: self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S),
+                                  delay_s=settings.reindex_delay_s)
+        self._worker.reindex_step = self._reindex.step
         self._recurrence = Recurrence(self._store, self._candidates, self._embedder, near_memory=self._near_memory,
                                       near_texts=near_duplicates,
                                       step_aside=lambda: self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S))
@@ -151,6 +158,7 @@ class MemoryService:
         any point after construction (also when ``start`` was never called): start-up threads still inside
         native code (onnxruntime, dateparser's imports) are waited for, bounded, so the process never exits
         under them."""
+        self._reindex.close()
         self._worker.stop()
         self._distiller.stop()
         if self._embedder is not None:
@@ -187,6 +195,7 @@ class MemoryService:
                       "error": emb.error if emb else ""},
             "vector_search": self._store.vector_dim is not None,
             "vector_note": self._store.vector_note,
+            "reindex": self._reindex.status(),
             "sqlite_vec": {"available": self._store.vec.available, "version": self._store.vec.version,
                            "error": self._store.vec.error},
             "tokenizer": self._tokens.mode,
@@ -206,6 +215,17 @@ class MemoryService:
             "counts": self._store.counts(),
             "data_dir": str(self._locations.root),
         }
+
+    async def reindex(self, action: str) -> dict[str, Any]:
+        """``/reindex``: "status", "start" (or resume) or "pause" the re-index to the configured model
+        (``sidecar.reindex``); returns its status. Raises ``ValueError`` for another action."""
+        steps = {"status": self._reindex.status, "start": self._reindex.start, "pause": self._reindex.pause}
+        if action not in steps:
+            raise ValueError(f"re-index action {action!r}: must be one of {', '.join(steps)}")
+        out = await anyio.to_thread.run_sync(steps[action], limiter=self._limiter)
+        if action == "start":
+            self._worker.wake()
+        return out
 
     # -- writes --------------------------------------------------------------------------------
     async def remember(self, memory: NewMemory) -> WriteResult | Held:

@@ -14,6 +14,10 @@ Known config keys (all optional)::
     url = "http://127.0.0.1:8080/v1"
     [hooks]
     prompt_block = "full"        # or "compact" (env MEMCUE_PROMPT_BLOCK wins): see PROMPT_BLOCKS
+    [model]                       # the embedding model (default: the packaged all-MiniLM-L6-v2 int8)
+    name = "BAAI/bge-small-en-v1.5"           # a fastembed TextEmbedding model name (env MEMCUE_MODEL wins)
+    path = "/models/bge-small"    # optional: a local folder with its files (env MEMCUE_MODEL_PATH); without it
+                                  # the model must already be in fastembed's cache under <data>/models
     [sidecar]
     idle_exit_minutes = 120      # exit after this long without a request (0: never; env MEMCUE_IDLE_EXIT_S, s)
     [distill]                     # optional model distillation of session transcripts, off without this
@@ -21,10 +25,11 @@ Known config keys (all optional)::
     model = "qwen2.5-7b-instruct"
     daily_tokens = 20000          # the hard daily budget (capture/distill_config.py has every key)
 
-Environment variables (``ENV_*`` below name each): the support gate off, the rerank model and its folder,
-the answer check's url, model and key, the distiller's key (the variable ``[distill] api_key_env`` names),
-the prompt block, the hook recall limit, the question slots, their wait and the answer cache's lifetime,
-the embedding cache size, keyword-only service (no model), sqlite-vec off, ranking mode, and two test-only
+Environment variables (``ENV_*`` below name each): the embedding model and its folder, the support gate off,
+the rerank model and its folder, the answer check's url, model and key, the distiller's key (the variable
+``[distill] api_key_env`` names), the prompt block, the hook recall limit, the question slots, their wait and
+the answer cache's lifetime,
+the embedding cache size, keyword-only service (no model), sqlite-vec off, ranking mode, and three test-only
 delays.
 
 A file that cannot be read or parsed is ignored (defaults apply), and so is each entry of the wrong name
@@ -60,6 +65,10 @@ PROMPT_BLOCKS = ("full", "compact")
 HOOK_RECALL_LIMIT_MAX = 100
 
 ENV_NO_SUPPORT_GATE = "MEMCUE_NO_SUPPORT_GATE"
+#: The embedding model (a fastembed name) and its local folder; override ``[model] name`` and ``path``.
+ENV_MODEL, ENV_MODEL_PATH = "MEMCUE_MODEL", "MEMCUE_MODEL_PATH"
+#: Test only: a pause after each re-index batch (s), so a test can interrupt a re-index half way.
+ENV_REINDEX_DELAY_S = "MEMCUE_REINDEX_DELAY_S"
 ENV_RERANK_MODEL = "MEMCUE_RERANK_MODEL"
 #: Same name as ``recall/rerank.py``'s ``ENV_MODEL_PATH``.
 ENV_RERANK_MODEL_PATH = "MEMCUE_RERANK_MODEL_PATH"
@@ -94,12 +103,13 @@ class Settings:
     ``prompt_block`` (``PROMPT_BLOCKS``) and ``hook_recall_limit`` (results a prompt hook asks for, 1..100).
     Questions: ``recall_slots`` (>= 1), ``recall_wait_s`` (s), ``answer_cache_ttl_s`` (s), ``recall_delay_s``
     (s, tests only). Runtime: ``embedding_cache_size`` (queries, >= 0), ``model_load_delay_s`` (s, tests
-    only), ``no_model`` (keyword-only service), ``disable_vec`` (sqlite-vec off). Lifecycle: ``idle_exit_s``
-    (s without a request before the sidecar exits; 0 never). ``error``: why the file or
-    some of its entries were ignored ("" when fine). ``ranking`` reaches recall through
-    ``recall_options``; ``disable_vec`` is read here so that every ``MEMCUE_*`` value is in one place, while
-    ``store/sqlite/db.py`` still reads the variable itself (same name, same value) for every connection it opens,
-    the service's and a benchmark's alike."""
+    only), ``no_model`` (keyword-only service), ``model_name`` / ``model_path`` (the embedding model: a fastembed
+    name and an optional local folder; "" = the packaged default), ``reindex_delay_s`` (s, tests only),
+    ``disable_vec`` (sqlite-vec off). Lifecycle: ``idle_exit_s`` (s without a request before the sidecar exits;
+    0 never). ``error``: why the file or some of its entries were ignored ("" when fine). ``ranking`` reaches
+    recall through ``recall_options``; ``disable_vec`` is read here so that every ``MEMCUE_*`` value is in one
+    place, while ``store/sqlite/db.py`` still reads the variable itself (same name, same value) for every
+    connection it opens, the service's and a benchmark's alike."""
 
     support_gate: bool = True
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -119,6 +129,9 @@ class Settings:
     embedding_cache_size: int = EMBEDDING_CACHE_SIZE
     model_load_delay_s: float = 0.0
     no_model: bool = False
+    model_name: str = ""
+    model_path: str = ""
+    reindex_delay_s: float = 0.0
     disable_vec: bool = False
     idle_exit_s: float = IDLE_EXIT_S
     error: str = ""
@@ -175,6 +188,7 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
     prompt_block, block_problems = _prompt_block(data.get("hooks", {}), env)
     problems.extend(block_problems)
     idle_exit_s = _idle_exit(data.get("sidecar", {}), env, problems)
+    model_name, model_path = _embedding_model(data.get("model", {}), env, problems)
     error = f"{path}: " + "; ".join(problems) if problems else ""
     if error:
         log.error("config problems, ignored: %s", error)
@@ -190,7 +204,32 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
         recall_delay_s=max(0.0, _number(env, ENV_RECALL_DELAY_S, 0.0)),
         embedding_cache_size=cache_size_from_env(env),
         model_load_delay_s=_number(env, ENV_MODEL_LOAD_DELAY_S, 0.0), no_model=env.get(ENV_NO_MODEL) == "1",
-        disable_vec=env.get(ENV_DISABLE_VEC) == "1", idle_exit_s=idle_exit_s, error=error)
+        disable_vec=env.get(ENV_DISABLE_VEC) == "1", idle_exit_s=idle_exit_s, model_name=model_name,
+        model_path=model_path, reindex_delay_s=max(0.0, _number(env, ENV_REINDEX_DELAY_S, 0.0)), error=error)
+
+
+def _embedding_model(table: object, env: Mapping[str, str], problems: list[str]) -> tuple[str, str]:
+    """``(name, path)`` of the embedding model: ``MEMCUE_MODEL`` / ``MEMCUE_MODEL_PATH``, else ``[model] name`` /
+    ``path``; ("", "") is the packaged default. A wrong entry is named and ignored; a path without a name is
+    ignored too (the folder alone does not say which fastembed model it holds)."""
+    name: object = ""
+    path: object = ""
+    if not isinstance(table, dict):
+        problems.append("[model] must be a table")
+    else:
+        name, path = table.get("name", ""), table.get("path", "")
+    if not isinstance(name, str):
+        problems.append(f"model.name = {name!r}: must be a fastembed model name")
+        name = ""
+    if not isinstance(path, str):
+        problems.append(f"model.path = {path!r}: must be a folder")
+        path = ""
+    name = (env.get(ENV_MODEL) or name).strip()
+    path = (env.get(ENV_MODEL_PATH) or path).strip()
+    if path and not name:
+        problems.append("model.path is set without model.name (the fastembed model its files are); ignored")
+        path = ""
+    return name, str(Path(path).expanduser()) if path else ""
 
 
 def _idle_exit(table: object, env: Mapping[str, str], problems: list[str]) -> float:

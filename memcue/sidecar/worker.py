@@ -69,6 +69,8 @@ class Worker:
         #: How the spool is followed while running: "watchfiles", or why it is polled.
         self.spool_watch = f"polling every {WORKER_TICK_S:g} s"
         self._probes: np.ndarray | None = None
+        #: One batch of a re-index to another model (``sidecar.reindex``), run while the store is not bound.
+        self.reindex_step: Callable[[], bool] = lambda: False
         self._bind_tried = False
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -142,6 +144,8 @@ class Worker:
                     self.gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
                 if self._embed_pending(emb):
                     return True
+            elif emb.state == "ready" and self.reindex_step():
+                return True
             if emb.release_bulk():
                 log.info("embedding backlog done; bulk session released")
             if self.store.vector_dim is not None and self._backfill_baselines(emb):

@@ -51,12 +51,39 @@ class AssetError(RuntimeError):
 
 @dataclass(frozen=True)
 class ModelFolder:
-    """An assembled model folder ready for fastembed's ``specific_model_path``."""
+    """Where fastembed loads a model from: ``path``, a folder for its ``specific_model_path`` (the assembled
+    packaged model, or a configured folder), or None to look the model up in fastembed's cache ``cache_dir``
+    (never downloaded). ``model_id`` is what the store binds its vectors to; ``dim`` the vector length (the
+    configured model's is known once it has embedded something)."""
 
-    path: Path
+    path: Path | None
     model_id: str = MODEL_ID
     dim: int = MODEL_DIM
     fastembed_name: str = FASTEMBED_MODEL_NAME
+    cache_dir: Path | None = None
+
+
+def is_default_model(name: str) -> bool:
+    """True when the configured model ``name`` means the packaged default ("" or ``MODEL_ID``)."""
+    return name.strip() in ("", MODEL_ID)
+
+
+def configured_model(name: str, path: str, models_dir: Path) -> ModelFolder:
+    """The configured fastembed model ``name``: from the folder ``path`` when given, else from fastembed's cache
+    in ``models_dir``. Its ``dim`` is fastembed's figure until the model has run. Raises ``AssetError`` for a name
+    fastembed does not know or a path that is not a folder; a model missing from the cache fails when it loads."""
+    from fastembed import TextEmbedding
+
+    known = {m["model"].lower(): m for m in TextEmbedding.list_supported_models()}
+    entry = known.get(name.strip().lower())
+    if entry is None:
+        raise AssetError(f"{name!r} is not a fastembed text embedding model (TextEmbedding.list_supported_models()"
+                         f" names them; the packaged default is {MODEL_ID!r})")
+    folder = Path(path).expanduser() if path else None
+    if folder is not None and not folder.is_dir():
+        raise AssetError(f"the model folder {folder} (model.path / MEMCUE_MODEL_PATH) is not a folder")
+    return ModelFolder(folder, model_id=entry["model"], dim=int(entry["dim"]), fastembed_name=entry["model"],
+                       cache_dir=None if folder is not None else models_dir)
 
 
 def _package_dir(name: str) -> Path:

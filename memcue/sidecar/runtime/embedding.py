@@ -9,12 +9,17 @@ benchmark memories on this 2-core machine; ONNX Runtime releases the GIL while i
 independent runs keep both cores busier than one run split across two threads). A session costs about
 155 MB resident, so the second one exists only while a backlog lasts (``release_bulk``), and freed heap is
 handed back after loading (``trim_heap``).
+The model is the packaged all-MiniLM-L6-v2 int8 (``assets.assemble_default_model``) unless another fastembed
+model is configured (``model_name``, and ``model_path`` for a local folder; ``assets.configured_model``). Nothing
+is downloaded: a configured model without a folder must already be in fastembed's cache under ``models_dir``,
+else loading fails with ``state`` "error" and recall stays keyword-only.
 ``state`` is "warming" until the model is ready, then "ready", or "error" with ``error`` set; recall never
 waits for it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -25,7 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from memcue.sidecar.runtime.assets import ModelFolder, assemble_default_model, disable_onnx_telemetry
+from memcue.sidecar.runtime.assets import (
+    ModelFolder,
+    assemble_default_model,
+    configured_model,
+    disable_onnx_telemetry,
+    is_default_model,
+)
 from memcue.sidecar.runtime.heap import trim_heap
 
 log = logging.getLogger("memcue.embedding")
@@ -68,11 +79,16 @@ class _Closed(Exception):
 class Embedder:
     """Loads the model on a background thread and embeds text into unit-length float32 vectors.
 
-    ``models_dir``: the offline model folder's parent. ``cache_size``: query embeddings kept (None:
-    ``cache_size_from_env``). ``load_delay_s``: a pause before loading (s; tests observe the warming state)."""
+    ``models_dir``: the offline model folder's parent (and fastembed's cache for a configured model). ``cache_size``:
+    query embeddings kept (None: ``cache_size_from_env``). ``load_delay_s``: a pause before loading (s; tests
+    observe the warming state). ``model_name`` / ``model_path``: a configured fastembed model and its optional
+    local folder ("": the packaged default)."""
 
-    def __init__(self, models_dir: Path, *, cache_size: int | None = None, load_delay_s: float = 0.0) -> None:
+    def __init__(self, models_dir: Path, *, cache_size: int | None = None, load_delay_s: float = 0.0,
+                 model_name: str = "", model_path: str = "") -> None:
         self._models_dir = models_dir
+        self.model_name = "" if is_default_model(model_name) else model_name.strip()
+        self._model_path = model_path
         self._load_delay_s = load_delay_s
         self._model = None
         self._bulk = None
@@ -104,33 +120,54 @@ class Embedder:
             if self._load_delay_s > 0:  # lets tests observe the warming state deterministically
                 self._closing.wait(self._load_delay_s)
             self._check_open()
-            self.folder = assemble_default_model(self._models_dir)
+            self.folder = self._folder()
             self._check_open()
             self._model = self._session(threads=1)
             self._check_open()
-            self.embed(["warm up"])  # first run allocates; do it before answering
+            warm = self.embed(["warm up"])[0]  # first run allocates; do it before answering
+            if warm.shape[0] != self.folder.dim:  # the vector length the model really gives
+                self.folder = dataclasses.replace(self.folder, dim=int(warm.shape[0]))
             trim_heap()  # the graph optimiser's temporaries: about 60 MB back to the system
             self.state = "ready"
         except _Closed:
             self.state = "stopped"
         except Exception as exc:  # noqa: BLE001 - a failed model means keyword-only service
             self.state = "error"
-            self.error = f"{type(exc).__name__}: {exc}"
+            self.error = f"{type(exc).__name__}: {exc}" + self._where()
             log.error("embedding model failed to load, recall is keyword-only: %s", self.error)
         finally:
             self.ready.set()
             if self.on_ready is not None:
                 self.on_ready()
 
+    def _folder(self) -> ModelFolder:
+        """Where the model loads from: the packaged default assembled under ``models_dir``, or the configured one."""
+        if not self.model_name:
+            return assemble_default_model(self._models_dir)
+        return configured_model(self.model_name, self._model_path, self._models_dir)
+
+    def _where(self) -> str:
+        """For a configured model's load error: where memcue looked and how to fix it ("" for the default)."""
+        if not self.model_name:
+            return ""
+        where = (f"the folder {self._model_path}" if self._model_path
+                 else f"fastembed's cache {self._models_dir}")
+        return (f" (configured model {self.model_name!r}, looked in {where}; memcue never downloads a model: put"
+                " its files in a folder and set [model] path or MEMCUE_MODEL_PATH, or remove [model] name /"
+                " MEMCUE_MODEL to use the packaged default)")
+
     def _session(self, threads: int) -> Any:
-        """A fastembed ``TextEmbedding`` over the assembled model folder with ``threads`` ONNX threads (no
-        download, no memory arena; see the module docstring)."""
+        """A fastembed ``TextEmbedding`` over the model folder (or fastembed's cache in ``models_dir``) with
+        ``threads`` ONNX threads (no download, no memory arena; see the module docstring)."""
         disable_onnx_telemetry()
         from fastembed import TextEmbedding
 
-        assert self.folder is not None
-        return TextEmbedding(self.folder.fastembed_name, specific_model_path=str(self.folder.path),
-                             threads=threads, enable_cpu_mem_arena=False, local_files_only=True, lazy_load=False)
+        folder = self.folder
+        assert folder is not None
+        where: dict[str, str] = ({"specific_model_path": str(folder.path)} if folder.path is not None
+                                 else {"cache_dir": str(folder.cache_dir)})
+        return TextEmbedding(folder.fastembed_name, threads=threads, enable_cpu_mem_arena=False,
+                             local_files_only=True, lazy_load=False, **where)
 
     def _check_open(self) -> None:
         if self._closing.is_set():

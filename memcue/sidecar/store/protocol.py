@@ -82,6 +82,24 @@ class StoreProtocol(Protocol):
         """Forget ``key`` (no error when absent)."""
     def bind_model(self, model_id: str, dim: int) -> bool:
         """Record or check the embedding model; True when vectors can be used (else ``vector_note`` says why)."""
+    def bound_model(self) -> tuple[str, int] | None:
+        """``(model id, dim)`` the stored vectors were made with; None before any model was bound."""
+
+    # -- re-index to another embedding model (the old vectors stay until the swap)
+    def reindex_target(self) -> tuple[str, int, str] | None:
+        """``(model id, dim, "running" | "paused")`` of the re-index started, None when none was."""
+    def start_reindex(self, model_id: str, dim: int) -> bool:
+        """Run a re-index to ``model_id``; True when one to that model goes on where it stopped."""
+    def set_reindex_state(self, state: str) -> None:
+        """Mark the started re-index "running" or "paused"; ``ValueError`` for another state."""
+    def reindex_counts(self) -> tuple[int, int]:
+        """``(memories with their new vector, memories to embed)``."""
+    def reindex_pending(self, limit: int, after: int = 0) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """Memories still without their new vector (ids above ``after``), oldest first."""
+    def add_reindex_vectors(self, items: Sequence[tuple[int, bytes, float | None]]) -> int:
+        """Keep ``(id, float32 bytes, baseline)`` new vectors; returns how many were kept."""
+    def finish_reindex(self, model_id: str, dim: int) -> int:
+        """Swap the new vectors in and bind ``model_id``; returns how many; ``ValueError`` without that re-index."""
 
     # -- writes
     def remember_many(self, memories: Iterable[NewMemory | PreparedWrite]) -> list[WriteResult]:

@@ -294,6 +294,21 @@ def m015_candidate_vectors(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m018_reindex_vectors(conn: apsw.Connection) -> None:
+    # A re-index to another embedding model (store/sqlite/reindex.py): each memory's new vector and baseline, kept
+    # apart from memories_vec (the old model's vectors stay whole until the swap), so a stopped re-index resumes
+    # where it was. A purged memory leaves no vector here either.
+    conn.execute(
+        """
+        CREATE TABLE reindex_vectors (id INTEGER PRIMARY KEY, vector BLOB NOT NULL, baseline REAL);
+        CREATE TRIGGER reindex_vectors_ad AFTER DELETE ON memories BEGIN
+            DELETE FROM reindex_vectors WHERE id = old.id;
+        END;
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

@@ -28,6 +28,7 @@ from memcue.sidecar.store.sqlite.memories import MemoryRows
 from memcue.sidecar.store.sqlite.meta import MetaTable
 from memcue.sidecar.store.sqlite.migrations import migrate
 from memcue.sidecar.store.sqlite.purging import Purging
+from memcue.sidecar.store.sqlite.reindex import ReindexRows
 from memcue.sidecar.store.sqlite.sessions import SessionReads
 from memcue.sidecar.store.sqlite.timeline import Timeline
 from memcue.sidecar.store.sqlite.usage import UsageLog
@@ -70,6 +71,7 @@ class Store:
         self._candidates = CandidateRows(db)
         self._sessions = SessionReads(db)
         self._ledger = DistillLedger(db)
+        self._reindex = ReindexRows(db, self._meta)
 
     # -- the file and its state --------------------------------------------------------------
     @property
@@ -138,6 +140,42 @@ class Store:
     def bind_model(self, model_id: str, dim: int) -> bool:
         """See ``VectorRows.bind_model``."""
         return self._vectors.bind_model(model_id, dim)
+
+    def bound_model(self) -> tuple[str, int] | None:
+        """``(model id, dim)`` the stored vectors were made with, None before any model was bound."""
+        model = self._meta.get("embedding_model")
+        return (model, int(self._meta.get("embedding_dim") or 0)) if model else None
+
+    # -- re-index to another model -------------------------------------------------------------
+    def reindex_target(self) -> tuple[str, int, str] | None:
+        """See ``ReindexRows.target``."""
+        return self._reindex.target()
+
+    def start_reindex(self, model_id: str, dim: int) -> bool:
+        """See ``ReindexRows.start``."""
+        return self._reindex.start(model_id, dim)
+
+    def set_reindex_state(self, state: str) -> None:
+        """See ``ReindexRows.set_state``."""
+        self._reindex.set_state(state)
+
+    def reindex_counts(self) -> tuple[int, int]:
+        """See ``ReindexRows.counts``."""
+        return self._reindex.counts()
+
+    def reindex_pending(self, limit: int, after: int = 0) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """See ``ReindexRows.pending``."""
+        return self._reindex.pending(limit, after)
+
+    def add_reindex_vectors(self, items: Sequence[tuple[int, bytes, float | None]]) -> int:
+        """See ``ReindexRows.add``."""
+        return self._reindex.add(items)
+
+    def finish_reindex(self, model_id: str, dim: int) -> int:
+        """See ``ReindexRows.finish``; then binds the store to ``model_id`` (``bind_model``)."""
+        swapped = self._reindex.finish(model_id, dim)
+        self._vectors.bind_model(model_id, dim)
+        return swapped
 
     # -- writes ------------------------------------------------------------------------------
     def remember(self, memory: NewMemory | PreparedWrite) -> WriteResult:

@@ -43,8 +43,10 @@ class VectorRows:
             self._meta.set("embedding_dim", str(dim))
         elif recorded_id != model_id or int(recorded_dim or 0) != dim:
             self.vector_note = (
-                f"embedding model mismatch: store has {recorded_id} ({recorded_dim} dims), "
-                f"configured {model_id} ({dim} dims); keyword-only until re-indexed"
+                f"embedding model mismatch: the stored vectors were made with {recorded_id} ({recorded_dim} dims), "
+                f"the configured model is {model_id} ({dim} dims); recall is keyword-only until `memcue reindex` "
+                f"re-embeds every memory with {model_id}. Nothing was deleted: configuring {recorded_id} again "
+                "restores hybrid recall at once"
             )
             return False
         with db.write_lock, db.writer:
