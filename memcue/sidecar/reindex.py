@@ -70,11 +70,11 @@ class Reindexer:
         """``{"state", "store_model", "store_dim", "model", "dim", "done", "total", "embedded_here", "finished",
         "note"}``. ``state``: off (no model: keyword-only service) | warming | error (the configured model did
         not load) | none (the vectors match the model, nothing to do) | needed (they do not: keyword-only until
-        ``memcue reindex``) | running | paused. ``done`` / ``total``: memories with their new vector / to embed."""
+        ``memcue reindex``) | running | paused. ``done`` / ``total``: memories with their new vector / to embed
+        (both 0 in the other states)."""
         emb, store = self._embedder, self._store
         bound = store.bound_model()
         target = store.reindex_target()
-        done, total = store.reindex_counts()
         model = (emb.model_id, emb.dim) if emb is not None and emb.state == "ready" else None
         if emb is None:
             state = "off"
@@ -86,6 +86,8 @@ class Reindexer:
             state = target[2]
         else:
             state = "needed"
+        # Counted only when a re-index is due (``/health`` shows this, and counting reads every row).
+        done, total = store.reindex_counts() if state in ("needed", "running", "paused") else (0, 0)
         if target is None or model is None or target[:2] != model:
             done = 0
         return {"state": state, "store_model": bound[0] if bound else "", "store_dim": bound[1] if bound else 0,
