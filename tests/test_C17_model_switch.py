@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -139,10 +141,24 @@ def _stored_vectors(home: Path, model_id: str, dim: int, ids: list[int]) -> dict
         store.close()
 
 
-def _cli(home: Path, *args: str, **kwargs: Any) -> subprocess.Popen[str]:
+def _cli(home: Path, *args: str, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
     env = {**os.environ, "MEMCUE_HOME": str(home)}
     return subprocess.Popen([sys.executable, "-m", "memcue", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+                            stderr=stderr, text=True)
+
+
+def _read_terminal(fd: int) -> str:
+    """What was written to the terminal ``fd`` (a pty's controller side) so far."""
+    out = b""
+    while select.select([fd], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out.decode("utf-8", "replace")
 
 
 def _reindex_status(sc: Sidecar) -> dict[str, Any]:
@@ -184,11 +200,16 @@ def test_C17_mismatch_is_detected_nothing_dropped_and_reindex_resumes(
     assert findings["vectors"]["status"] == "warn" and "mismatch" in findings["vectors"]["message"]
 
     # `memcue reindex`, then Ctrl-C: paused, progress kept
-    cli = _cli(home, "reindex")
+    terminal, tty = pty.openpty()
+    cli = _cli(home, "reindex", stderr=tty)
+    os.close(tty)
     assert wait_until(lambda: _reindex_status(sc)["done"] >= 32, 120)
     cli.send_signal(signal.SIGINT)
     out, _ = cli.communicate(timeout=60)
+    bar = _read_terminal(terminal)
+    os.close(terminal)
     assert cli.returncode == 130 and "paused" in out
+    assert "re-embedding memories [" in bar and f"/{N_MEMORIES}" in bar, "a progress bar on the terminal"
     paused = _reindex_status(sc)
     assert paused["state"] == "paused"
     time.sleep(1.5)
@@ -261,6 +282,7 @@ def test_C17_a_configured_model_missing_from_the_cache_is_a_clear_error_and_keyw
     answer = sc.client.recall("invoices", project=PROJECT)
     assert answer["results"] and answer["channel_status"]["semantic"] != "ok"
     assert "never downloads" in sc.log()
+    assert "the embedding model failed" in _cli(home, "status").communicate(timeout=60)[0]
     doctor = _cli(home, "doctor", "--json")
     findings = {f["area"]: f for f in json.loads(doctor.communicate(timeout=120)[0])["data"]["findings"]}
     assert findings["model"]["status"] == "problem" and "never downloads" in findings["model"]["message"]

@@ -27,10 +27,10 @@ MODEL_WAIT_S = 120.0
 EXIT_PAUSED = 130
 
 
-def _text(status: dict[str, Any]) -> str:
-    """A status as ``memcue reindex`` prints it."""
+def _text(status: dict[str, Any], followed: bool = False) -> str:
+    """A status as ``memcue reindex`` prints it; ``followed``: after following a running re-index to its end."""
     state = status["state"]
-    if state == "none" and status.get("finished") is not None:
+    if state == "none" and followed and status.get("finished") is not None:
         return (f"re-index done: {status['finished']} memories re-embedded with {status['model']} "
                 f"({status['dim']} dims); hybrid recall is back")
     if state == "none":
@@ -81,7 +81,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
             return EXIT_PAUSED
         except ClientError as exc:
             raise ClientError(f"{exc}; the re-index keeps its progress: run `memcue reindex` again") from exc
-    return emit(status, args.json, _text(status), ok=status["state"] == "none")
+    return emit(status, args.json, _text(status, followed=True), ok=status["state"] == "none")
 
 
 def register(add: AddCommand) -> None:

@@ -85,11 +85,20 @@ def _not_running(args: argparse.Namespace, loc: Locations) -> int:
                                  f"next hook or command. Log: {loc.sidecar_log}")
 
 
+def _vectors_off(health: dict[str, Any]) -> str:
+    """Why ``/health`` says vector search is off, in a few words."""
+    if (health.get("reindex") or {}).get("state") in ("needed", "running", "paused"):
+        return "the embedding model changed: see the warning below"
+    if health["model"]["state"] == "error":
+        return f"the embedding model failed: {health['model']['error']}"
+    return health["vector_note"] or "warming up"
+
+
 def _health_text(health: dict[str, Any]) -> str:
     """A running sidecar's ``/health`` answer as ``memcue status`` prints it."""
     text = (f"memcue {health['version']} running (pid {health['pid']}), data in {health['data_dir']}\n"
             f"model: {health['model']['id'] or '-'} ({health['model']['state']}); vector search: "
-            f"{'on' if health['vector_search'] else 'off (' + (health['vector_note'] or 'warming up') + ')'}; "
+            f"{'on' if health['vector_search'] else 'off (' + _vectors_off(health) + ')'}; "
             f"tokenizer: {health['tokenizer']}\n"
             f"memories: {health['counts']['memories']} ({health['counts'].get('answering', 0)} that can answer, "
             f"{health['counts'].get('captured', 0)} captured prompts, answers and session events, "
