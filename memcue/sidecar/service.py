@@ -261,7 +261,7 @@ class MemoryService:
         # runs the write preparation once.
         prepared = check.prepared or prepare_write(memory)
         if check.memory_id is not None:
-            self._store.reinforce(check.memory_id)
+            self._store.reinforce(check.memory_id, prepared.tags)  # its tags join the stored memory's
             return WriteResult(check.memory_id, False, duplicate=True, redacted=prepared.redacted)
         return self._write_with_vector(prepared, check.vector)[0]
 

@@ -90,8 +90,8 @@ class StoreProtocol(Protocol):
     def remember_many(self, memories: Iterable[NewMemory | PreparedWrite]) -> list[WriteResult]:
         """Store memories in one transaction; the same text again in a project (or a known ``source_id``) is a
         ``duplicate``. Raises ``ValueError`` for text empty after preparation."""
-    def reinforce(self, memory_id: int) -> None:
-        """Count one more sighting of ``memory_id`` (a near-duplicate)."""
+    def reinforce(self, memory_id: int, tags: Sequence[str] = ()) -> None:
+        """Count one more sighting of ``memory_id`` (a near-duplicate) and add ``tags`` (normalised) to it."""
     def update(self, memory_id: int, memory: NewMemory, *, carry_source_id: bool = False) -> WriteResult:
         """Write ``memory`` as a new version of ``memory_id`` (``carry_source_id``: the new version takes
         ``memory.source_id`` over from the row holding it). Raises ``KeyError`` (unknown id), ``ValueError``

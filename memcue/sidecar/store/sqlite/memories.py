@@ -104,13 +104,14 @@ class MemoryRows:
             link_entities(writer, new_id, list(p.entities))
         return WriteResult(new_id, p.bookkeeping, redacted=p.redacted)
 
-    def reinforce(self, memory_id: int) -> None:
-        """Count one more sighting of ``memory_id`` (``seen_count`` + 1, ``updated_at`` now), as writing the same
-        text again does; used for near-duplicates (``sidecar.dedup``)."""
+    def reinforce(self, memory_id: int, tags: Sequence[str] = ()) -> None:
+        """Count one more sighting of ``memory_id`` (``seen_count`` + 1, ``updated_at`` now) and add ``tags``
+        (normalised), as writing the same text again does; used for near-duplicates (``sidecar.dedup``)."""
         db = self._db
         with db.write_lock, db.writer:
             db.writer.execute("UPDATE memories SET seen_count = seen_count + 1, updated_at = ? WHERE id = ?",
                               (time.time(), int(memory_id)))
+            _tag(db.writer, int(memory_id), tags)
             db.generation += 1
 
     def update(self, memory_id: int, memory: NewMemory, *, carry_source_id: bool = False) -> WriteResult:

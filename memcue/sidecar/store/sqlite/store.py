@@ -154,9 +154,9 @@ class Store:
         """See ``MemoryRows.remember_many``."""
         return self._memories.remember_many(memories)
 
-    def reinforce(self, memory_id: int) -> None:
+    def reinforce(self, memory_id: int, tags: Sequence[str] = ()) -> None:
         """See ``MemoryRows.reinforce``."""
-        self._memories.reinforce(memory_id)
+        self._memories.reinforce(memory_id, tags)
 
     def update(self, memory_id: int, memory: NewMemory, *, carry_source_id: bool = False) -> WriteResult:
         """See ``MemoryRows.update``."""
