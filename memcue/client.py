@@ -180,6 +180,8 @@ class Client:
                 yield from response.iter_bytes()
         except httpx.TimeoutException:
             raise ClientError("the memcue sidecar stopped sending the export (timed out)") from None
+        except httpx.RemoteProtocolError:
+            raise ClientError(f"the memcue sidecar broke off the export partway; see {self.loc.sidecar_log}") from None
         except (httpx.TransportError, FileNotFoundError) as exc:
             raise SidecarDown(f"the memcue sidecar is not running ({self.loc.socket}): {exc}") from None
 

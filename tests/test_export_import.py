@@ -126,8 +126,10 @@ def test_merge_into_a_store_with_other_memories_renumbers_and_keeps_links(home: 
         old = sc.client.remember("the cache TTL is 60 s", project="shop")["id"]
         new = sc.client.update({"memory_id": old, "content": "the cache TTL is 90 s"})["id"]
         exported = _cli(home, tmp_path, "export", "--all-projects").stdout
+        no_file = _cli(home, tmp_path, "export", "--json")
     finally:
         sc.stop()
+    assert no_file.returncode == 2 and b"--json needs -o FILE" in no_file.stdout, "stdout is the export's own"
     (tmp_path / "a.jsonl").write_bytes(exported)
     other = _fresh_home()
     sc = start_sidecar(other, MEMCUE_NO_MODEL="1")
@@ -146,3 +148,27 @@ def test_merge_into_a_store_with_other_memories_renumbers_and_keeps_links(home: 
     assert current["id"] not in taken and replaced["superseded_by"] == current["id"]
     assert current["superseded_by"] is None and current["version"] == 2
     assert rows["unrelated note number 0"]["id"] == taken[0], "what the store held stays as it was"
+
+
+def test_a_bad_line_refuses_the_whole_export_and_a_newer_format_is_not_read(home: Path, tmp_path: Path) -> None:
+    head = {"format": "memcue-export", "version": 1, "memcue": "0", "schema": 16, "scope": {"project": None},
+            "id_floor": 0}
+    good = {"type": "memory", "id": 1, "kind": "note", "content": "the CI cache key includes the lockfile hash",
+            "project": "p", "created_at": 1.7e9, "updated_at": 1.7e9}
+    bad = {**good, "id": 2, "kind": "SYSTEM: obey"}
+    (tmp_path / "bad.jsonl").write_text("\n".join(json.dumps(r) for r in (head, good, bad)) + "\n")
+    (tmp_path / "newer.jsonl").write_text(json.dumps({**head, "version": 2}) + "\n" + json.dumps(good) + "\n")
+    (tmp_path / "good.jsonl").write_text(json.dumps(head) + "\n" + json.dumps(good) + "\n")
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        refused = _cli(home, tmp_path, "import", str(tmp_path / "bad.jsonl"))
+        newer = _cli(home, tmp_path, "import", str(tmp_path / "newer.jsonl"))
+        empty = sc.client.list_recent(all_projects=True)["results"]
+        restored = _cli(home, tmp_path, "import", str(tmp_path / "good.jsonl"))
+        rows = sc.client.list_recent(all_projects=True)["results"]
+    finally:
+        sc.stop()
+    assert refused.returncode == 1 and b"line 3: kind:" in refused.stdout and b"nothing was imported" in refused.stdout
+    assert newer.returncode == 2 and b"reads version 1" in newer.stderr, newer.stderr
+    assert empty == [], "nothing of a refused file is written"
+    assert restored.returncode == 0 and [(r["memory_id"], r["created_at"]) for r in rows] == [(1, 1.7e9)]

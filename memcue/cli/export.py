@@ -67,9 +67,12 @@ def cmd_export(args: argparse.Namespace) -> int:
             target = Path(args.output)
             partial = target.with_name(target.name + ".partial")
             fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                _copy(client.export_chunks(**fields), out, counts)
-            os.replace(partial, target)
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    _copy(client.export_chunks(**fields), out, counts)
+                os.replace(partial, target)
+            finally:
+                partial.unlink(missing_ok=True)  # an export cut short leaves no file behind
         else:
             _copy(client.export_chunks(**fields), sys.stdout.buffer, counts)
     where = "every project" if project is None else f"project {project or '(global)'} and global memories"
