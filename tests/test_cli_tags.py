@@ -44,6 +44,7 @@ def test_tags_are_stored_filtered_and_kept_by_a_new_version(home: Path) -> None:
         text = _cli(home, "list", "--tag", "on-call", "--project", "p")
         recalled = _data(_cli(home, "recall", "billing cron", "--keyword", "--tag", "BILLING", "--project", "p",
                               "--json"))
+        recall_text = _cli(home, "recall", "billing cron", "--keyword", "--tag", "on-call", "--project", "p")
         updated = _data(_cli(home, "update", str(both), "The billing cron runs at 03:00 UTC", "--json"))["id"]
         after = _data(_cli(home, "list", "--tag", "on-call", "--project", "p", "--json"))["results"]
         bad = _cli(home, "remember", "anything", "--tag", "no!", "--project", "p")
@@ -54,6 +55,8 @@ def test_tags_are_stored_filtered_and_kept_by_a_new_version(home: Path) -> None:
     assert _ids(listed_both) == [both], "a memory must carry every tag asked for"
     assert text.returncode == 0 and "#billing, #on-call" in text.stdout, text.stdout
     assert set(_ids(recalled)) == {both, one} and none not in _ids(recalled)
+    assert {r["memory_id"]: r["tags"] for r in recalled["results"]}[both] == ["billing", "on-call"]
+    assert f"#{both} " in recall_text.stdout and "#billing, #on-call" in recall_text.stdout, recall_text.stdout
     assert _ids({"results": after}) == [updated], "the new version keeps the tags; the old one no longer answers"
     assert bad.returncode == 2 and "is a letter or digit" in bad.stderr, bad.stderr
 
