@@ -67,17 +67,23 @@ def test_recall_kind_keeps_one_kind_and_a_bad_kind_is_a_usage_error(home: Path) 
         decision = sc.client.remember("We deploy the invoice service with Helm", kind="decision", project="p")["id"]
         howto = sc.client.remember("To deploy the invoice service run make helm-up", kind="howto", project="p")["id"]
         prompt = sc.client.remember("please deploy the invoice service to staging", kind="request", project="p")["id"]
+        episode = sc.client.remember("I refactored the invoice service deploy script to call make helm-up and added"
+                                     " a test for it", kind="episode", project="p")
+        assert not episode["bookkeeping"]
         plain = _data(_cli(home, "recall", "deploy invoice service", "--keyword", "--project", "p", "--json"))
         howtos = _data(_cli(home, "recall", "deploy invoice service", "--keyword", "--kind", "HowTo", "--project",
                             "p", "--json"))
         prompts = _data(_cli(home, "recall", "deploy invoice service", "--keyword", "--kind", "request",
                              "--project", "p", "--json"))
+        episodes = _data(_cli(home, "recall", "deploy invoice service", "--keyword", "--kind", "episode",
+                              "--project", "p", "--json"))
         none = _cli(home, "recall", "deploy invoice service", "--keyword", "--kind", "bug", "--project", "p")
         bad = _cli(home, "recall", "deploy invoice service", "--kind", "how to!")
     finally:
         sc.stop()
-    assert set(_ids(plain)) == {decision, howto}, "without --kind: both saved memories, no captured prompt"
+    assert set(_ids(plain)) == {decision, howto}, "without --kind: both saved memories, nothing captured"
     assert _ids(howtos) == [howto] and howtos["filters"]["kind"] == "howto"
     assert _ids(prompts) == [prompt], "--kind request searches the captured prompts"
+    assert _ids(episodes) == [episode["id"]], "--kind episode searches the agent's captured answers"
     assert none.returncode == 0 and "only memories with kind bug were searched" in none.stdout, none.stdout
     assert bad.returncode == 2 and "a kind is one word" in bad.stderr, bad.stderr
