@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -165,6 +166,29 @@ class Client:
     def import_batch(self, memories: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``POST /import``: one outcome per memory (``status`` stored, updated, unchanged or bad)."""
         return self._call("POST", "/import", json={"memories": memories})
+
+    def export_chunks(self, **fields: Any) -> Iterator[bytes]:
+        """``POST /export`` (``project``, ``all_projects``): the export's JSON Lines as the sidecar streams them,
+        in chunks of bytes. Raises ``SidecarDown``, ``ClientError``."""
+        if not self.loc.socket_trusted():
+            self._call("GET", "/health")  # raises the untrusted-socket error
+        try:
+            with self._http.stream("POST", "/export", json=fields) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise ClientError(f"POST /export: HTTP {response.status_code}: {response.text[:500]}")
+                yield from response.iter_bytes()
+        except httpx.TimeoutException:
+            raise ClientError("the memcue sidecar stopped sending the export (timed out)") from None
+        except httpx.RemoteProtocolError:
+            raise ClientError(f"the memcue sidecar broke off the export partway; see {self.loc.sidecar_log}") from None
+        except (httpx.TransportError, FileNotFoundError) as exc:
+            raise SidecarDown(f"the memcue sidecar is not running ({self.loc.socket}): {exc}") from None
+
+    def restore(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /restore``: part of an export written back (``RestoreIn``); ``ClientError`` with the sidecar's
+        message when a plain restore meets a store that is not empty (409)."""
+        return self._call("POST", "/restore", json=body)
 
     def update(self, body: dict[str, Any]) -> dict[str, Any]:
         """``POST /update``: a new version of ``body["memory_id"]``. Raises ``SidecarError`` on 404/422."""
