@@ -519,3 +519,11 @@ class LedgerOut(BaseModel):
     today: LedgerTodayOut
     days: float
     entries: list[LedgerEntryOut]
+
+
+class SourcesIn(BaseModel):
+    """``POST /sources``: list the native memory sources; with ``name`` and ``enabled``, turn that one on or off
+    first (kept in ``config.toml``)."""
+
+    name: str | None = Field(default=None, max_length=64)
+    enabled: bool = True

@@ -1,0 +1,45 @@
+"""``AGENTS.md``, the instructions file Codex loads (checked against Codex 0.171 by running ``codex exec`` against a
+loopback model): the project's ``AGENTS.md`` at its root and the user's ``$CODEX_HOME/AGENTS.md`` (default
+``~/.codex/AGENTS.md``) both reach the model in every session. Hermes 0.19 loads a project's ``AGENTS.md`` too
+unless the project has a ``.hermes.md``/``HERMES.md`` (``agent/prompt_builder.py``). Claude Code does not read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from memcue.sidecar.capture.native.base import SourceFile, env_dir, existing, read_text
+from memcue.sidecar.capture.native.markdown import Entry, parse, split_frontmatter
+
+NAME = "agents-md"
+
+
+def codex_home(home: Path, env: Mapping[str, str]) -> Path:
+    """Codex's home: ``$CODEX_HOME``, else ``~/.codex``."""
+    return env_dir(env, "CODEX_HOME", home / ".codex")
+
+
+class AgentsMdSource:
+    """``AGENTS.md`` of a project and of the user (see the module docstring)."""
+
+    name = NAME
+    harness = "codex"
+
+    def places(self, project: str | None, home: Path, env: Mapping[str, str]) -> list[Path]:
+        """See ``NativeSource.places``."""
+        return [codex_home(home, env)] if project is None else [Path(project)]
+
+    def discover(self, project: str | None, home: Path, env: Mapping[str, str]) -> list[SourceFile]:
+        """See ``NativeSource.discover``."""
+        if project is None:
+            return [SourceFile(p, "", frozenset({"codex"})) for p in existing([codex_home(home, env) / "AGENTS.md"])]
+        root = Path(project)
+        hermes = not any((root / n).is_file() for n in (".hermes.md", "HERMES.md"))
+        loaded = frozenset({"codex", "hermes"} if hermes else {"codex"})
+        return [SourceFile(p, project, loaded) for p in existing([root / "AGENTS.md"])]
+
+    def read(self, file: SourceFile) -> list[Entry]:
+        """See ``NativeSource.read``."""
+        _, body, skipped = split_frontmatter(read_text(file.path))
+        return parse(body, first_line=skipped + 1)

@@ -1,0 +1,58 @@
+"""Hermes' memory files (Hermes 0.19 ``tools/memory_tool.py``): ``$HERMES_HOME/memories/MEMORY.md`` (the agent's
+notes) and ``USER.md`` (what it knows about the user), default ``~/.hermes/memories/``. Entries are separated by a
+line holding ``§`` alone (``ENTRY_DELIMITER = "\\n§\\n"``) and may span lines; both files are injected into the
+system prompt as a snapshot at session start. Not per project: memcue keeps them global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from memcue.sidecar.capture.native.base import SourceFile, env_dir, existing, read_text
+from memcue.sidecar.capture.native.markdown import Entry, kind_for
+
+NAME = "hermes"
+DELIMITER = "\n§\n"
+
+
+def memories_dir(home: Path, env: Mapping[str, str]) -> Path:
+    """``$HERMES_HOME/memories`` (default ``~/.hermes/memories``)."""
+    return env_dir(env, "HERMES_HOME", home / ".hermes") / "memories"
+
+
+def split_entries(text: str) -> list[tuple[str, int]]:
+    """Hermes' entries of ``text`` with the line each starts on (1-based), empty ones left out."""
+    out = []
+    line = 1
+    for chunk in text.split(DELIMITER):
+        stripped = chunk.strip()
+        if stripped:
+            out.append((stripped, line + chunk[:len(chunk) - len(chunk.lstrip())].count("\n")))
+        line += chunk.count("\n") + 2  # the delimiter's own two line breaks
+    return out
+
+
+class HermesSource:
+    """Hermes' ``MEMORY.md`` and ``USER.md`` (see the module docstring)."""
+
+    name = NAME
+    harness = "hermes"
+
+    def places(self, project: str | None, home: Path, env: Mapping[str, str]) -> list[Path]:
+        """See ``NativeSource.places``."""
+        return [memories_dir(home, env)] if project is None else []
+
+    def discover(self, project: str | None, home: Path, env: Mapping[str, str]) -> list[SourceFile]:
+        """See ``NativeSource.discover``."""
+        if project is not None:
+            return []
+        folder = memories_dir(home, env)
+        return [SourceFile(p, "", frozenset({"hermes"})) for p in existing([folder / "MEMORY.md", folder / "USER.md"])]
+
+    def read(self, file: SourceFile) -> list[Entry]:
+        """See ``NativeSource.read``: one entry per ``§``-separated entry; ``USER.md``'s are preferences."""
+        default = "preference" if file.path.name == "USER.md" else "note"
+        heading = file.path.stem
+        return [Entry(text, heading, line, kind_for("", text, default))
+                for text, line in split_entries(read_text(file.path))]
