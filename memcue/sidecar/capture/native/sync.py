@@ -336,9 +336,9 @@ class NativeSync:
         places = self._places()
         stop = _Either(self._stop, self._rewatch)
         self.watch_status = "watchfiles"
-        if not places:
-            self._stop.wait(RESYNC_S)
-            self._sync_quietly()
+        if not places:  # nothing to watch yet: a new project (``sync``) or the timer ends the wait
+            if not self._rewatch.wait(RESYNC_S):
+                self._sync_quietly()
             return
         for _changes in watch(*places, stop_event=stop, recursive=False, debounce=200, step=50,
                               rust_timeout=int(RESYNC_S * 1000), yield_on_timeout=True, raise_interrupt=False,
