@@ -1,0 +1,111 @@
+"""Issue 17's done-when for native memory sources, with the real harness programs against loopback model servers:
+a decision written in a project's ``CLAUDE.md`` reaches Codex's model context through memcue (Codex 0.171 does
+not read ``CLAUDE.md``), is not put into Claude Code's context a second time by memcue (Claude Code 2.1.332 loads
+``CLAUDE.md`` itself), and an edit of that line supersedes the memory: the next Codex session gets the new text
+and not the old one."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from conftest import Sidecar, start_sidecar, wait_until
+from model_stubs import ModelStub
+from real_harness import CODEX_STUB_PROVIDER, explain, memcue_cli, private_env, program, project_dir, run
+from test_real_claude_code import QUIET
+
+from memcue.core.blocks import BLOCK_CLOSE, BLOCK_TAG, SESSION_HEADER
+from memcue.core.project import resolve_project
+
+pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
+
+DECISION = "We chose SQLite in WAL mode for the invoice ledger because readers must never block the writer"
+EDITED = "We chose PostgreSQL 16 for the invoice ledger because three services now write to it"
+QUESTION = "which database does the invoice ledger use, and why?"
+OTHER = "Invoice numbers restart every January per tenant"
+
+
+def _claude_md(text: str) -> str:
+    return f"# Billing\n\nThe billing service issues invoices.\n\n## Decisions\n- {text}\n"
+
+
+def _codex_config(url: str) -> str:
+    return (f'model = "stub-model"\nmodel_provider = "stub"\ncheck_for_update_on_startup = false\n\n'
+            f"{CODEX_STUB_PROVIDER.format(url=url)}\n[features]\nplugins = false\n\n[analytics]\nenabled = false\n")
+
+
+def _memcue_part(text: str) -> str:
+    """What memcue injected into a request: its ``<memcue-memories>`` elements, joined ("" when none)."""
+    return "\n".join(re.findall(f"<{BLOCK_TAG}.*?{BLOCK_CLOSE}", text, re.S))
+
+
+def _codex_turn(env: dict[str, str], project: Path, sc: Sidecar | None) -> str:
+    """Run ``codex exec QUESTION`` in ``project`` against a fresh stub; the model request that carried it."""
+    codex_home = Path(env["HOME"]) / ".codex"
+    with ModelStub("responses") as stub:
+        config = codex_home / "config.toml"
+        text = config.read_text()
+        config.write_text(text[:text.index("[model_providers.stub]")] + CODEX_STUB_PROVIDER.format(url=stub.url)
+                          + text[text.index("[features]") - 1:])
+        proc = run([str(program("codex")), "exec", "--skip-git-repo-check", QUESTION], env=env, cwd=project)
+    assert proc.returncode == 0, explain(proc, sc) if sc else proc.stderr.decode()
+    [turn] = stub.turns(QUESTION)
+    return turn.text
+
+
+def test_claude_md_decision_reaches_codex_not_twice_into_claude_code_and_an_edit_supersedes(
+        home: Path, tmp_path: Path) -> None:
+    env = private_env(tmp_path, home, STUB_API_KEY="loopback", **QUIET)
+    env["PATH"] = f"{program('codex').parent}{os.pathsep}{env.get('PATH', '')}"  # `--trust` runs codex
+    codex_home = Path(env["HOME"]) / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(_codex_config("http://127.0.0.1:9"))
+    project = project_dir(tmp_path, "billing")
+    (project / "CLAUDE.md").write_text(_claude_md(DECISION))
+    scope = resolve_project(str(project))
+    memcue_cli("install", "codex", "--trust", env=env)
+    memcue_cli("install", "claude-code", env=env)
+    sc = start_sidecar(home, MEMCUE_NATIVE_HOME=env["HOME"])
+    try:
+        sc.client.remember(OTHER, project=scope, kind="decision")  # so Claude Code's session block has a memory
+        sc.client.wait_idle(timeout_s=120)
+        codex_sent = _codex_turn(env, project, sc)
+        with ModelStub("anthropic") as stub:
+            proc = run([str(program("claude")), "-p", QUESTION, "--output-format", "json"], cwd=project,
+                       env={**env, "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-ant-loopback"})
+        assert proc.returncode == 0, explain(proc, sc)
+        [claude_turn] = stub.turns(QUESTION)
+        claude_sent = claude_turn.text
+
+        (project / "CLAUDE.md").write_text(_claude_md(EDITED))  # the sidecar's watcher sees the edit
+        found = wait_until(lambda: [r for r in sc.client.recall(QUESTION, project=scope)["results"]
+                                    if r["content"] == EDITED])
+        assert found, sc.log()
+        again = _codex_turn(env, project, sc)
+        old = [m for m in sc.client.list_recent(project=scope, limit=50, include_forgotten=True)["results"]
+               if m["content"] == DECISION]
+    finally:
+        sc.stop()
+
+    assert codex_sent.count(DECISION) == 1, "Codex got the CLAUDE.md decision once"
+    assert DECISION in _memcue_part(codex_sent), "through memcue's block (Codex does not read CLAUDE.md)"
+    assert claude_sent.count(DECISION) == 1, "Claude Code has it once: from its own CLAUDE.md loading"
+    assert SESSION_HEADER in claude_sent and OTHER in _memcue_part(claude_sent)
+    assert DECISION not in _memcue_part(claude_sent), "memcue did not add it a second time"
+    assert EDITED in _memcue_part(again) and DECISION not in again, "the edit superseded the old line"
+    assert not old or old[0]["superseded_by"] is not None
+
+
+def test_codex_does_not_read_claude_md_itself(home: Path, tmp_path: Path) -> None:
+    """The premise of the test above, checked on the real binary: without memcue, Codex never sees CLAUDE.md."""
+    env = private_env(tmp_path, home, STUB_API_KEY="loopback")
+    codex_home = Path(env["HOME"]) / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(_codex_config("http://127.0.0.1:9"))
+    project = project_dir(tmp_path, "billing")
+    (project / "CLAUDE.md").write_text(_claude_md(DECISION))
+    (project / "AGENTS.md").write_text("- Codex reads this agents line\n")
+    sent = _codex_turn(env, project, None)
+    assert "Codex reads this agents line" in sent and DECISION not in sent
