@@ -4,6 +4,7 @@ retiring it, a source switched off and on, and which harness loads which file.""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from memcue.cli.sources import NAMES
 from memcue.core.project import resolve_project
 from memcue.sidecar.capture.native import (
     SOURCES,
+    STATE_KEY,
     AgentsMdSource,
     ClaudeCodeSource,
     CodexMemoriesSource,
@@ -233,3 +235,15 @@ def test_sources_off_is_kept_in_config_with_the_users_lines(tmp_path: Path) -> N
 
 def test_cli_names_match_the_registry() -> None:
     assert tuple(SOURCES) == NAMES
+
+
+def test_a_secret_in_a_source_file_is_redacted_everywhere_it_is_kept(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    (Path(project) / "AGENTS.md").write_text(f"## Deploy {token}\n- The CI deploy token is {token}\n")
+    store = Store(tmp_path / "m.db")
+    _sync(tmp_path, store).sync(project)
+    [row] = _answering(store, project).values()
+    assert row["content"] == "The CI deploy token is [REDACTED:github-token]"
+    assert token not in json.dumps(row["metadata"]) and token not in (store.get_meta(STATE_KEY) or "")
+    assert row["metadata"]["embed_text"] == "Deploy [REDACTED:github-token]: " + row["content"]

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, Sidecar, context_of, prompt_payload, run_hook, wait_until
+from conftest import REPO, Sidecar, context_of, prompt_payload, run_hook, start_sidecar, wait_until
 
 from memcue.core.project import resolve_project
 
@@ -76,3 +76,35 @@ def test_claude_md_decision_reaches_codex_not_claude_code_and_an_edit_supersedes
     on = _cli(sidecar, "--on", "claude-code")
     assert [s["memories"] for s in on["sources"] if s["name"] == "claude-code"] == [1]
     assert any(r["content"] == EDITED for r in sidecar.client.recall(QUESTION, project=scope)["results"])
+
+
+def test_sidecar_start_reads_the_projects_it_knows(home: Path, tmp_path: Path) -> None:
+    """A file written while the sidecar was down is read when it starts again, before any session starts; the
+    user's own files (under the native home) are read too, as global memories."""
+    project = tmp_path / "billing"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    native_home = tmp_path / "home"
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1", MEMCUE_NATIVE_HOME=str(native_home))
+    try:
+        run_hook(prompt_payload("hello there", str(project), "s-1"), env=sc.env)  # the project gets a session
+        wait_until(lambda: sc.client.list_recent(project=resolve_project(str(project)), limit=5,
+                                                 include_bookkeeping=True)["results"])
+    finally:
+        sc.stop()
+    (project / "AGENTS.md").write_text("## Testing\n- Run the contract tests with make contract\n")
+    (native_home / ".hermes" / "memories").mkdir(parents=True)
+    (native_home / ".hermes" / "memories" / "USER.md").write_text("Prefers answers in German")
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1", MEMCUE_NATIVE_HOME=str(native_home))
+    try:
+        def stored() -> dict[str, dict]:
+            rows = sc.client.list_recent(project=resolve_project(str(project)), limit=20)["results"]
+            return {r["content"]: r for r in rows}
+
+        found = wait_until(lambda: len(stored()) >= 2 and stored())
+    finally:
+        sc.stop()
+    assert found, sc.log()
+    assert found["Run the contract tests with make contract"]["memory_kind"] == "howto"
+    assert found["Prefers answers in German"]["project"] == "" and found["Prefers answers in German"][
+        "memory_kind"] == "preference"

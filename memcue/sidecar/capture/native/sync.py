@@ -33,7 +33,7 @@ from typing import Any
 
 from memcue.sidecar.capture.native.base import NativeSource, SourceFile
 from memcue.sidecar.capture.native.markdown import Entry
-from memcue.sidecar.store import NewMemory, StoreProtocol, prepare_write
+from memcue.sidecar.store import NewMemory, StoreProtocol, prepare_write, redact
 
 log = logging.getLogger("memcue.native")
 
@@ -48,9 +48,11 @@ SOURCE_PREFIX = "native:"
 
 
 def source_id(path: Path, entry: Entry) -> str:
-    """An entry's identity (see the module docstring)."""
-    text = " ".join(entry.text.split()).casefold()
-    digest = hashlib.sha1(f"{path}\0{entry.heading.casefold()}\0{text}".encode()).hexdigest()
+    """An entry's identity (see the module docstring), computed over the redacted text: no digest of a secret is
+    kept."""
+    text = " ".join(redact(entry.text).text.split()).casefold()
+    heading = redact(entry.heading).text.casefold()
+    digest = hashlib.sha1(f"{path}\0{heading}\0{text}".encode()).hexdigest()
     return f"{SOURCE_PREFIX}{digest[:24]}"
 
 
@@ -125,7 +127,8 @@ class NativeSync:
                   "synced_at": time.time(), "error": "", "entries": old["entries"]}
         self._state["files"][key] = record
         try:
-            entries = self.sources[name].read(file)
+            # Headings are kept (state, metadata) apart from the text, which the store's write preparation redacts.
+            entries = [Entry(e.text, redact(e.heading).text, e.line, e.kind) for e in self.sources[name].read(file)]
         except OSError as exc:
             record["error"] = str(exc)
             log.warning("native source %s: cannot read %s (%s)", name, key, exc)
@@ -151,10 +154,12 @@ class NativeSync:
         return retire
 
     def _memory(self, name: str, file: SourceFile, entry: Entry, sid: str) -> NewMemory:
+        """The memory an entry is written as: its provenance (file, heading, line) in ``metadata["native"]``, and
+        the heading before the text for its embedding (the text redacted: metadata is not prepared with it)."""
         native = {"source": name, "file": str(file.path), "heading": entry.heading, "line": entry.line}
         metadata: dict[str, Any] = {"native": native}
         if entry.heading:
-            metadata["embed_text"] = f"{entry.heading}: {entry.text}"
+            metadata["embed_text"] = f"{entry.heading}: {redact(entry.text).text}"
         return NewMemory(content=entry.text, kind=entry.kind, project=file.project, source=f"{SOURCE_PREFIX}{name}",
                          source_id=sid, metadata=metadata)
 
@@ -288,9 +293,11 @@ class NativeSync:
         self.store.set_meta(STATE_KEY, json.dumps(self._state, separators=(",", ":")))
 
     # -- watching ----------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Sync everything, then follow the files, on a thread of its own (returns at once)."""
-        self._thread = threading.Thread(target=self._run, name="memcue-native-sources", daemon=True)
+    def start(self, known_projects: Callable[[], Iterable[str]] = list) -> None:
+        """On a thread of its own (returns at once): add ``known_projects()`` (the projects to read besides those
+        read before), sync everything, then follow the files."""
+        self._thread = threading.Thread(target=self._run, args=(known_projects,), name="memcue-native-sources",
+                                        daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -307,8 +314,9 @@ class NativeSync:
                 if p and os.path.isabs(p) and p not in self._state["projects"]:
                     self._state["projects"].append(p)
 
-    def _run(self) -> None:
+    def _run(self, known_projects: Callable[[], Iterable[str]]) -> None:
         try:
+            self.add_known_projects(known_projects())
             self.sync_all()
         except Exception:  # noqa: BLE001 - the sidecar goes on without native sources
             log.exception("native sources: first sync failed")
