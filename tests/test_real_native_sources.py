@@ -18,6 +18,8 @@ from test_real_claude_code import QUIET
 
 from memcue.core.blocks import BLOCK_CLOSE, BLOCK_TAG, SESSION_HEADER
 from memcue.core.project import resolve_project
+from memcue.sidecar.capture.native import ClaudeCodeSource, CodexMemoriesSource
+from memcue.sidecar.capture.native.claude_code import auto_memory_dir
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 
@@ -31,9 +33,10 @@ def _claude_md(text: str) -> str:
     return f"# Billing\n\nThe billing service issues invoices.\n\n## Decisions\n- {text}\n"
 
 
-def _codex_config(url: str) -> str:
+def _codex_config(url: str, features: str = "") -> str:
     return (f'model = "stub-model"\nmodel_provider = "stub"\ncheck_for_update_on_startup = false\n\n'
-            f"{CODEX_STUB_PROVIDER.format(url=url)}\n[features]\nplugins = false\n\n[analytics]\nenabled = false\n")
+            f"{CODEX_STUB_PROVIDER.format(url=url)}\n[features]\nplugins = false\n{features}\n[analytics]\n"
+            "enabled = false\n")
 
 
 def _memcue_part(text: str) -> str:
@@ -109,3 +112,49 @@ def test_codex_does_not_read_claude_md_itself(home: Path, tmp_path: Path) -> Non
     (project / "AGENTS.md").write_text("- Codex reads this agents line\n")
     sent = _codex_turn(env, project, None)
     assert "Codex reads this agents line" in sent and DECISION not in sent
+
+
+def test_claude_code_loads_the_files_the_reader_finds(home: Path, tmp_path: Path) -> None:
+    """Every file ``ClaudeCodeSource`` finds for a project is one Claude Code 2.1.332 loads itself (the auto-memory
+    index at the folder the reader computes included), so none of them is injected into it; the one-fact files
+    beside the index are not loaded, Claude Code reads them when relevant."""
+    env = private_env(tmp_path, home, **QUIET)
+    project = project_dir(tmp_path, "my.ledger_x")
+    root, cfg = Path(project), Path(env["HOME"]) / ".claude"
+    (root / ".claude" / "rules").mkdir(parents=True)
+    (cfg / "rules").mkdir(parents=True)
+    marks = {cfg / "CLAUDE.md": "MARK_USER_CLAUDE", cfg / "rules" / "u.md": "MARK_USER_RULE",
+             root / "CLAUDE.md": "MARK_PROJECT_CLAUDE", root / ".claude" / "CLAUDE.md": "MARK_DOT_CLAUDE",
+             root / "CLAUDE.local.md": "MARK_LOCAL", root / ".claude" / "rules" / "r.md": "MARK_PROJECT_RULE"}
+    memory = auto_memory_dir(resolve_project(str(project)), Path(env["HOME"]), {})
+    memory.mkdir(parents=True)
+    marks[memory / "MEMORY.md"] = "MARK_AUTO_INDEX"
+    for path, mark in marks.items():
+        path.write_text(f"- {mark}\n")
+    (memory / "db.md").write_text("---\nname: db\ndescription: MARK_AUTO_DESC\nmetadata:\n  type: project\n---\n"
+                                  "MARK_AUTO_BODY\n")
+    found = {f.path for src in (ClaudeCodeSource(),) for p in (None, resolve_project(str(project)))
+             for f in src.discover(p, Path(env["HOME"]), {})}
+    assert found == {*marks, memory / "db.md"}
+    with ModelStub("anthropic") as stub:
+        proc = run([str(program("claude")), "-p", QUESTION, "--output-format", "json"], cwd=project,
+                   env={**env, "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-ant-loopback"})
+    assert proc.returncode == 0, proc.stderr.decode()
+    [turn] = stub.turns(QUESTION)
+    assert [m for m in marks.values() if m not in turn.text] == []
+    assert "MARK_AUTO_BODY" not in turn.text
+
+
+def test_codex_injects_its_memory_summary_when_memories_are_on(home: Path, tmp_path: Path) -> None:
+    """Codex 0.171 with ``[features] memories = true`` puts ``$CODEX_HOME/memories/memory_summary.md`` into the
+    session (``CodexMemoriesSource`` reads it and marks it loaded by Codex) and not ``MEMORY.md``."""
+    env = private_env(tmp_path, home, STUB_API_KEY="loopback")
+    codex_home = Path(env["HOME"]) / ".codex"
+    (codex_home / "memories").mkdir(parents=True)
+    (codex_home / "config.toml").write_text(_codex_config("http://127.0.0.1:9", "memories = true\n"))
+    (codex_home / "memories" / "memory_summary.md").write_text("## What's in Memory\n- MARK_SUMMARY\n")
+    (codex_home / "memories" / "MEMORY.md").write_text("- MARK_HANDBOOK\n")
+    [summary, handbook] = CodexMemoriesSource().discover(None, Path(env["HOME"]), {})
+    assert summary.path.name == "memory_summary.md" and summary.loaded_by == {"codex"}
+    sent = _codex_turn(env, project_dir(tmp_path, "p"), None)
+    assert "MARK_SUMMARY" in sent and "MARK_HANDBOOK" not in sent
