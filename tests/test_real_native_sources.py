@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,34 @@ def test_codex_injects_its_memory_summary_when_memories_are_on(home: Path, tmp_p
     assert summary.path.name == "memory_summary.md" and summary.loaded_by == {"codex"}
     sent = _codex_turn(env, project_dir(tmp_path, "p"), None)
     assert "MARK_SUMMARY" in sent and "MARK_HANDBOOK" not in sent
+
+
+def test_hermes_loads_its_memory_files_and_claude_md_only_without_agents_md(home: Path, tmp_path: Path) -> None:
+    """Hermes 0.19 puts ``$HERMES_HOME/memories/MEMORY.md`` and ``USER.md`` into its system prompt, and a project's
+    ``CLAUDE.md`` only while the project has no ``AGENTS.md`` (the first of .hermes.md, AGENTS.md, CLAUDE.md
+    wins): what ``HermesSource``, ``ClaudeCodeSource`` and ``AgentsMdSource`` say Hermes loads."""
+    from test_real_hermes import CONFIG, hermes_env
+
+    env, hermes_home = hermes_env(tmp_path, home)
+    (hermes_home / "memories").mkdir()
+    (hermes_home / "memories" / "MEMORY.md").write_text("MARK_HERMES_MEMORY\n§\nMARK_HERMES_SECOND")
+    (hermes_home / "memories" / "USER.md").write_text("MARK_HERMES_USER")
+    project = project_dir(tmp_path, "p")
+    (project / "CLAUDE.md").write_text("- MARK_CLAUDE_MD\n")
+    scope = resolve_project(str(project))
+    sent = []
+    for agents in (False, True):
+        if agents:
+            (project / "AGENTS.md").write_text("- MARK_AGENTS_MD\n")
+        [claude_md] = [f for f in ClaudeCodeSource().discover(scope, Path(env["HOME"]), {})
+                       if f.path.name == "CLAUDE.md"]
+        assert ("hermes" in claude_md.loaded_by) is not agents
+        with ModelStub("chat") as stub:
+            (hermes_home / "config.yaml").write_text(CONFIG.format(url=stub.url))
+            proc = subprocess.run([str(program("hermes")), "chat", "-q", QUESTION, "-Q"], cwd=project, env=env,
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        sent.append(stub.turns(QUESTION)[0].text)
+    assert all(m in sent[0] for m in ("MARK_HERMES_MEMORY", "MARK_HERMES_SECOND", "MARK_HERMES_USER",
+                                      "MARK_CLAUDE_MD"))
+    assert "MARK_AGENTS_MD" in sent[1] and "MARK_CLAUDE_MD" not in sent[1]
