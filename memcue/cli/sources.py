@@ -22,12 +22,16 @@ def _when(ts: float | None) -> str:
     return "never" if ts is None else dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _memories(n: int) -> str:
+    return f"{n} {'memory' if n == 1 else 'memories'}"
+
+
 def render(data: dict[str, Any]) -> str:
     """A ``Client.sources`` answer as lines: one block per source, one line per file."""
     lines = []
     for src in data["sources"]:
         state = "on" if src["enabled"] else "off"
-        lines.append(f"{src['name']} ({src['harness']}, {state}): {src['memories']} memories, "
+        lines.append(f"{src['name']} ({src['harness']}, {state}): {_memories(src['memories'])}, "
                      f"last sync {_when(src['last_sync'])}")
         if not src["files"]:
             lines.append("  (no files found)" if src["enabled"] else "  (not read: memcue sources --on "
@@ -35,7 +39,7 @@ def render(data: dict[str, Any]) -> str:
         for f in src["files"]:
             where = f["project"] or "global"
             error = f"  ERROR: {f['error']}" if f["error"] else ""
-            lines.append(f"  {f['path']}  {f['memories']} memories, {where}, loaded by "
+            lines.append(f"  {f['path']}  {_memories(f['memories'])}, {where}, loaded by "
                          f"{', '.join(f['loaded_by']) or 'none'}{error}")
     lines.append(f"watching: {data.get('watch', '?')}")
     return "\n".join(lines)
