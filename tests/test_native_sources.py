@@ -91,7 +91,7 @@ def test_claude_code_finds_user_project_rules_and_auto_memory(tmp_path: Path) ->
     assert [e.text for e in src.read(files["api.md"])] == ["Return JSON errors"]
     assert [e.text for e in src.read(files["MEMORY.md"])] == ["Loose fact kept in the index"]
     [fact] = src.read(files["ledger-db.md"])
-    assert fact.text == "Use WAL for the ledger.\n**Why:** readers." and fact.kind == "convention"
+    assert fact.text == "Use WAL for the ledger.\n**Why:** readers." and fact.kind == "correction"  # its type
     assert fact.heading == "ledger-db" and fact.line == 7
     (root / "AGENTS.md").write_text("- x\n")
     assert {f.path.name: f for f in src.discover(project, home, {})}["CLAUDE.md"].loaded_by == {"claude-code"}

@@ -25,7 +25,7 @@ from memcue.sidecar.capture.native.markdown import Entry, kind_for, parse, split
 NAME = "claude-code"
 #: Longest project key Claude Code keeps whole (its ``jae``).
 KEY_MAX = 200
-#: Claude Code's auto-memory ``metadata.type`` -> memcue kind.
+#: Claude Code's auto-memory ``metadata.type`` -> memcue kind (``note``: by the wording, ``kind_for``).
 TYPE_KINDS = {"user": "preference", "feedback": "correction", "project": "note", "reference": "note"}
 #: A ``MEMORY.md`` index line: a link to a memory file and its one-line hook; the file itself is read instead.
 _INDEX_LINE = re.compile(r"^\[[^\]]*\]\(([^)\s]+\.md)\)")
@@ -108,7 +108,10 @@ class ClaudeCodeSource:
         if in_memory and fields.get("description") and body.strip():
             heading = fields.get("name") or file.path.stem
             first = skipped + 1 + body[:len(body) - len(body.lstrip())].count("\n")
-            return [Entry(body.strip(), heading, first, kind_for("", body.strip(), default))]
+            # Claude Code's own type says what a user or feedback memory is; a project or reference one may still
+            # read as a decision.
+            kind = default if default != "note" else kind_for("", body.strip())
+            return [Entry(body.strip(), heading, first, kind)]
         entries = parse(body, first_line=skipped + 1, default_kind=default)
         if in_memory and file.path.name == "MEMORY.md":
             entries = [e for e in entries if not _points_at_file(e.text, file.path.parent)]
