@@ -126,6 +126,9 @@ def test_agents_md_codex_memories_and_hermes(tmp_path: Path) -> None:
         "Run pytest -x before a commit", "Agents > Testing", 3, "howto")
     [user_agents] = AgentsMdSource().discover(None, home, env)
     assert user_agents.project == "" and user_agents.loaded_by == {"codex"}
+    (Path(project) / "AGENTS.override.md").write_text("- Release freeze this week\n")
+    loaded = {f.path.name: f.loaded_by for f in AgentsMdSource().discover(project, home, env)}
+    assert loaded == {"AGENTS.override.md": {"codex"}, "AGENTS.md": {"hermes"}}, "Codex reads the override instead"
     [summary] = CodexMemoriesSource().discover(None, home, env)
     assert [(e.text, e.kind) for e in CodexMemoriesSource().read(summary)] == [("Likes small diffs", "preference")]
     files = {f.path.name: f for f in HermesSource().discover(None, home, env)}

@@ -103,7 +103,8 @@ def test_claude_md_decision_reaches_codex_not_twice_into_claude_code_and_an_edit
 
 
 def test_codex_does_not_read_claude_md_itself(home: Path, tmp_path: Path) -> None:
-    """The premise of the test above, checked on the real binary: without memcue, Codex never sees CLAUDE.md."""
+    """The premise of the test above, checked on the real binary: without memcue, Codex never sees CLAUDE.md; it
+    reads AGENTS.md, or AGENTS.override.md instead when there is one (what ``AgentsMdSource`` says)."""
     env = private_env(tmp_path, home, STUB_API_KEY="loopback")
     codex_home = Path(env["HOME"]) / ".codex"
     codex_home.mkdir()
@@ -113,6 +114,9 @@ def test_codex_does_not_read_claude_md_itself(home: Path, tmp_path: Path) -> Non
     (project / "AGENTS.md").write_text("- Codex reads this agents line\n")
     sent = _codex_turn(env, project, None)
     assert "Codex reads this agents line" in sent and DECISION not in sent
+    (project / "AGENTS.override.md").write_text("- Codex reads the override instead\n")
+    sent = _codex_turn(env, project, None)
+    assert "Codex reads the override instead" in sent and "Codex reads this agents line" not in sent
 
 
 def test_claude_code_loads_the_files_the_reader_finds(home: Path, tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """``AGENTS.md``, the instructions file Codex loads (checked against Codex 0.171 by running ``codex exec`` against a
 loopback model): the project's ``AGENTS.md`` at its root and the user's ``$CODEX_HOME/AGENTS.md`` (default
-``~/.codex/AGENTS.md``) both reach the model in every session. Hermes 0.19 loads a project's ``AGENTS.md`` too
+``~/.codex/AGENTS.md``) both reach the model in every session; an ``AGENTS.override.md`` beside one is read
+instead of it. Hermes 0.19 loads a project's ``AGENTS.md`` too
 unless the project has a ``.hermes.md``/``HERMES.md`` (``agent/prompt_builder.py``). Claude Code does not read it.
 """
 
@@ -31,13 +32,18 @@ class AgentsMdSource:
         return [codex_home(home, env)] if project is None else [Path(project)]
 
     def discover(self, project: str | None, home: Path, env: Mapping[str, str]) -> list[SourceFile]:
-        """See ``NativeSource.discover``."""
-        if project is None:
-            return [SourceFile(p, "", frozenset({"codex"})) for p in existing([codex_home(home, env) / "AGENTS.md"])]
-        root = Path(project)
-        hermes = not any((root / n).is_file() for n in (".hermes.md", "HERMES.md"))
-        loaded = frozenset({"codex", "hermes"} if hermes else {"codex"})
-        return [SourceFile(p, project, loaded) for p in existing([root / "AGENTS.md"])]
+        """See ``NativeSource.discover``. Codex reads ``AGENTS.override.md`` instead of ``AGENTS.md`` in a folder
+        that has both (its project-document precedence); Hermes reads ``AGENTS.md`` only."""
+        folder = codex_home(home, env) if project is None else Path(project)
+        override = folder / "AGENTS.override.md"
+        hermes = project is not None and not any((folder / n).is_file() for n in (".hermes.md", "HERMES.md"))
+        out = []
+        for path in existing([override, folder / "AGENTS.md"]):
+            loaded = {"codex"} if path == override or not override.is_file() else set()
+            if hermes and path != override:
+                loaded.add("hermes")
+            out.append(SourceFile(path, project or "", frozenset(loaded)))
+        return out
 
     def read(self, file: SourceFile) -> list[Entry]:
         """See ``NativeSource.read``."""
