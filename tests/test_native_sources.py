@@ -250,3 +250,23 @@ def test_a_secret_in_a_source_file_is_redacted_everywhere_it_is_kept(tmp_path: P
     assert row["content"] == "The CI deploy token is [REDACTED:github-token]"
     assert token not in json.dumps(row["metadata"]) and token not in (store.get_meta(STATE_KEY) or "")
     assert row["metadata"]["embed_text"] == "Deploy [REDACTED:github-token]: " + row["content"]
+
+
+def test_claude_md_imports_are_read_and_an_imported_agents_md_is_loaded_by_claude_code(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    root = Path(project)
+    (root / "docs").mkdir()
+    (root / "CLAUDE.md").write_text("@AGENTS.md\nSee @docs/style.md for style, mail ops@corp.md.\n"
+                                    "```\n@docs/fenced.md\n```\n")
+    (root / "AGENTS.md").write_text("- Shared agents rule\n")
+    (root / "docs" / "style.md").write_text("- Wrap at 100 columns\n@more.md\n")
+    (root / "docs" / "more.md").write_text("- Two hops away\n")
+    (root / "docs" / "fenced.md").write_text("- Not an import\n")
+    files = {f.path.name: f for f in ClaudeCodeSource().discover(project, tmp_path / "home", {})}
+    assert set(files) == {"CLAUDE.md", "style.md", "more.md"}, "AGENTS.md is the agents-md source's"
+    assert files["style.md"].loaded_by == {"claude-code"} and files["more.md"].project == project
+    [agents] = AgentsMdSource().discover(project, tmp_path / "home", {})
+    assert agents.loaded_by == {"codex", "hermes", "claude-code"}
+    (root / "CLAUDE.md").write_text("- No imports now\n")
+    [agents] = AgentsMdSource().discover(project, tmp_path / "home", {})
+    assert agents.loaded_by == {"codex", "hermes"}

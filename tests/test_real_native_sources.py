@@ -121,8 +121,8 @@ def test_codex_does_not_read_claude_md_itself(home: Path, tmp_path: Path) -> Non
 
 def test_claude_code_loads_the_files_the_reader_finds(home: Path, tmp_path: Path) -> None:
     """Every file ``ClaudeCodeSource`` finds for a project is one Claude Code 2.1.332 loads itself (the auto-memory
-    index at the folder the reader computes included), so none of them is injected into it; the one-fact files
-    beside the index are not loaded, Claude Code reads them when relevant."""
+    index at the folder the reader computes and a file CLAUDE.md imports included), so none of them is injected
+    into it; the one-fact files beside the index are not loaded, Claude Code reads them when relevant."""
     env = private_env(tmp_path, home, **QUIET)
     project = project_dir(tmp_path, "my.ledger_x")
     root, cfg = Path(project), Path(env["HOME"]) / ".claude"
@@ -134,8 +134,11 @@ def test_claude_code_loads_the_files_the_reader_finds(home: Path, tmp_path: Path
     memory = auto_memory_dir(resolve_project(str(project)), Path(env["HOME"]), {})
     memory.mkdir(parents=True)
     marks[memory / "MEMORY.md"] = "MARK_AUTO_INDEX"
+    (root / "docs").mkdir()
+    marks[root / "docs" / "imp.md"] = "MARK_IMPORTED"
     for path, mark in marks.items():
         path.write_text(f"- {mark}\n")
+    (root / "CLAUDE.md").write_text("- MARK_PROJECT_CLAUDE\nSee @docs/imp.md\n")
     (memory / "db.md").write_text("---\nname: db\ndescription: MARK_AUTO_DESC\nmetadata:\n  type: project\n---\n"
                                   "MARK_AUTO_BODY\n")
     found = {f.path for src in (ClaudeCodeSource(),) for p in (None, resolve_project(str(project)))

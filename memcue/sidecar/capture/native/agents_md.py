@@ -2,7 +2,8 @@
 loopback model): the project's ``AGENTS.md`` at its root and the user's ``$CODEX_HOME/AGENTS.md`` (default
 ``~/.codex/AGENTS.md``) both reach the model in every session; an ``AGENTS.override.md`` beside one is read
 instead of it. Hermes 0.19 loads a project's ``AGENTS.md`` too
-unless the project has a ``.hermes.md``/``HERMES.md`` (``agent/prompt_builder.py``). Claude Code does not read it.
+unless the project has a ``.hermes.md``/``HERMES.md`` (``agent/prompt_builder.py``). Claude Code does not read it,
+unless a ``CLAUDE.md`` imports it (``@AGENTS.md``, checked on Claude Code 2.1.332).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memcue.sidecar.capture.native.base import SourceFile, env_dir, existing, read_text
+from memcue.sidecar.capture.native.claude_code import project_imports
 from memcue.sidecar.capture.native.markdown import Entry, parse, split_frontmatter
 
 NAME = "agents-md"
@@ -37,11 +39,14 @@ class AgentsMdSource:
         folder = codex_home(home, env) if project is None else Path(project)
         override = folder / "AGENTS.override.md"
         hermes = project is not None and not any((folder / n).is_file() for n in (".hermes.md", "HERMES.md"))
+        claude = set(project_imports(project, home)) if project is not None else set()
         out = []
         for path in existing([override, folder / "AGENTS.md"]):
             loaded = {"codex"} if path == override or not override.is_file() else set()
             if hermes and path != override:
                 loaded.add("hermes")
+            if path.resolve() in claude:  # a CLAUDE.md imports it (``@AGENTS.md``): Claude Code loads it too
+                loaded.add("claude-code")
             out.append(SourceFile(path, project or "", frozenset(loaded)))
         return out
 

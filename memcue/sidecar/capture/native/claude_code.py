@@ -3,6 +3,8 @@
 - user: ``$CLAUDE_CONFIG_DIR/CLAUDE.md`` (default ``~/.claude/CLAUDE.md``) and ``rules/**/*.md`` beside it;
 - project: ``CLAUDE.md``, ``.claude/CLAUDE.md``, ``CLAUDE.local.md`` and ``.claude/rules/**/*.md`` at the
   project's root;
+- what those files import (``@path`` at a line's start or after a space, relative to the importing file, up to
+  five hops): Claude Code loads the imported file as if it were one of them (``@AGENTS.md`` is common);
 - auto memory: ``<config dir>/projects/<key>/memory/``, where ``<key>`` is the project's path (a linked worktree:
   its main repository's) with every character other than ``[A-Za-z0-9]`` made ``-`` (over 200 characters: the
   first 200, ``-`` and a base-36 hash). ``MEMORY.md`` is the index Claude Code loads into every session (lines
@@ -27,6 +29,12 @@ NAME = "claude-code"
 KEY_MAX = 200
 #: Claude Code's auto-memory ``metadata.type`` -> memcue kind (``note``: by the wording, ``kind_for``).
 TYPE_KINDS = {"user": "preference", "feedback": "correction", "project": "note", "reference": "note"}
+#: An import in a CLAUDE.md file: ``@path`` at a line's start or after a space (``a@b.com`` is none).
+_IMPORT = re.compile(r"(?:^|(?<=\s))@((?:~/|\.{0,2}/)?[\w.\-/~]+)")
+#: How many hops of imports Claude Code follows (its documented maximum depth).
+IMPORT_DEPTH = 5
+#: Imported files another source reads (``agents_md``): not read twice.
+READ_ELSEWHERE = ("AGENTS.md", "AGENTS.override.md")
 #: A ``MEMORY.md`` index line: a link to a memory file and its one-line hook; the file itself is read instead.
 _INDEX_LINE = re.compile(r"^\[[^\]]*\]\(([^)\s]+\.md)\)")
 
@@ -72,6 +80,46 @@ def hermes_loads_claude_md(project: Path) -> bool:
     return not any((project / n).is_file() for n in (".hermes.md", "HERMES.md", "AGENTS.md", "agents.md"))
 
 
+def imports(files: list[Path], home: Path) -> list[Path]:
+    """The files ``files`` import (``@path``, relative to the importing file's folder, or ``~/``), and theirs, up
+    to ``IMPORT_DEPTH`` hops, that exist; not those in ``files``; fenced code is skipped. Unreadable files import
+    nothing."""
+    seen = {f.resolve() for f in files}
+    out: list[Path] = []
+    layer = list(files)
+    for _ in range(IMPORT_DEPTH):
+        found = []
+        for path in layer:
+            for target in _imports_of(path, home):
+                if target not in seen:
+                    seen.add(target)
+                    found.append(target)
+        out += found
+        layer = found
+    return out
+
+
+def _imports_of(path: Path, home: Path) -> list[Path]:
+    try:
+        text = read_text(path)
+    except OSError:
+        return []
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    out = []
+    for match in _IMPORT.finditer(text):
+        ref = match.group(1).rstrip(".,;:)")
+        target = home / ref[2:] if ref.startswith("~/") else path.parent / ref
+        if target.is_file():
+            out.append(target.resolve())
+    return out
+
+
+def project_imports(project: str, home: Path) -> list[Path]:
+    """What the project's CLAUDE.md files (``CLAUDE.md``, ``.claude/CLAUDE.md``, ``CLAUDE.local.md``) import."""
+    root = Path(project)
+    return imports(existing([root / "CLAUDE.md", root / ".claude" / "CLAUDE.md", root / "CLAUDE.local.md"]), home)
+
+
 class ClaudeCodeSource:
     """Claude Code's CLAUDE.md files, rules and auto memory (see the module docstring)."""
 
@@ -91,13 +139,21 @@ class ClaudeCodeSource:
         own = frozenset({self.harness})
         if project is None:
             cfg = config_dir(home, env)
-            return [SourceFile(p, "", own) for p in existing([cfg / "CLAUDE.md", *markdown_files(cfg / "rules")])]
+            files = existing([cfg / "CLAUDE.md", *markdown_files(cfg / "rules")])
+            return [SourceFile(p, "", own) for p in [*files, *self._imported(files, home, None)]]
         root = Path(project)
         files = existing([root / "CLAUDE.md", root / ".claude" / "CLAUDE.md", root / "CLAUDE.local.md",
-                          *markdown_files(root / ".claude" / "rules"),
-                          *markdown_files(auto_memory_dir(project, home, env))])
+                          *markdown_files(root / ".claude" / "rules")])
+        files += self._imported(files, home, root)
+        files += markdown_files(auto_memory_dir(project, home, env))
         both = own | {"hermes"} if hermes_loads_claude_md(root) else own
         return [SourceFile(p, project, both if p == root / "CLAUDE.md" else own) for p in files]
+
+    @staticmethod
+    def _imported(files: list[Path], home: Path, root: Path | None) -> list[Path]:
+        """The files ``files`` import (``imports``), but a project's ``AGENTS.md`` (``agents_md`` reads it)."""
+        skip = {(root / n).resolve() for n in READ_ELSEWHERE} if root is not None else set()
+        return [p for p in imports(files, home) if p not in skip]
 
     def read(self, file: SourceFile) -> list[Entry]:
         """See ``NativeSource.read``: an auto-memory file with a ``description`` is one fact (its body); an
