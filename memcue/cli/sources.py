@@ -39,6 +39,8 @@ def render(data: dict[str, Any]) -> str:
         for f in src["files"]:
             where = f["project"] or "global"
             error = f"  ERROR: {f['error']}" if f["error"] else ""
+            if f.get("skipped"):
+                error += f"  ({f['skipped']} instruction-like entr{'y' if f['skipped'] == 1 else 'ies'} not imported)"
             lines.append(f"  {f['path']}  {_memories(f['memories'])}, {where}, loaded by "
                          f"{', '.join(f['loaded_by']) or 'none'}{error}")
     lines.append(f"watching: {data.get('watch', '?')}")

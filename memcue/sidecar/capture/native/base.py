@@ -21,12 +21,15 @@ MAX_FILE_BYTES = 1_000_000
 @dataclass(frozen=True)
 class SourceFile:
     """One file a source reads: its absolute ``path``, the memcue ``project`` its memories belong to ("" for a
-    user-level file: global scope) and the harnesses that load it into their model's context themselves
-    (``loaded_by``: memcue never injects its memories there)."""
+    user-level file: global scope), the harnesses that load it into their model's context themselves
+    (``loaded_by``: memcue never injects its memories there), and whether a harness's agent writes it
+    (``agent_written``: an entry that reads like instructions to a model is then not imported, DESIGN.md
+    section 8)."""
 
     path: Path
     project: str
     loaded_by: frozenset[str]
+    agent_written: bool = False
 
 
 class NativeSource(Protocol):

@@ -145,9 +145,10 @@ class ClaudeCodeSource:
         files = existing([root / "CLAUDE.md", root / ".claude" / "CLAUDE.md", root / "CLAUDE.local.md",
                           *markdown_files(root / ".claude" / "rules")])
         files += self._imported(files, home, root)
-        files += markdown_files(auto_memory_dir(project, home, env))
+        memory = markdown_files(auto_memory_dir(project, home, env))
         both = own | {"hermes"} if hermes_loads_claude_md(root) else own
-        return [SourceFile(p, project, both if p == root / "CLAUDE.md" else own) for p in files]
+        return [*(SourceFile(p, project, both if p == root / "CLAUDE.md" else own) for p in files),
+                *(SourceFile(p, project, own, agent_written=True) for p in memory)]
 
     @staticmethod
     def _imported(files: list[Path], home: Path, root: Path | None) -> list[Path]:

@@ -34,7 +34,8 @@ class CodexMemoriesSource:
         if project is not None:
             return []
         folder = codex_home(home, env) / "memories"
-        return [SourceFile(p, "", frozenset({"codex"})) for p in existing([folder / n for n in FILES])]
+        return [SourceFile(p, "", frozenset({"codex"}), agent_written=True)
+                for p in existing([folder / n for n in FILES])]
 
     def read(self, file: SourceFile) -> list[Entry]:
         """See ``NativeSource.read``."""

@@ -48,7 +48,8 @@ class HermesSource:
         if project is not None:
             return []
         folder = memories_dir(home, env)
-        return [SourceFile(p, "", frozenset({"hermes"})) for p in existing([folder / "MEMORY.md", folder / "USER.md"])]
+        return [SourceFile(p, "", frozenset({"hermes"}), agent_written=True)
+                for p in existing([folder / "MEMORY.md", folder / "USER.md"])]
 
     def read(self, file: SourceFile) -> list[Entry]:
         """See ``NativeSource.read``: one entry per ``§``-separated entry; ``USER.md``'s are preferences."""

@@ -6,7 +6,9 @@ A file's entries are diffed against what the last sync stored for it, by identit
 case folded). An unchanged entry is left alone (re-import writes nothing); an entry whose text changed in place
 (a ``replace`` run of the diff, paired in order) is written as a new version of its memory
 (``StoreProtocol.update``: the old one stops answering); an entry that went, or a file that went, retires its
-memory (``forget``), unless another file still states it; a new entry is remembered. A memory someone else
+memory (``forget``), unless another file still states it; a new entry is remembered. In a file a harness's agent
+writes (``SourceFile.agent_written``), an entry that reads like instructions to a model (``instruction_like``)
+is not imported (counted as ``skipped``). A memory someone else
 changed since (``memcue edit``) is followed to its newest version; one someone forgot stays forgotten, unless the
 file says it again. memcue never writes to the files.
 
@@ -33,7 +35,7 @@ from typing import Any
 
 from memcue.sidecar.capture.native.base import NativeSource, SourceFile
 from memcue.sidecar.capture.native.markdown import Entry
-from memcue.sidecar.store import NewMemory, StoreProtocol, prepare_write, redact
+from memcue.sidecar.store import NewMemory, StoreProtocol, instruction_like, prepare_write, redact
 
 log = logging.getLogger("memcue.native")
 
@@ -124,7 +126,7 @@ class NativeSync:
         key = str(file.path)
         old = self._state["files"].get(key) or {"entries": []}
         record = {"source": name, "scope": scope, "project": file.project, "loaded_by": sorted(file.loaded_by),
-                  "synced_at": time.time(), "error": "", "entries": old["entries"]}
+                  "synced_at": time.time(), "error": "", "entries": old["entries"], "skipped": 0}
         self._state["files"][key] = record
         try:
             # Headings are kept (state, metadata) apart from the text, which the store's write preparation redacts.
@@ -133,6 +135,10 @@ class NativeSync:
             record["error"] = str(exc)
             log.warning("native source %s: cannot read %s (%s)", name, key, exc)
             return []
+        if file.agent_written:  # an agent wrote it: instruction-shaped text is not passed on to other harnesses
+            kept = [e for e in entries if not instruction_like(e.text)]
+            record["skipped"] = len(entries) - len(kept)
+            entries = kept
         new_ids = [source_id(file.path, e) for e in entries]
         out_entries: list[list[Any]] = []
         retire: list[int] = []
@@ -267,13 +273,14 @@ class NativeSync:
 
     def listing(self) -> list[dict[str, Any]]:
         """Per source: ``name``, ``harness``, ``enabled``, ``files`` (``path``, ``project``, ``loaded_by``,
-        ``memories``, ``synced_at``, ``error``), ``memories`` and ``last_sync`` (Unix s, None before one)."""
+        ``memories``, ``synced_at``, ``error``, ``skipped``: entries an agent wrote that read like instructions),
+        ``memories`` and ``last_sync`` (Unix s, None before one)."""
         with self._lock:
             out = []
             for name, src in self.sources.items():
                 files = [{"path": path, "project": rec["project"], "loaded_by": rec["loaded_by"],
                           "memories": len({e[1] for e in rec["entries"]}), "synced_at": rec["synced_at"],
-                          "error": rec["error"]}
+                          "error": rec["error"], "skipped": rec.get("skipped", 0)}
                          for path, rec in sorted(self._state["files"].items()) if rec["source"] == name]
                 out.append({"name": name, "harness": src.harness, "enabled": name not in self.off, "files": files,
                             "memories": len({e[1] for rec in self._state["files"].values()
