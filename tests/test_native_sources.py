@@ -289,3 +289,14 @@ def test_instruction_like_text_an_agent_wrote_is_not_imported(tmp_path: Path) ->
     assert injection in _answering(store, project)
     [hermes_file] = next(s for s in sync.listing() if s["name"] == "hermes")["files"]
     assert hermes_file["skipped"] == 1 and hermes_file["memories"] == 1
+
+
+def test_hermes_memory_switched_off_in_its_config_is_not_counted_as_loaded(tmp_path: Path) -> None:
+    hermes_home = tmp_path / "home" / ".hermes"
+    (hermes_home / "memories").mkdir(parents=True)
+    (hermes_home / "memories" / "MEMORY.md").write_text("The repo uses uv")
+    (hermes_home / "memories" / "USER.md").write_text("Name is Priya")
+    loaded = lambda: {f.path.name: f.loaded_by for f in HermesSource().discover(None, tmp_path / "home", {})}  # noqa: E731
+    assert loaded() == {"MEMORY.md": {"hermes"}, "USER.md": {"hermes"}}
+    (hermes_home / "config.yaml").write_text("# mine\nmemory:\n  memory_enabled: false\n  provider: memcue\n")
+    assert loaded() == {"MEMORY.md": set(), "USER.md": {"hermes"}}, "memcue then serves MEMORY.md to Hermes too"

@@ -1,7 +1,9 @@
 """Hermes' memory files (Hermes 0.19 ``tools/memory_tool.py``): ``$HERMES_HOME/memories/MEMORY.md`` (the agent's
 notes) and ``USER.md`` (what it knows about the user), default ``~/.hermes/memories/``. Entries are separated by a
 line holding ``§`` alone (``ENTRY_DELIMITER = "\\n§\\n"``) and may span lines; both files are injected into the
-system prompt as a snapshot at session start. Not per project: memcue keeps them global.
+system prompt as a snapshot at session start, unless ``memory.memory_enabled`` / ``memory.user_profile_enabled``
+in ``$HERMES_HOME/config.yaml`` turn that off (then memcue injects them into Hermes too). Not per project: memcue
+keeps them global.
 """
 
 from __future__ import annotations
@@ -33,6 +35,25 @@ def split_entries(text: str) -> list[tuple[str, int]]:
     return out
 
 
+def memory_switches(config: Path) -> dict[str, bool]:
+    """Whether Hermes loads each file: ``memory.memory_enabled`` (``MEMORY.md``) and ``memory.user_profile_enabled``
+    (``USER.md``) in its ``config.yaml``, both on by default (Hermes' ``DEFAULT_CONFIG``); a file that cannot be
+    read or parsed leaves the defaults."""
+    out = {"MEMORY.md": True, "USER.md": True}
+    try:
+        from ruamel.yaml import YAML
+
+        data = YAML(typ="safe").load(config.read_text(encoding="utf-8")) if config.is_file() else None
+    except Exception:  # noqa: BLE001 - Hermes' own file: any parse problem leaves the defaults
+        return out
+    memory = data.get("memory") if isinstance(data, dict) else None
+    if isinstance(memory, dict):
+        for name, key in (("MEMORY.md", "memory_enabled"), ("USER.md", "user_profile_enabled")):
+            if isinstance(memory.get(key), bool):
+                out[name] = memory[key]
+    return out
+
+
 class HermesSource:
     """Hermes' ``MEMORY.md`` and ``USER.md`` (see the module docstring)."""
 
@@ -48,7 +69,8 @@ class HermesSource:
         if project is not None:
             return []
         folder = memories_dir(home, env)
-        return [SourceFile(p, "", frozenset({"hermes"}), agent_written=True)
+        switches = memory_switches(folder.parent / "config.yaml")
+        return [SourceFile(p, "", frozenset({"hermes"}) if switches[p.name] else frozenset(), agent_written=True)
                 for p in existing([folder / "MEMORY.md", folder / "USER.md"])]
 
     def read(self, file: SourceFile) -> list[Entry]:
