@@ -136,6 +136,11 @@ def test_agents_md_codex_memories_and_hermes(tmp_path: Path) -> None:
         ("The repo uses uv", 1), ("Deploys go through\nArgo CD", 3)]
     assert [(e.text, e.kind) for e in HermesSource().read(files["USER.md"])] == [("Name is Priya", "preference")]
     assert HermesSource().discover(project, home, env) == []
+    (Path(project) / ".hermes.md").write_text("---\nmodel: x\n---\n## Style\n- Answer briefly\n")
+    [hermes_md] = HermesSource().discover(project, home, env)
+    assert hermes_md.project == project and hermes_md.loaded_by == {"hermes"}
+    assert [(e.text, e.line, e.kind) for e in HermesSource().read(hermes_md)] == [("Answer briefly", 5, "convention")]
+    assert AgentsMdSource().discover(project, home, env)[0].loaded_by == {"codex"}, "Hermes reads .hermes.md instead"
 
 
 def _sync(tmp_path: Path, store: Store, **kw: object) -> NativeSync:

@@ -3,7 +3,8 @@ notes) and ``USER.md`` (what it knows about the user), default ``~/.hermes/memor
 line holding ``§`` alone (``ENTRY_DELIMITER = "\\n§\\n"``) and may span lines; both files are injected into the
 system prompt as a snapshot at session start, unless ``memory.memory_enabled`` / ``memory.user_profile_enabled``
 in ``$HERMES_HOME/config.yaml`` turn that off (then memcue injects them into Hermes too). Not per project: memcue
-keeps them global.
+keeps them global. A project's ``.hermes.md`` (else ``HERMES.md``) is Hermes' own instruction file, loaded before
+``AGENTS.md`` or ``CLAUDE.md`` (the first found wins); it belongs to the project.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memcue.sidecar.capture.native.base import SourceFile, env_dir, existing, read_text
-from memcue.sidecar.capture.native.markdown import Entry, kind_for
+from memcue.sidecar.capture.native.markdown import Entry, kind_for, parse, split_frontmatter
 
 NAME = "hermes"
 DELIMITER = "\n§\n"
+#: Hermes' project instruction files, the first found wins (``agent/prompt_builder.py``'s ``_HERMES_MD_NAMES``).
+PROJECT_FILES = (".hermes.md", "HERMES.md")
 
 
 def memories_dir(home: Path, env: Mapping[str, str]) -> Path:
@@ -62,19 +65,24 @@ class HermesSource:
 
     def places(self, project: str | None, home: Path, env: Mapping[str, str]) -> list[Path]:
         """See ``NativeSource.places``."""
-        return [memories_dir(home, env)] if project is None else []
+        return [memories_dir(home, env)] if project is None else [Path(project)]
 
     def discover(self, project: str | None, home: Path, env: Mapping[str, str]) -> list[SourceFile]:
-        """See ``NativeSource.discover``."""
+        """See ``NativeSource.discover``: the memory files, or a project's ``.hermes.md`` (else ``HERMES.md``)."""
         if project is not None:
-            return []
+            found = existing([Path(project) / n for n in PROJECT_FILES])[:1]
+            return [SourceFile(p, project, frozenset({"hermes"})) for p in found]
         folder = memories_dir(home, env)
         switches = memory_switches(folder.parent / "config.yaml")
         return [SourceFile(p, "", frozenset({"hermes"}) if switches[p.name] else frozenset(), agent_written=True)
                 for p in existing([folder / "MEMORY.md", folder / "USER.md"])]
 
     def read(self, file: SourceFile) -> list[Entry]:
-        """See ``NativeSource.read``: one entry per ``§``-separated entry; ``USER.md``'s are preferences."""
+        """See ``NativeSource.read``: one entry per ``§``-separated entry (``USER.md``'s are preferences); a
+        project file is markdown."""
+        if file.path.name in PROJECT_FILES:
+            _, body, skipped = split_frontmatter(read_text(file.path))
+            return parse(body, first_line=skipped + 1)
         default = "preference" if file.path.name == "USER.md" else "note"
         heading = file.path.stem
         return [Entry(text, heading, line, kind_for("", text, default))

@@ -34,7 +34,7 @@ class Entry:
 _HEADING_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("decision", re.compile(r"\b(decisions?|decided|architecture|adr)\b", re.I)),
     ("preference", re.compile(r"\b(preferences?|prefer|user profile|about me|style preferences)\b", re.I)),
-    ("convention", re.compile(r"\b(conventions?|code style|style ?guide|guidelines?|standards?|rules?|"
+    ("convention", re.compile(r"\b(conventions?|style|style ?guide|guidelines?|standards?|rules?|"
                               r"do'?s and don'?ts)\b", re.I)),
     ("bug", re.compile(r"\b(bugs?|gotchas?|pitfalls?|known issues?|caveats?|troubleshooting)\b", re.I)),
     ("howto", re.compile(r"\b(commands?|how ?to|setup|set ?up|build|testing|tests|workflows?|usage|running|"
