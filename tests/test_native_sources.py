@@ -95,6 +95,9 @@ def test_claude_code_finds_user_project_rules_and_auto_memory(tmp_path: Path) ->
     assert fact.heading == "ledger-db" and fact.line == 7
     (root / "AGENTS.md").write_text("- x\n")
     assert {f.path.name: f for f in src.discover(project, home, {})}["CLAUDE.md"].loaded_by == {"claude-code"}
+    (root / ".claude" / "settings.local.json").write_text('{"autoMemoryEnabled": false}')
+    loaded = {f.path.name: f.loaded_by for f in src.discover(project, home, {})}
+    assert loaded["MEMORY.md"] == set() and loaded["CLAUDE.md"] == {"claude-code"}, "auto memory off: not loaded"
 
 
 def test_claude_code_config_dir_and_project_key() -> None:

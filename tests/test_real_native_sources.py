@@ -152,6 +152,17 @@ def test_claude_code_loads_the_files_the_reader_finds(home: Path, tmp_path: Path
     assert [m for m in marks.values() if m not in turn.text] == []
     assert "MARK_AUTO_BODY" not in turn.text
 
+    (root / ".claude" / "settings.local.json").write_text('{"autoMemoryEnabled": false}')
+    [index] = [f for f in ClaudeCodeSource().discover(resolve_project(str(project)), Path(env["HOME"]), {})
+               if f.path.name == "MEMORY.md"]
+    assert index.loaded_by == set(), "the reader says Claude Code does not load it now"
+    with ModelStub("anthropic") as stub:
+        proc = run([str(program("claude")), "-p", QUESTION, "--output-format", "json"], cwd=project,
+                   env={**env, "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-ant-loopback"})
+    assert proc.returncode == 0, proc.stderr.decode()
+    [turn] = stub.turns(QUESTION)
+    assert "MARK_AUTO_INDEX" not in turn.text and "MARK_PROJECT_CLAUDE" in turn.text, "and it does not"
+
 
 def test_codex_injects_its_memory_summary_when_memories_are_on(home: Path, tmp_path: Path) -> None:
     """Codex 0.171 with ``[features] memories = true`` puts ``$CODEX_HOME/memories/memory_summary.md`` into the

@@ -10,6 +10,7 @@
   first 200, ``-`` and a base-36 hash). ``MEMORY.md`` is the index Claude Code loads into every session (lines
   ``- [Title](file.md) — hook``); each other ``*.md`` holds one fact under a frontmatter block (``name``,
   ``description``, ``metadata.type``: user | feedback | project | reference) that Claude reads when relevant.
+  With ``autoMemoryEnabled: false`` in its settings Claude Code reads none of it (memcue serves it there then).
 
 Claude Code loads all of these itself. Hermes loads a project's ``CLAUDE.md`` too when the project has neither
 ``.hermes.md``/``HERMES.md`` nor ``AGENTS.md`` (Hermes 0.19 ``agent/prompt_builder.py``: the first of those wins).
@@ -17,6 +18,7 @@ Claude Code loads all of these itself. Hermes loads a project's ``CLAUDE.md`` to
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -120,6 +122,21 @@ def project_imports(project: str, home: Path) -> list[Path]:
     return imports(existing([root / "CLAUDE.md", root / ".claude" / "CLAUDE.md", root / "CLAUDE.local.md"]), home)
 
 
+def auto_memory_enabled(project: Path, config: Path) -> bool:
+    """Claude Code's ``autoMemoryEnabled`` for ``project``: ``.claude/settings.local.json``, else
+    ``.claude/settings.json``, else the user's ``settings.json`` in ``config``; on when none says (a file that
+    cannot be read counts as saying nothing)."""
+    for path in (project / ".claude" / "settings.local.json", project / ".claude" / "settings.json",
+                 config / "settings.json"):
+        try:
+            value = json.loads(path.read_text(encoding="utf-8")).get("autoMemoryEnabled")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, bool):
+            return value
+    return True
+
+
 class ClaudeCodeSource:
     """Claude Code's CLAUDE.md files, rules and auto memory (see the module docstring)."""
 
@@ -147,8 +164,9 @@ class ClaudeCodeSource:
         files += self._imported(files, home, root)
         memory = markdown_files(auto_memory_dir(project, home, env))
         both = own | {"hermes"} if hermes_loads_claude_md(root) else own
+        auto = own if auto_memory_enabled(root, config_dir(home, env)) else frozenset()
         return [*(SourceFile(p, project, both if p == root / "CLAUDE.md" else own) for p in files),
-                *(SourceFile(p, project, own, agent_written=True) for p in memory)]
+                *(SourceFile(p, project, auto, agent_written=True) for p in memory)]
 
     @staticmethod
     def _imported(files: list[Path], home: Path, root: Path | None) -> list[Path]:
