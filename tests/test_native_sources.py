@@ -100,6 +100,21 @@ def test_claude_code_finds_user_project_rules_and_auto_memory(tmp_path: Path) ->
     assert loaded["MEMORY.md"] == set() and loaded["CLAUDE.md"] == {"claude-code"}, "auto memory off: not loaded"
 
 
+def test_a_parent_folders_claude_md_is_read_for_each_project_below_it(tmp_path: Path) -> None:
+    (tmp_path / "CLAUDE.md").write_text("- All services log JSON to stdout\n")
+    one, two = _project(tmp_path, "one"), _project(tmp_path, "two")
+    assert [f.path for f in ClaudeCodeSource().discover(one, tmp_path / "home", {})] == [tmp_path / "CLAUDE.md"]
+    store = Store(tmp_path / "m.db")
+    sync = _sync(tmp_path, store)
+    sync.sync(one)
+    sync.sync(two)
+    rows = [r for r in store.list_memories(project=None, limit=10) if r["content"] == "All services log JSON to stdout"]
+    assert sorted(r["project"] for r in rows) == sorted([one, two]), "one memory per project, each in its own"
+    (tmp_path / "CLAUDE.md").unlink()
+    sync.sync(one)
+    assert [r["project"] for r in store.list_memories(project=None, limit=10)] == [two], "only one's is retired"
+
+
 def test_claude_code_config_dir_and_project_key() -> None:
     assert project_key("/tmp/explore/cc/my.proj_x") == "-tmp-explore-cc-my-proj-x"  # seen from Claude Code 2.1.332
     long = "/a/" + "x" * 250

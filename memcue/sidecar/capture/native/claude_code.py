@@ -2,7 +2,8 @@
 
 - user: ``$CLAUDE_CONFIG_DIR/CLAUDE.md`` (default ``~/.claude/CLAUDE.md``) and ``rules/**/*.md`` beside it;
 - project: ``CLAUDE.md``, ``.claude/CLAUDE.md``, ``CLAUDE.local.md`` and ``.claude/rules/**/*.md`` at the
-  project's root;
+  project's root, and ``CLAUDE.md``/``CLAUDE.local.md`` in each folder above it but ``/`` (read for each project
+  below; not watched: re-read every minute);
 - what those files import (``@path`` at a line's start or after a space, relative to the importing file, up to
   five hops): Claude Code loads the imported file as if it were one of them (``@AGENTS.md`` is common);
 - auto memory: ``<config dir>/projects/<key>/memory/``, where ``<key>`` is the project's path (a linked worktree:
@@ -159,8 +160,9 @@ class ClaudeCodeSource:
             files = existing([cfg / "CLAUDE.md", *markdown_files(cfg / "rules")])
             return [SourceFile(p, "", own) for p in [*files, *self._imported(files, home, None)]]
         root = Path(project)
+        above = [p / n for p in root.parents if p != p.parent for n in ("CLAUDE.md", "CLAUDE.local.md")]
         files = existing([root / "CLAUDE.md", root / ".claude" / "CLAUDE.md", root / "CLAUDE.local.md",
-                          *markdown_files(root / ".claude" / "rules")])
+                          *markdown_files(root / ".claude" / "rules"), *above])
         files += self._imported(files, home, root)
         memory = markdown_files(auto_memory_dir(project, home, env))
         both = own | {"hermes"} if hermes_loads_claude_md(root) else own

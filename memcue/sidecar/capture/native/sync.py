@@ -51,12 +51,14 @@ ID_CACHE = 50_000
 SOURCE_PREFIX = "native:"
 
 
-def source_id(path: Path, entry: Entry) -> str:
-    """An entry's identity (see the module docstring), computed over the redacted text: no digest of a secret is
-    kept."""
+def source_id(path: Path, entry: Entry, project: str = "") -> str:
+    """An entry's identity (see the module docstring; ``project``: the memcue project the file is read for, as a
+    parent folder's ``CLAUDE.md`` is read for each project below it), computed over the redacted text: no digest
+    of a secret is kept."""
     text = " ".join(redact(entry.text).text.split()).casefold()
     heading = redact(entry.heading).text.casefold()
-    digest = hashlib.sha1(f"{path}\0{heading}\0{text}".encode()).hexdigest()
+    scope = f"{project}\0" if project else ""
+    digest = hashlib.sha1(f"{scope}{path}\0{heading}\0{text}".encode()).hexdigest()
     return f"{SOURCE_PREFIX}{digest[:24]}"
 
 
@@ -77,7 +79,7 @@ class NativeSync:
         self._state = _load(store)
         self._loaded: dict[int, frozenset[str]] = {}
         self._saved = ""
-        self._ids: dict[tuple[Path, str, str], str] = {}
+        self._ids: dict[tuple[str, Path, str, str], str] = {}
         self._index()
         self._stop = threading.Event()
         self._rewatch = threading.Event()
@@ -104,7 +106,7 @@ class NativeSync:
             if project is not None and project not in self._state["projects"]:
                 self._state["projects"].append(project)
                 self._rewatch.set()
-            found = {str(f.path): (name, f) for name, src in self.sources.items() if name not in self.off
+            found = {_key(f): (name, f) for name, src in self.sources.items() if name not in self.off
                      for f in self._discover(src, project)}
             scope = "" if project is None else project
             gone = [path for path, rec in self._state["files"].items()
@@ -127,9 +129,10 @@ class NativeSync:
 
     def _sync_file(self, name: str, file: SourceFile, scope: str, counts: dict[str, int]) -> list[int]:
         """Bring one file's memories in step; returns the memory ids its gone entries leave to retire."""
-        key = str(file.path)
+        key = _key(file)
         old = self._state["files"].get(key) or {"entries": []}
-        record = {"source": name, "scope": scope, "project": file.project, "loaded_by": sorted(file.loaded_by),
+        record = {"path": str(file.path), "source": name, "scope": scope, "project": file.project,
+                  "loaded_by": sorted(file.loaded_by),
                   "synced_at": time.time(), "error": "", "entries": old["entries"], "skipped": 0}
         self._state["files"][key] = record
         try:
@@ -145,7 +148,7 @@ class NativeSync:
             kept = [e for e in entries if not instruction_like(e.text)]
             record["skipped"] = len(entries) - len(kept)
             entries = kept
-        new_ids = [self._source_id(file.path, e) for e in entries]
+        new_ids = [self._source_id(file, e) for e in entries]
         out_entries: list[list[Any]] = []
         retire: list[int] = []
         ops = SequenceMatcher(a=[e[0] for e in old["entries"]], b=new_ids, autojunk=False).get_opcodes()
@@ -165,15 +168,15 @@ class NativeSync:
         record["entries"] = [e for e in out_entries if e[1] is not None]
         return retire
 
-    def _source_id(self, path: Path, entry: Entry) -> str:
+    def _source_id(self, file: SourceFile, entry: Entry) -> str:
         """``source_id``, remembered (redacting every entry of every file each minute would cost a core ~25 ms
         per 400 entries)."""
-        key = (path, entry.heading, entry.text)
+        key = (file.project, file.path, entry.heading, entry.text)
         sid = self._ids.get(key)
         if sid is None:
             if len(self._ids) >= ID_CACHE:
                 self._ids.clear()
-            sid = self._ids[key] = source_id(path, entry)
+            sid = self._ids[key] = source_id(file.path, entry, file.project)
         return sid
 
     def _memory(self, name: str, file: SourceFile, entry: Entry, sid: str) -> NewMemory:
@@ -295,10 +298,10 @@ class NativeSync:
         with self._lock:
             out = []
             for name, src in self.sources.items():
-                files = [{"path": path, "project": rec["project"], "loaded_by": rec["loaded_by"],
+                files = [{"path": rec["path"], "project": rec["project"], "loaded_by": rec["loaded_by"],
                           "memories": len({e[1] for e in rec["entries"]}), "synced_at": rec["synced_at"],
                           "error": rec["error"], "skipped": rec.get("skipped", 0)}
-                         for path, rec in sorted(self._state["files"].items()) if rec["source"] == name]
+                         for _, rec in sorted(self._state["files"].items()) if rec["source"] == name]
                 out.append({"name": name, "harness": src.harness, "enabled": name not in self.off, "files": files,
                             "memories": len({e[1] for rec in self._state["files"].values()
                                              if rec["source"] == name for e in rec["entries"]}),
@@ -389,6 +392,11 @@ class NativeSync:
             self.sync_all()
         except Exception:  # noqa: BLE001 - the next change or timer tries again
             log.exception("native sources: sync failed")
+
+
+def _key(file: SourceFile) -> str:
+    """A file's key in the state: one record per file and project it is read for."""
+    return f"{file.project}\n{file.path}"
 
 
 class _Either:
