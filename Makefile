@@ -12,7 +12,7 @@ NPM_HARNESSES := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0
 HERMES_AGENT := hermes-agent==0.19.0
 HARNESS_STAMP := $(HARNESSES)/.installed
 
-.PHONY: demo test lint harnesses bench bench-locomo bench-hook bench-coding bench-ablation bench-serving bench-stress bench-week clean
+.PHONY: demo test install uninstall lint harnesses bench bench-locomo bench-hook bench-coding bench-coding-hook bench-ablation bench-serving bench-stress bench-week clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,28 @@ test: $(STAMP) $(HARNESS_STAMP)
 	$(BIN)/ruff check memcue tests benchmarks
 	MEMCUE_REQUIRE_HARNESSES=1 $(BIN)/python -m pytest -q -p no:cacheprovider
 
+# The user's install (issue 17): memcue as your tool in its own environment, outside this clone, so the hooks
+# `memcue install` writes point at an interpreter that stays put. uv (pinned) is bootstrapped from PyPI into
+# .tools/; `make install UV=uv` uses one already on PATH. UV_TOOL_DIR / UV_TOOL_BIN_DIR move the install.
+UV_VERSION := 0.13.8
+TOOLS := .tools
+UV ?= $(TOOLS)/bin/uv
+UV_STAMP := $(if $(filter $(TOOLS)/bin/uv,$(UV)),$(TOOLS)/bin/uv)
+
+$(TOOLS)/bin/uv:
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet uv==$(UV_VERSION)
+
+install: $(UV_STAMP)
+	UV_PYTHON_DOWNLOADS=never $(UV) tool install --reinstall-package memcue --python "$$(command -v $(PYTHON))" .
+	@bin="$$($(UV) tool dir --bin)"; \
+	echo "memcue is installed: $$bin/memcue (its own environment: $$($(UV) tool dir)/memcue)"; \
+	echo "Next: memcue install all   (wires every harness found to this install; --dry-run shows the diffs first)"
+
+uninstall: $(UV_STAMP)
+	-"$$($(UV) tool dir --bin)/memcue" uninstall all
+	$(UV) tool uninstall memcue
+
 harnesses: $(HARNESS_STAMP)
 
 $(HARNESS_STAMP): Makefile
@@ -42,7 +64,7 @@ $(HARNESS_STAMP): Makefile
 lint: $(STAMP)
 	$(BIN)/ruff check memcue tests benchmarks
 
-bench: bench-hook bench-locomo bench-ablation bench-coding bench-serving bench-stress
+bench: bench-hook bench-locomo bench-ablation bench-coding bench-coding-hook bench-serving bench-stress
 
 bench-hook: $(STAMP)
 	$(BIN)/python benchmarks/hook_latency.py
@@ -56,6 +78,9 @@ bench-ablation: $(STAMP)
 bench-coding: $(STAMP)
 	$(BIN)/python benchmarks/coding_recall.py
 
+bench-coding-hook: $(STAMP)
+	$(BIN)/python benchmarks/coding_hook.py --split all
+
 bench-serving: $(STAMP)
 	$(BIN)/python benchmarks/serving.py --build
 
@@ -66,4 +91,4 @@ bench-week: $(STAMP) $(HARNESS_STAMP)
 	$(BIN)/python benchmarks/capture_week.py --split all
 
 clean:
-	rm -rf $(VENV) $(HARNESSES) *.egg-info
+	rm -rf $(VENV) $(HARNESSES) $(TOOLS) *.egg-info

@@ -1,13 +1,15 @@
 """The Python client of the sidecar (httpx over the unix socket), used by the CLI and the demo.
 
 Errors form a small hierarchy: ``ClientError`` (base), ``SidecarDown`` (could not reach or start it),
-``SidecarBusy`` (HTTP 503; exit code 75 in the CLI).
+``SidecarStuck`` (it took the connection but did not answer ``/health`` in time), ``SidecarBusy`` (HTTP 503;
+exit code 75 in the CLI).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -25,6 +27,11 @@ class ClientError(RuntimeError):
 
 class SidecarDown(ClientError):
     """The sidecar is not running and could not be started."""
+
+
+class SidecarStuck(ClientError):
+    """The sidecar's socket took the connection but ``/health`` did not answer in time: it is starting on a
+    loaded machine, or it is stuck."""
 
 
 class SidecarBusy(ClientError):
@@ -84,7 +91,7 @@ class Client:
             response = self._http.request(method, path, **kwargs)
         except httpx.TimeoutException:
             if path == "/health":
-                raise ClientError(f"the memcue sidecar did not answer /health within {HEALTH_TIMEOUT_S:g} s: it is "
+                raise SidecarStuck(f"the memcue sidecar did not answer /health within {HEALTH_TIMEOUT_S:g} s: it is "
                                   "stopped or stuck. `memcue stop` (or kill it), then try again; see "
                                   f"{self.loc.sidecar_log}") from None
             raise ClientError(f"the memcue sidecar did not answer {path} in time") from None
@@ -122,22 +129,32 @@ class Client:
             return False
 
     def ensure_running(self, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
-        """Start the sidecar detached if it is not answering; return its health. Raises ``SidecarDown``."""
+        """Start the sidecar detached if it is not answering; return its health. A sidecar that is up but slow
+        to answer ``/health`` (starting on a loaded machine) is waited for, not started twice. Waits at most
+        ``timeout_s`` (s) in all; raises ``SidecarDown`` (could not start) or ``SidecarStuck`` (never answered)."""
+        pid = None
         try:
             return self.health()
         except SidecarDown:
+            pid = spawn_sidecar()
+        except SidecarStuck:
             pass
-        pid = spawn_sidecar()
         deadline = time.monotonic() + timeout_s
+        last: ClientError | None = None
         while time.monotonic() < deadline:
             try:
                 return self.health()
-            except SidecarDown:
-                code = _exit_code(pid)
+            except SidecarStuck as exc:
+                last = exc
+            except SidecarDown as exc:
+                last = exc
+                code = None if pid is None else _exit_code(pid)
                 if code not in (None, 0):  # 0: another instance holds the lock and is starting
                     raise SidecarDown(f"the memcue sidecar could not start (exit {code}):\n"
                                       f"{_log_tail(self.loc)}\nfull log: {self.loc.sidecar_log}") from None
                 time.sleep(0.1)
+        if isinstance(last, SidecarStuck):
+            raise last
         raise SidecarDown(f"the memcue sidecar did not start within {timeout_s:.0f} s; see {self.loc.sidecar_log}")
 
     def remember(self, content: str, **fields: Any) -> dict[str, Any]:
@@ -149,6 +166,29 @@ class Client:
     def import_batch(self, memories: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``POST /import``: one outcome per memory (``status`` stored, updated, unchanged or bad)."""
         return self._call("POST", "/import", json={"memories": memories})
+
+    def export_chunks(self, **fields: Any) -> Iterator[bytes]:
+        """``POST /export`` (``project``, ``all_projects``): the export's JSON Lines as the sidecar streams them,
+        in chunks of bytes. Raises ``SidecarDown``, ``ClientError``."""
+        if not self.loc.socket_trusted():
+            self._call("GET", "/health")  # raises the untrusted-socket error
+        try:
+            with self._http.stream("POST", "/export", json=fields) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise ClientError(f"POST /export: HTTP {response.status_code}: {response.text[:500]}")
+                yield from response.iter_bytes()
+        except httpx.TimeoutException:
+            raise ClientError("the memcue sidecar stopped sending the export (timed out)") from None
+        except httpx.RemoteProtocolError:
+            raise ClientError(f"the memcue sidecar broke off the export partway; see {self.loc.sidecar_log}") from None
+        except (httpx.TransportError, FileNotFoundError) as exc:
+            raise SidecarDown(f"the memcue sidecar is not running ({self.loc.socket}): {exc}") from None
+
+    def restore(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /restore``: part of an export written back (``RestoreIn``); ``ClientError`` with the sidecar's
+        message when a plain restore meets a store that is not empty (409)."""
+        return self._call("POST", "/restore", json=body)
 
     def update(self, body: dict[str, Any]) -> dict[str, Any]:
         """``POST /update``: a new version of ``body["memory_id"]``. Raises ``SidecarError`` on 404/422."""

@@ -35,6 +35,13 @@ POSITIVES = [
     ("Use httpx instead of requests for the client.", "correction", "Use httpx instead of requests for the client."),
     ("look at this:\n```\nprint(1)\n```\nfrom now on keep examples runnable", "decision",
      "from now on keep examples runnable"),
+    ("fyi the export has to stay single-threaded, the vendor API rate-limits per connection", "decision",
+     "fyi the export has to stay single-threaded, the vendor API rate-limits per connection"),
+    ("any schema change goes through Marta. she reviews every migration", "decision",
+     "any schema change goes through Marta. she reviews every migration"),
+    ("btw Kenji owns the release calendar", "note", "btw Kenji owns the release calendar"),
+    ("FYI: the nightly dumps land in /var/backups/pg on db-03", "note",
+     "FYI: the nightly dumps land in /var/backups/pg on db-03"),
 ]
 NEGATIVES = [
     "should we always use uv?",
@@ -53,6 +60,9 @@ NEGATIVES = [
     "don't change anything yet, just look at the retry loop",
     "Don't commit for now, I want to review the diff first",
     "please don't push until I review it",
+    "btw also fix the lint while you're there",
+    "fyi can you check the flaky test",
+    "heads up: the CI runner is slow today",
     "do not fix it, just explain why the job hangs",
     "from now on use this compose file for local dev:\n```yaml\nservices:\n  db:\n    image: mysql:8\n```",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -136,12 +137,22 @@ def _run(args: argparse.Namespace, action: str) -> int:
             errors.append(f"{harness}: {exc}")
     text = "".join(_said(r, action, args) for r in reports) + "".join(
         f"{h}: not found on this machine (no program on PATH, no config folder); skipped\n" for h in skipped)
-    code = emit(reports, args.json, text, ok=not errors, indent=None, extra={"errors": errors, "skipped": skipped},
-                end="")
+    warnings = [w for w in [_placement_warning()] if w and action == "install" and reports]
+    code = emit(reports, args.json, text, ok=not errors, indent=None,
+                extra={"errors": errors, "skipped": skipped, "warnings": warnings}, end="")
     if not args.json:
         for e in errors:
             fail(e)
+        for w in warnings:
+            print(f"memcue: warning: {w}", file=sys.stderr)
     return code
+
+
+def _placement_warning() -> str:
+    """The warning when the hooks this memcue writes point into a source checkout (``install.placement``)."""
+    from memcue.install import placement
+
+    return placement.install_warning()
 
 
 def _said(r: dict[str, Any], action: str, args: argparse.Namespace) -> str:

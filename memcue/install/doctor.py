@@ -11,6 +11,7 @@ when something was last captured from it (a warning past ``STALE_CAPTURE_DAYS``)
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ from typing import Any
 
 from memcue.core.paths import Locations, socket_blocked
 from memcue.harnesses import HARNESSES, NAMES
-from memcue.install import mcp_servers
+from memcue.install import mcp_servers, placement
 from memcue.install.edits import hooks_json
 from memcue.install.edits.files import InstallError, read_bytes
 from memcue.install.engine import installer, present
@@ -134,14 +135,78 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
         return not_wired(name, path, version=program_version)
     if missing or stale:
         what = ", ".join([f"{e} missing" for e in missing] + [f"{e} out of date" for e in stale])
-        return finding(name, PROBLEM, f"{what} in {path}: run `memcue install {name}`", path=str(path),
-                       version=program_version, installed=True)
+        status, fix = _stale_fix(name, _runs(name, settings)) if not missing else (PROBLEM, "")
+        return finding(name, status, f"{what} in {path}: {fix or f'run `memcue install {name}`'}", path=str(path),
+                       version=program_version, installed=True, runs=_runs(name, settings))
     found = (trusted(name, path, program_version) if trusted is not None else
              finding(name, OK, f"hooks current in {path}", path=str(path), version=program_version, installed=True))
     found["mcp"] = _mcp_server(name)
+    found["runs"] = _runs(name, settings)
     found["message"] += ("; MCP server registered" if found["mcp"] else
                          f"; MCP server not registered (`memcue install {name}` registers it)")
     return found
+
+
+def _runs(name: str, settings: Any) -> list[str]:
+    """The paths memcue's entries in a hooks file (and the harness's MCP server entry of memcue's) run: each
+    interpreter and hook launcher once (``placement.command_paths``)."""
+    commands = [h["command"] for event in installer(name).EVENTS for h in _ours(settings, event)]
+    try:
+        entry = mcp_servers.registered(name)
+    except InstallError:
+        entry = None
+    paths = [p for c in commands for p in placement.command_paths(c)]
+    if mcp_servers.is_ours(entry) and isinstance(entry.get("command"), str):
+        paths.append(entry["command"])
+    return list(dict.fromkeys(paths))
+
+
+def _stale_fix(name: str, runs: list[str]) -> tuple[str, str]:
+    """``(status, fix)`` for hooks that differ from what this memcue would write: when this memcue runs from a
+    source checkout and the hooks run another install that exists outside any checkout (``runs``), they are that
+    install's and fine (``WARN``, and the fix is that install's own doctor: installing from here would point them
+    back into the checkout); otherwise ``(PROBLEM, "")`` (the usual fix: install again)."""
+    if (placement.install_warning() and runs and all(os.path.exists(p) for p in runs)
+            and not any(placement.source_checkout(p) for p in runs)):
+        return WARN, (f"they run another memcue, {runs[0]}: check them with that install's `memcue doctor` "
+                      f"(`memcue install {name}` from this checkout would point them back into it)")
+    return PROBLEM, ""
+
+
+def check_placement(wired: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where the wired harnesses' hooks run memcue from (``runs`` of their findings), as one finding: a
+    ``PROBLEM`` naming the paths that no longer exist (``gone``: those hooks do nothing, memory is off), else a
+    ``WARN`` naming the source checkouts (``checkouts``, ``placement.source_checkout``: moving or deleting one
+    breaks memory), else ``OK`` naming the interpreters. [] when nothing is wired."""
+    gone: dict[str, list[str]] = {}  # path -> the harnesses whose hooks run it
+    checkouts: dict[str, list[str]] = {}  # checkout -> the harnesses whose hooks run from it
+    interpreters: list[str] = []
+    for found in wired:
+        for i, path in enumerate(found.get("runs") or []):
+            root = placement.source_checkout(path)
+            if not os.path.exists(path):
+                gone.setdefault(path, []).append(found["area"])
+            elif root is not None:
+                checkouts.setdefault(str(root), []).append(found["area"])
+            if i == 0 and path not in interpreters:
+                interpreters.append(path)
+    if not (gone or checkouts or interpreters):
+        return []
+    said = [f"{_who(names)} run {path}, which no longer exists" for path, names in gone.items()]
+    if gone:
+        said[-1] += ": those hooks do nothing, so memory is off"
+    said += [f"{_who(names)} run memcue from the source checkout {root}: moving or deleting it, or switching its "
+             "branch, changes or turns off memory" for root, names in checkouts.items()]
+    status = PROBLEM if gone else WARN if checkouts else OK
+    message = (f"{'; '.join(said)}. Fix: {placement.FIX}" if said else f"the hooks run {', '.join(interpreters)}")
+    return [finding("memcue install", status, message, gone=list(gone), checkouts=list(checkouts),
+                    interpreters=interpreters)]
+
+
+def _who(harnesses: list[str]) -> str:
+    """``"claude-code's hooks"``, ``"claude-code and codex's hooks"``: whose hooks a placement finding is about."""
+    names = list(dict.fromkeys(harnesses))
+    return (" and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]) + "'s hooks"
 
 
 def not_wired(name: str, path: Path, **detail: Any) -> dict[str, Any]:
@@ -271,8 +336,9 @@ def check_hook_log(loc: Locations) -> dict[str, Any]:
 def run_checks(loc: Locations) -> dict[str, Any]:
     """Every check: ``{"ok": bool, "findings": [{"area", "status", "message", ...}]}``."""
     harnesses = [installer(name).check() for name in NAMES]
-    findings = [*harnesses, *check_sidecar(loc), check_hook_log(loc),
-                *check_captures(loc, [f for f in harnesses if f.get("installed")])]
+    wired = [f for f in harnesses if f.get("installed")]
+    findings = [*harnesses, *check_placement(wired), *check_sidecar(loc), check_hook_log(loc),
+                *check_captures(loc, wired)]
     if not any(f.get("installed") for f in harnesses):
         findings.append(finding("harnesses", PROBLEM, "memcue is wired into no harness: run `memcue install "
                                                       f"all` (or {', '.join(NAMES)})"))

@@ -25,7 +25,7 @@ from ruamel.yaml.comments import CommentedMap
 
 from memcue.harnesses import HARNESSES, hook_events
 from memcue.hooks import command
-from memcue.install import base, doctor
+from memcue.install import base, doctor, placement
 from memcue.install.edits import yaml_file
 from memcue.install.edits.files import InstallError, read_bytes
 
@@ -201,13 +201,15 @@ def check() -> dict[str, Any]:
     """Doctor's finding: ``memory.provider`` in config.yaml names memcue, and memcue's plugin is there and
     current (this interpreter), plus Hermes' version."""
     path, plugin = settings_path(), plugin_path()
-    detail = {"path": str(path), "plugin": str(plugin), "version": _version()}
+    detail: dict[str, Any] = {"path": str(path), "plugin": str(plugin), "version": _version()}
     try:
         settings, _ = parse(read_bytes(path), path)
         current = read_bytes(plugin)
     except InstallError as exc:
         return doctor.finding(NAME, doctor.PROBLEM, str(exc), **detail)
     memory = settings.get("memory") if isinstance(settings.get("memory"), dict) else {}
+    if current is not None:  # what the plugin runs, for doctor's ``check_placement``
+        detail["runs"] = placement.constant_paths(current.decode("utf-8", "replace"), tuple(_CONSTANT))
     if memory.get("provider") != PROVIDER and current is None:
         return doctor.not_wired(NAME, path, plugin=str(plugin), version=detail["version"])
     if memory.get("provider") != PROVIDER:

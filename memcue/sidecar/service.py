@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import numpy as np
 
 from memcue import __version__
 from memcue.core.paths import Locations
+from memcue.sidecar import export
 from memcue.sidecar.agent_writes import Held, held_reason, hold, is_agent
 from memcue.sidecar.answer_check import AnswerChecker
 from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, Recurrence, SpoolReader, TestRuns
@@ -59,6 +60,8 @@ from memcue.sidecar.store import (
     NewMemory,
     PreparedWrite,
     PurgeResult,
+    RestoredCandidate,
+    RestoredMemory,
     Store,
     WriteResult,
     instruction_like,
@@ -80,6 +83,10 @@ WARM_JOIN_S = 5.0
 
 class MemoryNotFound(LookupError):
     """No memory has the id asked for (``update``)."""
+
+
+class StoreNotEmpty(RuntimeError):
+    """A plain restore of an export was asked of a store that holds memories already (``restore``)."""
 
 
 class MemoryService:
@@ -266,7 +273,7 @@ class MemoryService:
         # runs the write preparation once.
         prepared = check.prepared or prepare_write(memory)
         if check.memory_id is not None:
-            self._store.reinforce(check.memory_id)
+            self._store.reinforce(check.memory_id, prepared.tags)  # its tags join the stored memory's
             return WriteResult(check.memory_id, False, duplicate=True, redacted=prepared.redacted)
         return self._write_with_vector(prepared, check.vector)[0]
 
@@ -429,12 +436,14 @@ class MemoryService:
         return await anyio.to_thread.run_sync(run, limiter=self._limiter)
 
     async def list_recent(self, *, project: str | None, limit: int, kind: str | None = None,
-                          include_forgotten: bool = False, include_bookkeeping: bool = False) -> dict[str, Any]:
-        """The newest memories of ``project`` plus global ones (every project when None), at most ``limit``:
-        ``{"results": [...]}`` in the ``MemoryOut`` shape."""
+                          include_forgotten: bool = False, include_bookkeeping: bool = False,
+                          tags: Sequence[str] = ()) -> dict[str, Any]:
+        """The newest memories of ``project`` plus global ones (every project when None), at most ``limit``, of
+        ``kind`` and carrying every one of ``tags`` when given: ``{"results": [...]}`` in the ``MemoryOut``
+        shape."""
         def run() -> dict[str, Any]:
             rows = self._store.list_memories(project=project, limit=limit, include_bookkeeping=include_bookkeeping,
-                                            kind=kind, include_forgotten=include_forgotten)
+                                            kind=kind, include_forgotten=include_forgotten, tags=tags)
             now = time.time()
             return {"results": [_memory_item(row, now) for row in rows]}
 
@@ -492,6 +501,31 @@ class MemoryService:
         """The newest capture per source (``Store.last_captures``): ``{"sources": {source: Unix s or None}}``."""
         return {"sources": await anyio.to_thread.run_sync(self._store.last_captures, sources,
                                                           limiter=self._limiter)}
+
+    # -- export and restore --------------------------------------------------------------------
+    def export_lines(self, project: str | None) -> Iterator[str]:
+        """The lines of an export of ``project`` and the global memories (every project when None), read as they
+        are iterated (blocking: iterate in a worker thread; ``export.export_lines``)."""
+        return export.export_lines(self._store, project)
+
+    async def restore(self, memories: Sequence[RestoredMemory], candidates: Sequence[RestoredCandidate],
+                      deliveries: Sequence[tuple[str, int, float]], *, known: dict[int, int], merge: bool,
+                      start: bool, id_floor: int | None) -> export.RestoreReport:
+        """Write part of an export back (``export.restore``). Raises ``StoreNotEmpty`` on the ``start`` of a plain
+        (not ``merge``) restore into a store that holds memories or candidates."""
+        def run() -> export.RestoreReport:
+            if start and not merge and not export.is_empty(self._store):
+                counts = self._store.counts()
+                raise StoreNotEmpty(f"this store is not empty ({counts['memories']} memories in "
+                                    f"{self._locations.root}): an export is restored into an empty store only. "
+                                    "Pass --merge to add what it lacks (records held already are skipped), or "
+                                    "point MEMCUE_HOME at an empty folder")
+            report = export.restore(self._store, memories, candidates, deliveries, known=known, merge=merge,
+                                    id_floor=id_floor)
+            self._worker.wake()
+            return report
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
 
     # -- recall --------------------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
@@ -617,4 +651,5 @@ def _memory_item(row: dict[str, Any], now: float) -> dict[str, Any]:
         "forgotten_at": row.get("forgotten_at"),
         "superseded_by": row["superseded_by"],
         "seen_count": row.get("seen_count") or 1,
+        "tags": row.get("tags") or [],
     }

@@ -9,8 +9,10 @@ a statement: not questions, at most ``STATEMENT_MAX_CHARS`` characters, at least
 each with up to ``CONTEXT_SENTENCES`` plain sentences that follow it on its line (its reason or detail).
 
 Kinds (the memory kind a statement is written as): ``preference`` for "I/we prefer", "I'd rather", "I like to";
-``correction`` for "no, use X" and "use X instead (of Y)"; ``decision`` for everything else ("from now on",
-"going forward", "we decided", "always", "never", "don't", "remember that"). Since the user said it, the
+``correction`` for "no, use X" and "use X instead (of Y)"; ``note`` for a fact the user offers in passing, said
+as a statement ("fyi the bucket lives in eu-central-2", "btw Priya owns the thresholds"); ``decision`` for
+everything else ("from now on", "going forward", "we decided", "always", "never", "don't", "remember that",
+"has to stay", "goes through Priya"). Since the user said it, the
 statement is its own confirming signal (``capture.prompts`` promotes it at once); one that reads like an
 injection (role markers, "ignore previous instructions", piping a download into a shell, sending secrets away)
 is ``held`` with the reason, for review (DESIGN.md section 8).
@@ -45,6 +47,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
                  r"(?:always|never)\b|\b(?:must|should)\s+(?:always|never)\b|\blet'?s (?:always|never)\b"),
     ("decision", _DONT_START + r"\s+\w+"),
     ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
+    ("decision", r"\b(?:has|have|needs?) to (?:stay|remain)\b|\bmust (?:stay|remain)\b|"
+                 r"\bgoes through (?:me|him|her|them|[A-Z][\w'-]+)\b"),
+    ("note", r"^(?:fyi|btw|heads[- ]up|for the record|just so you know)\b[,:!]?\s+(?=.*\b(?:is|are|was|were|has|"
+             r"have|lives?|lands?|sits?|owns?|runs?|uses?|stays?|must|needs?|goes|comes?|belongs?|points?|depends?|"
+             r"means?)\b)"),
 ))
 #: A "don't ..." that holds only for the moment ("don't change anything yet", "don't commit for now, just look",
 #: "don't push until I review it"): an instruction for this turn, not a rule to keep.
@@ -52,6 +59,8 @@ _MOMENTARY = re.compile(
     r"\b(?:yet|for now|right now|just now|this time|at the moment|for the moment|until (?:i|we|you)\b|"
     r"before (?:i|we|you)\b)|\bjust (?:look|read|check|explain|tell|show|answer|review)\b", re.IGNORECASE)
 _DONT = re.compile(_DONT_START, re.IGNORECASE)
+_TODAY = re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening|week)|right now|at the moment|for now)\b",
+                    re.IGNORECASE)
 _QUESTION_START = re.compile(
     r"^(?:what|why|how|where|when|which|who|whom|whose|is|are|was|were|do|does|did|can|could|should|would|will|"
     r"shall|may|might|have|has|had|am)\b", re.IGNORECASE)
@@ -150,6 +159,8 @@ def _statement_kind(sentence: str) -> tuple[str, str] | None:
     for kind, pattern in _PATTERNS:
         m = pattern.search(sentence)
         if m:
+            if kind == "note" and _TODAY.search(sentence):
+                return None  # "heads up: CI is slow today": news of the day, not a fact to keep
             return kind, m.group(0).strip()
     return None
 

@@ -36,17 +36,15 @@ from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
 from memcue.sidecar.inject.timings import HookTimings
 from memcue.sidecar.recall import RecallRequest, age_label
-from memcue.sidecar.store import NewMemory
+from memcue.sidecar.store import STANDING_KINDS, NewMemory
 
 #: ``(harness, items) -> items`` it does not load itself (``HookService``'s ``native_filter``).
 NativeFilter = Callable[[str, Sequence[dict[str, Any]]], list[dict[str, Any]]]
 #: Newest memories offered at session start, before the budget cut.
 SESSION_RECENT = 8
-#: The kinds that state how the project works (a rule, a decision, a preference, a correction of the agent):
-#: the session-start block offers them before the newest memories, however old, so a standing rule is in view
-#: before the first task prompt (issue 15). Up to ``SESSION_STANDING`` of them, the most confirmed first
-#: (``seen_count``: said again, reinforced), then the newest.
-STANDING_KINDS = ("decision", "preference", "correction", "convention", "rule")
+#: The session-start block offers the standing rules (``store.STANDING_KINDS``) before the newest memories,
+#: however old, so a standing rule is in view before the first task prompt (issue 15). Up to
+#: ``SESSION_STANDING`` of them, the most confirmed first (``seen_count``: said again, reinforced), then the newest.
 SESSION_STANDING = 8
 #: Results a prompt hook asks recall for, before the budget cut (the default of ``MEMCUE_HOOK_RECALL_LIMIT``).
 PROMPT_LIMIT = 8

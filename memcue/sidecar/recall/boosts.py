@@ -17,6 +17,8 @@ nowhere:
   recall@10 by 0.03 and MRR by 0.02 (benchmarks/results/locomo_ablation.md). Only memories already
   found by a channel get it, so it reorders evidence and never adds a memory without any;
 - ``TIME_WINDOW_BOOST`` when the question names a time ("last week") and the memory was written then;
+- ``IDENTIFIER_BOOST`` when the memory carries, as a whole token, an identifier the query names (a ticket id,
+  env var, flag, dotted name, path, version: ``query.identifiers``), so ``PAY-219`` outranks ``PAY-21``;
 - the working-set bias (``recall.working_set``), already capped so it only breaks near-ties.
 """
 
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from memcue.core.session_ids import is_synthetic
 from memcue.sidecar.recall.channels import GRAPH, TEMPORAL, ChannelResult, query_entity_ids, shared_entities
-from memcue.sidecar.recall.query import words
+from memcue.sidecar.recall.query import carried, identifiers, siblings, words
 from memcue.sidecar.recall.support import owner_of
 from memcue.sidecar.store import Store, extract_entities
 
@@ -51,6 +53,9 @@ OWNER_BOOST = 0.02
 #: ones (a hard in-window-first order cost LoCoMo 0.9 points of recall@10: its relative dates refer to the
 #: conversation, not the asking time).
 TIME_WINDOW_BOOST = 0.02
+#: Added when the memory carries one of the query's identifiers whole. Most of a rank-1 RRF contribution: an
+#: exact identifier outranks memories that share only its parts ("pay", "219"), not those found every way.
+IDENTIFIER_BOOST = 0.05
 #: Share of a top candidate's score passed to its session neighbours, and how many top candidates pass it.
 SESSION_CONTEXT_GAMMA = 0.3
 SESSION_CONTEXT_TOP = 20
@@ -78,14 +83,15 @@ def apply_boosts(
     owner_match: set[int] | frozenset[int] = frozenset(),
     session_boost: Mapping[int, float] | None = None,
     in_window: set[int] | frozenset[int] = frozenset(),
+    identifier_match: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[list[tuple[int, float]], dict[int, float]]:
     """Add the boosts to ``fused`` ``(memory_id, score)`` and re-sort (ties by id).
 
     ``shared_entities``: memory id -> number of query entities it names; ``evidence_channels``: memory id ->
     number of evidence channels that found it; ``working_set_bias``: memory id -> bias; ``owner_match``: ids
     of memories whose owner the query names; ``session_boost``: id -> session-context boost (see
-    ``session_context``); ``in_window``: ids written inside the question's time window. Returns the new
-    order and each memory's total boost.
+    ``session_context``); ``in_window``: ids written inside the question's time window; ``identifier_match``:
+    ids carrying one of the query's identifiers whole. Returns the new order and each memory's total boost.
     """
     boosted, added = [], {}
     for mid, score in fused:
@@ -97,6 +103,8 @@ def apply_boosts(
         extra += (session_boost or {}).get(mid, 0.0)
         if mid in in_window:
             extra += TIME_WINDOW_BOOST
+        if mid in identifier_match:
+            extra += IDENTIFIER_BOOST
         if extra:
             added[mid] = extra
         boosted.append((mid, score + extra))
@@ -110,8 +118,10 @@ class Boosted:
     added) and ``added`` id -> total boost; what the support stage reuses: ``shared`` id -> the query's
     entity names it carries, ``owners`` id -> speaker (lowercase, "" for none), ``people`` the persons the
     query asks about known in scope, ``unknown`` the names it mentions that no memory in scope carries,
-    ``window`` the question's time window ``(start, end)`` in Unix s (None when it names none) and
-    ``session_boost`` id -> session-context boost."""
+    ``window`` the question's time window ``(start, end)`` in Unix s (None when it names none),
+    ``session_boost`` id -> session-context boost, ``identified`` id -> the query's identifiers it carries
+    whole (only memories carrying one) and ``siblings`` id -> identifiers it carries of the same family as
+    the query's but not the query's (``query.siblings``; only memories carrying one and none of the query's)."""
 
     fused: list[tuple[int, float]]
     added: dict[int, float]
@@ -121,6 +131,8 @@ class Boosted:
     unknown: list[str]
     window: tuple[float, float] | None
     session_boost: dict[int, float]
+    identified: dict[int, list[str]]
+    siblings: dict[int, list[str]]
 
     def in_window(self, created_at: float) -> bool | None:
         """Whether ``created_at`` (Unix s) is inside the question's window; None when it names none."""
@@ -165,10 +177,15 @@ def boost(store: Store, req: RecallRequest, services: RecallServices, found: Can
     window = time_window(found.channels[TEMPORAL])
     in_window = set() if window is None else {m for m in evidence if window[0] <= rows[m]["created_at"] < window[1]}
     session_boost = session_context(fused, store.session_neighbours([m for m, _ in fused[:SESSION_CONTEXT_TOP]]))
+    asked = identifiers(req.query)
+    identified = {m: hits for m in evidence if (hits := carried(asked, rows[m]["content"]))} if asked else {}
+    kin = {m: other for m in evidence if m not in identified and (other := siblings(asked, rows[m]["content"]))
+           } if asked else {}
     fused, added = apply_boosts(fused,
                                 shared_entities={m: len(v) for m, v in shared.items()},
                                 evidence_channels={m: ev.channels for m, ev in evidence.items()},
                                 working_set_bias=bias,
                                 owner_match={m for m, o in owners.items() if o and o in people},
-                                session_boost=session_boost, in_window=in_window)
-    return Boosted(fused, added, shared, owners, people, unknown, window, session_boost)
+                                session_boost=session_boost, in_window=in_window,
+                                identifier_match=set(identified))
+    return Boosted(fused, added, shared, owners, people, unknown, window, session_boost, identified, kin)

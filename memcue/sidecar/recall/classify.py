@@ -50,6 +50,22 @@ CHANNEL_WEIGHTS: dict[str, dict[str, float]] = {
     WORK_RECALL: {SEMANTIC: 0.5, BM25: 1.0, TEMPORAL: 0.2, GRAPH: 0.3, HOPFIELD: 0.05},
 }
 
+#: Words that only say "what I asked" (with stop and time words, what a request question has when it names
+#: no topic: "what did I ask for?", "what was my last prompt?").
+REQUEST_WORDS = frozenset("ask asked asking request requested requests tell told say said prompt prompts "
+                          "question questions typed wanted ever last previous earlier first".split())
+#: Words that only say "what am I doing" (with stop and time words, what a present-tense question has when it
+#: names no topic: "what was I working on yesterday?", "where did we leave off?").
+PRESENT_WORDS = frozenset("working work doing building fixing focused middle currently current still now just "
+                          "right moment presently leave left stop ongoing progress task tasks focus plate team"
+                          .split())
+#: Words that only say "what was done" ("what did we do?", "what did you change?", "what was fixed?").
+WORK_WORDS = frozenset("what how which did have has had was were we you i us do does done doing change changed "
+                       "changes fix fixed fixes work worked make made end up try tried just actually ever so far"
+                       .split())
+#: The words that frame each question type rather than name its topic: never key terms (``support``).
+FRAME_WORDS = {REQUEST_RECALL: REQUEST_WORDS, WORK_RECALL: WORK_WORDS, PRESENT_TENSE: PRESENT_WORDS}
+
 _PRESENT = re.compile(
     r"\bwhat(?:'s| is| are)?\s+(?:am\s+i|are\s+we|i'm|we're|is\s+(?:the\s+)?team)\s+(?:currently\s+|still\s+|now\s+)?"
     r"(?:working\s+on|doing|building|fixing|focused\s+on|in\s+the\s+middle\s+of)\b"
@@ -116,6 +132,11 @@ class QueryClass:
         for; captured prompts stay in when ``include_requests``."""
         return tuple(k for k in ASKED_KINDS.values()
                      if k != self.asked_kind and not (include_requests and k == "request"))
+
+    @property
+    def frame_words(self) -> frozenset[str]:
+        """The words that frame this question type ("ask", "told" for a request question: ``FRAME_WORDS``)."""
+        return FRAME_WORDS.get(self.query_type, frozenset())
 
     def rank_group(self, kind: str) -> int:
         """0 for a result of ``kind`` that comes first, 1 for one ranked below: captured prompts come first for

@@ -1,18 +1,32 @@
-"""Answers that skip the ranking: a present-tense question ("what am I working on?"), a question about
-the user's own requests that names no topic ("what did I ask for?") and one about what was done that names
-neither a topic nor a time ("what did we do?") are answered from the newest memories, prompts or episodes;
-while the embedding model warms up, keyword evidence is shown unjudged, as related."""
+"""Answers that skip the ranking: a present-tense question that names no topic ("what am I working on?"), a
+question about the user's own requests that names no topic ("what did I ask for?") and one about what was done
+that names neither a topic nor a time ("what did we do?") are answered from the newest memories, prompts or
+episodes; when the first two name a day ("what was I doing yesterday?", "what did I ask you on Monday?"), from
+the newest of that day (the question's time window, ``recall.time.parse_time``). One that names a topic ("what
+was I doing yesterday on the importer?") goes through the ranking, which weighs its time window. While the
+embedding model warms up, keyword evidence is shown unjudged, as related."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from memcue.sidecar.recall.channels import ALL_CHANNELS, SEMANTIC, ChannelResult
-from memcue.sidecar.recall.classify import ASKED_KINDS, PRESENT_TENSE, REQUEST_RECALL, WORK_RECALL, QueryClass
+from memcue.sidecar.recall.classify import (
+    ASKED_KINDS,
+    PRESENT_TENSE,
+    PRESENT_WORDS,
+    REQUEST_RECALL,
+    REQUEST_WORDS,
+    WORK_RECALL,
+    WORK_WORDS,
+    QueryClass,
+)
 from memcue.sidecar.recall.contract import NOTE_NO_CANDIDATES, NOTE_WARMING, contract_response, result_item
+from memcue.sidecar.recall.filters import own_prompt
 from memcue.sidecar.recall.query import TIME_WORDS, keyword_query
 from memcue.sidecar.recall.request import RecallRequest
 from memcue.sidecar.recall.support import RELATED, SUPPORTED
+from memcue.sidecar.recall.time import parse_time
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store import Store
 
@@ -23,16 +37,6 @@ PRESENT_LIMIT = 5
 PRESENT_SPAN_S = 36 * 3600.0
 #: Keyword results a recall shows while the model loads (issue 4: up to five, labelled related).
 WARMING_LIMIT = 5
-#: Words that only say "what I asked" (with stop and time words, what a request question has when it names
-#: no topic: "what did I ask for?", "what was my last prompt?").
-REQUEST_WORDS = frozenset("ask asked asking request requested requests tell told say said prompt prompts "
-                          "question questions typed wanted ever last previous earlier first".split())
-#: Words that only say "what was done" ("what did we do?", "what did you change?", "what was fixed?").
-WORK_WORDS = frozenset("what how which did have has had was were we you i us do does done doing change changed "
-                       "changes fix fixed fixes work worked make made end up try tried just actually ever so far"
-                       .split())
-
-
 def is_warming(store: Store, embedder: Embedder | None) -> bool:
     """True while vector search is still coming: the model loads, or it loaded and vectors are not bound yet.
 
@@ -54,10 +58,10 @@ def early_answer(store: Store, req: RecallRequest, qc: QueryClass, now: float, s
     request question naming no topic, or a "what was done" question naming neither a topic nor a time; None
     for every other question. ``now``: asking time (Unix s); ``started``: ``time.perf_counter()`` at the
     start of the recall."""
-    if qc.query_type == PRESENT_TENSE and SEMANTIC in req.channels:
-        return _newest(store, req, qc, now, started, kind=None)
+    if qc.query_type == PRESENT_TENSE and SEMANTIC in req.channels and names_no_topic(req.query, PRESENT_WORDS):
+        return _newest(store, req, qc, now, started, kind=None, window=_window(req.query, now, qc))
     if qc.query_type == REQUEST_RECALL and names_no_topic(req.query):
-        return _newest(store, req, qc, now, started, kind="request")
+        return _newest(store, req, qc, now, started, kind="request", window=_window(req.query, now, qc))
     if qc.query_type == WORK_RECALL and not qc.timed and names_no_topic(req.query, WORK_WORDS):
         return _newest(store, req, qc, now, started, kind="episode")
     return None
@@ -69,18 +73,33 @@ _NEWEST = {None: ("newest_memories", "present-tense question: newest memories an
            "episode": ("newest_episodes", "a question about what was done lately: the newest episodes answer it")}
 
 
+def _window(query: str, now: float, qc: QueryClass) -> tuple[float, float] | None:
+    """The time window ``(start, end)`` (Unix s, open sides infinite) ``query`` names, None when it names none."""
+    intent = parse_time(query, now) if qc.timed else None
+    if intent is None or (intent.start is None and intent.end is None):
+        return None
+    return (float("-inf") if intent.start is None else intent.start,
+            float("inf") if intent.end is None else intent.end)
+
+
+#: Rows ``_newest`` reads before its filters; a window reaches further back.
+_NEWEST_READ, _NEWEST_READ_WINDOW = PRESENT_LIMIT * 4, 500
+
+
 def _newest(store: Store, req: RecallRequest, qc: QueryClass, now: float, started: float, *,
-            kind: str | None) -> dict[str, Any]:
+            kind: str | None, window: tuple[float, float] | None = None) -> dict[str, Any]:
     """Answer "what am I working on?" (``kind`` None) from the project's newest real memories (no bookkeeping,
     no prompts, no episodes); "what did I ask for?" (``kind`` "request") or "what did we do?" ("episode"),
-    naming no topic, from the newest rows of that kind."""
+    naming no topic, from the newest rows of that kind; only rows written in ``window`` (Unix s) when given,
+    never the question's own captured copy."""
+    read = _NEWEST_READ if window is None else _NEWEST_READ_WINDOW
     if kind:
-        rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
-                                   kind=kind)
+        rows = store.list_memories(project=req.project, limit=read, include_bookkeeping=False, kind=kind)
     else:
-        rows = store.list_memories(project=req.project, limit=PRESENT_LIMIT * 4, include_bookkeeping=False,
+        rows = store.list_memories(project=req.project, limit=read, include_bookkeeping=False,
                                    kinds_excluded=tuple(ASKED_KINDS.values()))
-    rows = [r for r in rows if req.filters.keeps(r)][:min(PRESENT_LIMIT, req.limit)]
+    rows = [r for r in rows if req.filters.keeps(r) and not own_prompt(r["kind"], r["content"], req.query)
+            and (window is None or window[0] <= r["created_at"] < window[1])][:min(PRESENT_LIMIT, req.limit)]
     if rows:
         rows = [r for r in rows if r["created_at"] >= rows[0]["created_at"] - PRESENT_SPAN_S]
     results = [result_item(r, 1.0 / (i + 1), SUPPORTED, now, {}, []) for i, r in enumerate(rows)]

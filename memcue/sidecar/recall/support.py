@@ -15,7 +15,17 @@ Each memory is judged on its own, from its ``Support`` features:
 - session context: the memory sits right next to one of the best matches in the same session (the reply
   to a matched question, say): shown as weak context, never injected;
 - the owner check: a memory attributed to one speaker ("Name: …") does not support a question about another
-  person it does not mention; it is at most weak.
+  person it does not mention; it is at most weak;
+- how far it stands out for this query: its cosine minus the best cosine of any other candidate (positive only
+  for the closest memory). A memory that stands out well above the rest of the store is what the prompt is
+  about, even in other words (a paraphrase), where absolute cosine floors alone call it weak;
+- for a task prompt (an instruction, not a question): whether the memory is of a kind a task can run into
+  (``store.CONSTRAINING_KINDS``: a decision, preference, convention, bug…). "Store the price as a float
+  column" shares few words with "money is integer cents, never floats", yet it is the memory to show;
+- identifiers (``query.identifiers``): when the query names a ticket id, env var, flag, dotted name, path or
+  version that some candidate carries whole, the memories carrying it are support and every other memory is
+  at most weak: ``PAY-21`` is not evidence for ``PAY-219``, nor a note on ``2.4.1`` for ``2.4.0``. When no
+  memory carries it, one carrying a sibling (``query.siblings``: ``PAY-2190``) is at most weak too.
 
 Queries with no question word ("pinned httpx") are held to carrying their words. A memory is
 ``supported``, ``weak`` (shown, labelled) or ``related``. ``judge_all`` is the stage: it judges the
@@ -25,14 +35,17 @@ candidates in rank order into result items.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memcue.sidecar.recall.baseline import DEFAULT_BASELINE
 from memcue.sidecar.recall.channels import SEMANTIC
+from memcue.sidecar.recall.classify import EXACT_TERM
 from memcue.sidecar.recall.contract import result_item
 from memcue.sidecar.recall.floor import COSINE_FLOOR, SUPPORT_COSINE
 from memcue.sidecar.recall.query import cue_terms, key_terms
+from memcue.sidecar.store import CONSTRAINING_KINDS
 
 if TYPE_CHECKING:
     from memcue.sidecar.recall.boosts import Boosted
@@ -62,6 +75,12 @@ UNKNOWN_NAME_COSINE = 0.50
 #: one or two, carrying them all is too easy.
 ALL_KEYS_COVERAGE = 0.75
 ALL_KEYS_MIN = 3
+#: How far (cosine) the closest memory must stand out above the next one to be support by standing out.
+STANDOUT_GAP = 0.10
+#: Cosine a task's constraining memory needs when it stands out and shares a word with the prompt (BM25 found
+#: it). A question's closest memory that stands out needs the closeness of support (``SUPPORT_COSINE``) without
+#: carrying the question's words: a paraphrase.
+TASK_COSINE = 0.30
 #: Cross-encoder score (logit) above which the reranker alone supports a memory (ms-marco models: > 0
 #: means more likely relevant than not).
 RERANK_SUPPORT = 0.0
@@ -90,7 +109,13 @@ def owner_of(content: str, metadata: dict | None = None) -> str:
 @dataclass
 class Support:
     """Features of one memory for one query (see module docstring). ``query_people``: person names the query
-    asks about that are known in scope (lowercase); ``content``: the memory text (for the owner check)."""
+    asks about that are known in scope (lowercase); ``content``: the memory text (for the owner check);
+    ``identifier_query``: some candidate carries one of the query's identifiers whole; ``identified``: this
+    memory does; ``sibling``: it carries an identifier of the same family instead (``query.siblings``);
+    ``asked_kind``: it is of the captured kind the question asks for (a prompt for "what did I ask…");
+    ``exact_term``: the query is a short one naming an identifier ("TRL-421 — remind me what broke");
+    ``standout``: its cosine minus the best other candidate's (None without a cosine); ``constraining``: its
+    kind is one a task can run into (``store.CONSTRAINING_KINDS``); ``worded_match``: BM25 found it."""
 
     cosine: float | None
     baseline: float | None = None
@@ -107,6 +132,14 @@ class Support:
     session_context: bool = False
     in_window: bool | None = None
     temporal: bool = False
+    identifier_query: bool = False
+    identified: bool = False
+    sibling: bool = False
+    asked_kind: bool = False
+    exact_term: bool = False
+    standout: float | None = None
+    constraining: bool = False
+    worded_match: bool = False
 
     @property
     def key_coverage(self) -> float:
@@ -137,26 +170,41 @@ class Support:
 
 def judge(s: Support) -> tuple[str, str]:
     """``(label, reason)`` for one memory: label ``supported``, ``weak`` or ``related``; reason says what
-    carried a supported/weak label: "close" (meaning), "words" (it carries the query's rare words), "time"
-    (in the question's time window, on topic), "reranker", "context" (session neighbour), "owner" (someone
-    else's words), or "" for related."""
-    if s.unknown_names and (s.cosine is None or s.cosine < UNKNOWN_NAME_COSINE):
-        return RELATED, ""
-    if s.temporal:  # written in the question's time window and on its topic (or the question asks only "when")
-        return SUPPORTED, "time"
-    if s.gibberish:
-        return RELATED, ""
-    if s.rerank is not None:
-        return (SUPPORTED, "reranker") if s.rerank > RERANK_SUPPORT else (RELATED, "")
+    carried a supported/weak label: "identifier" (it carries the query's identifier whole), "close" (meaning),
+    "words" (it carries the query's rare words), "time" (in the question's time window, on topic), "reranker",
+    "context" (session neighbour), "owner" (someone else's words), or "" for related."""
+    if s.identified and (s.question or s.exact_term) and s.in_window is not False:
+        return SUPPORTED, "identifier"
+    label, reason = _judge_meaning(s)
+    if (s.identifier_query and (s.question or s.exact_term) or s.sibling) and label == SUPPORTED:
+        return WEAK, reason  # another memory carries the identifier asked about, or this one names its sibling
+    return label, reason
+
+
+def _judge_meaning(s: Support) -> tuple[str, str]:
+    """``judge`` by closeness, words, time, owner and session context (identifiers aside)."""
+    if s.unknown_names and s.question and (s.cosine is None or s.cosine < UNKNOWN_NAME_COSINE):
+        return RELATED, ""  # a question about something no memory names (a task may well name a new thing)
     margin = s.margin
     above_baseline = margin is not None and margin >= SUPPORT_MARGIN
     close = s.cosine is not None and s.cosine >= SUPPORT_COSINE and above_baseline
     strong = close and s.cosine is not None and s.cosine >= STRONG_COSINE
     worded = s.key_coverage >= MIN_KEY_COVERAGE
     near = s.cosine is None or s.cosine >= COSINE_FLOOR - WORDED_COSINE_SLACK
-    if not s.question:  # a bare statement or keyword query: hold it to carrying its words
+    if s.temporal and s.question and (worded or close or not s.key_terms):
+        return SUPPORTED, "time"  # written in the question's time window, on its topic (or it asks only "when")
+    if s.gibberish:
+        return RELATED, ""
+    if s.rerank is not None:
+        return (SUPPORTED, "reranker") if s.rerank > RERANK_SUPPORT else (RELATED, "")
+    stands_out = s.standout is not None and s.standout >= STANDOUT_GAP
+    if not s.question:  # a task or a bare statement: its words, or a constraining memory it touches
         if worded and near:
             return SUPPORTED, "words"
+        touches = close or (s.worded_match and s.cosine is not None and s.cosine >= TASK_COSINE
+                            and (stands_out or s.identified))
+        if s.constraining and touches:
+            return SUPPORTED, "task"
         return (WEAK, "close") if close else (RELATED, "")
     if s.in_window is False:  # the question names a time and this memory is from another: context at most
         return (WEAK, "close") if close or worded else (RELATED, "")
@@ -164,6 +212,10 @@ def judge(s: Support) -> tuple[str, str]:
         return (WEAK, "owner") if close or worded or s.shared_entity else (RELATED, "")
     if strong or (close and (worded or s.shared_entity)):
         return SUPPORTED, "close"
+    if s.asked_kind and worded and near:  # "what did I ask about the importer?": a prompt naming the importer
+        return SUPPORTED, "words"
+    if stands_out and close:
+        return SUPPORTED, "standout"
     if near and len(s.key_terms) >= ALL_KEYS_MIN and s.key_coverage >= ALL_KEYS_COVERAGE:
         return SUPPORTED, "words"
     if close:
@@ -187,10 +239,13 @@ class Judged:
 def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Boosted, reranked: Reranked,
               now: float, *, qc: QueryClass, lazy: bool) -> Judged:
     """Judge ``reranked.survivors`` in rank order (``gate`` False labels all supported, reason "gate_off").
+    The words that frame the question type ("ask", "told": ``QueryClass.frame_words``) are not key terms.
     With ``lazy``, stop once ``limit`` answers (supported or weak, of the kinds ``qc`` asks for:
     ``QueryClass.answers_with``) are found: what comes after could not be shown. ``now``: asking
     time (Unix s) for the results' age labels."""
-    keys, gibberish = key_terms(found.doc_freq, found.terms) if reranked.survivors else ([], False)
+    topic = tuple(t for t in found.terms if t not in qc.frame_words)  # "ask", "did", "do" are not the topic
+    standout = _standouts(found)
+    keys, gibberish = key_terms(found.doc_freq, topic) if reranked.survivors else ([], False)
     question = is_question(query)
     answers = 0
     items: list[dict[str, Any]] = []
@@ -204,7 +259,11 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
                           gibberish=gibberish, unknown_names=boosted.unknown, question=question,
                           query_people=boosted.people, content=row["content"], owner=boosted.owners.get(mid, ""),
                           session_context=mid in boosted.session_boost, temporal=ev.temporal,
-                          in_window=boosted.in_window(row["created_at"]))
+                          in_window=boosted.in_window(row["created_at"]), identifier_query=bool(boosted.identified),
+                          identified=mid in boosted.identified, sibling=mid in boosted.siblings,
+                          asked_kind=row["kind"] == qc.asked_kind, exact_term=qc.query_type == EXACT_TERM,
+                          standout=standout(mid, ev.cosine),
+                          constraining=row["kind"] in CONSTRAINING_KINDS, worded_match=ev.bm25 > 0)
         label, reason = judge(support) if gate else (SUPPORTED, "gate_off")
         item = result_item(row, score, label, now, _channel_scores(found, reranked, mid, ev.cosine), cues)
         item["support"] = reason
@@ -216,6 +275,24 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
         if label in (SUPPORTED, WEAK) and qc.answers_with(row["kind"]):
             answers += 1
     return Judged(items, keys)
+
+
+def _standouts(found: Candidates) -> Callable[[int, float | None], float | None]:
+    """``standout(memory_id, cosine)``: the cosine minus the best cosine of any other candidate (None without a
+    cosine). Candidates are the semantic channel's nearest memories and every other one with a cosine."""
+    cosines = dict(found.scores.get(SEMANTIC, {}))
+    for mid, ev in found.evidence.items():
+        if ev.cosine is not None:
+            cosines.setdefault(mid, ev.cosine)
+    top = sorted(cosines.items(), key=lambda item: -item[1])[:2]
+
+    def standout(mid: int, cosine: float | None) -> float | None:
+        if cosine is None:
+            return None
+        others = [c for m, c in top if m != mid]
+        return cosine - others[0] if others else None
+
+    return standout
 
 
 def _channel_scores(found: Candidates, reranked: Reranked, mid: int, cosine: float | None) -> dict[str, float]:

@@ -1,6 +1,8 @@
 """Query text analysis shared by recall's stages, channels and time understanding: words, stop words,
-light stems, the safe FTS5 keyword query, key terms and cue terms. Imports nothing else of recall."""
+light stems, the safe FTS5 keyword query, key terms, cue terms and identifiers matched whole. Imports nothing
+else of recall."""
 
+from memcue.sidecar.recall.query.identifiers import IDENTIFIER_KINDS, carried, family, identifiers, siblings
 from memcue.sidecar.recall.query.terms import (
     KEY_TERMS,
     MAX_TERMS,
@@ -17,6 +19,7 @@ from memcue.sidecar.recall.query.terms import (
 )
 
 __all__ = [
+    "IDENTIFIER_KINDS", "carried", "family", "identifiers", "siblings",
     "KEY_TERMS", "MAX_TERMS", "STOP_WORDS", "TIME_WORDS", "KeywordQuery", "compounds", "content_terms", "cue_terms",
     "key_terms", "keyword_query", "stem", "words",
 ]

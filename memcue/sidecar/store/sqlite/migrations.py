@@ -294,6 +294,20 @@ def m015_candidate_vectors(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m016_memory_tags(conn: apsw.Connection) -> None:
+    # Tags on memories (``store.write.tags``): one row per (memory, tag); memory_tags_tag finds the memories of a
+    # tag for ``list --tag`` without reading every memory's tags.
+    conn.execute(
+        """
+        CREATE TABLE memory_tags (
+            memory_id INTEGER NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (memory_id, tag)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_tags_tag ON memory_tags(tag, memory_id);
+        """
+    )
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

@@ -14,24 +14,31 @@ from memcue.sidecar.store.write.records import (
     CANDIDATE_STATES,
     CANDIDATE_TTL_S,
     CAPTURED_KINDS,
+    CONSTRAINING_KINDS,
     KIND_PATTERN,
     RECORD_KINDS,
+    STANDING_KINDS,
     CandidateAdded,
     ForgetResult,
     MarkResult,
     NewCandidate,
     NewMemory,
     PurgeResult,
+    Restored,
+    RestoredCandidate,
+    RestoredMemory,
     ServedRecall,
     WriteResult,
 )
 from memcue.sidecar.store.write.strip import strip_injected
+from memcue.sidecar.store.write.tags import MAX_TAGS, TAG_PATTERN, normalize_tags
 
 __all__ = [
     "CANDIDATE_STATES", "CANDIDATE_TTL_S", "CandidateAdded", "NewCandidate",
     "CAPTURED_KINDS", "DISTILL_OUTCOMES", "DistillEntry",
     "MAYBE_NAME", "RECORD_KINDS", "ForgetResult", "NewMemory", "PreparedWrite", "Redacted",
     "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
-    "strip_injected",
+    "strip_injected", "CONSTRAINING_KINDS", "STANDING_KINDS",
     "KIND_PATTERN", "MarkResult", "PurgeResult", "ROLE_MARKER", "instruction_like",
+    "MAX_TAGS", "TAG_PATTERN", "normalize_tags", "Restored", "RestoredCandidate", "RestoredMemory",
 ]

@@ -1,0 +1,71 @@
+"""Task prompts and paraphrases (issue 15, failure kinds 1, 2 and 6), on a real SQLite store with the real
+embedding model, in process, through the prompt hook's injection policy.
+
+A task that runs into a standing decision, preference, convention or known bug gets that memory, though it
+shares few words with it; a paraphrase gets the memory that stands out for it; a task that touches nothing the
+team decided, and a task that says "latest", get nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import embed_all
+
+from memcue.sidecar.inject.policy import injectable
+from memcue.sidecar.recall import RecallRequest, recall
+from memcue.sidecar.runtime.embedding import Embedder
+from memcue.sidecar.store import NewMemory, Store
+
+NOW = 1_780_000_000.0
+MEMORIES = [
+    ("Money is stored as integer cents everywhere; never floats or DECIMAL columns for prices", "decision"),
+    ("Secrets live only in the OS keychain (keytar); never in localStorage, cookies or config files", "decision"),
+    ("Session tokens are kept in memory only, so a cold start of the app clears them", "bug"),
+    ("The mobile app reaches the backend only through the GraphQL gateway, never the REST endpoints", "decision"),
+    ("Use pnpm in the web repo, not npm or yarn", "preference"),
+    ("Schema changes go through Alembic migrations; nobody edits the production database by hand", "convention"),
+    ("The nightly export job hangs when S3 returns 503; added a 30 s timeout with backoff", "bug"),
+    ("Staging runs on port 5433 because 5432 is taken by the analytics replica", "note"),
+    ("Feature flags are read from LaunchDarkly at start-up only; a changed flag needs a restart", "decision"),
+    ("All API handlers return errors as RFC 7807 problem+json bodies", "convention"),
+    ("Priya reviews anything touching the invoice PDF templates", "preference"),
+    ("The CSV importer strips a UTF-8 byte order mark before reading the header row", "note"),
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Store:
+    s = Store(tmp_path_factory.mktemp("tasks") / "memcue.db")
+    s.remember_many([NewMemory(content=c, kind=k, project="shop", created_at=NOW - 86400 * (30 - i))
+                     for i, (c, k) in enumerate(MEMORIES)])
+    embed_all(s, embedder)
+    return s
+
+
+def injected(store: Store, embedder: Embedder, prompt: str) -> list[str]:
+    answer = recall(store, embedder, RecallRequest(query=prompt, project="shop", limit=8, now=NOW))
+    return [r["content"] for r in injectable(answer, 8)]
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("store the price as a float column in the products table", 0),
+    ("cache the API key in localStorage so we don't ask every time", 1),
+    ("call the REST endpoint /v1/orders straight from the mobile app", 3),
+    ("install lodash with npm in the web repo", 4),
+])
+def test_a_task_that_runs_into_a_standing_decision_gets_it(store: Store, embedder: Embedder, prompt: str,
+                                                            expected: int) -> None:
+    assert MEMORIES[expected][0] in injected(store, embedder, prompt)
+
+
+def test_a_paraphrase_gets_the_memory_that_stands_out(store: Store, embedder: Embedder) -> None:
+    assert injected(store, embedder, "why does the app log people out after a phone reboot?") == [MEMORIES[2][0]]
+
+
+@pytest.mark.parametrize("prompt", [
+    "add a docstring to the order model explaining its fields",
+    "rename the HikeCard component to TrailCard everywhere",
+    "bump the black formatter to the latest version in pre-commit",
+])
+def test_a_task_that_touches_no_decision_gets_nothing(store: Store, embedder: Embedder, prompt: str) -> None:
+    assert injected(store, embedder, prompt) == []
