@@ -292,6 +292,13 @@ class Client:
         last ``days`` days, newest first; ``memcue.sidecar.api_models.LedgerOut``)."""
         return self._call("POST", "/ledger", json={"days": days})
 
+    def sources(self, name: str | None = None, enabled: bool | None = None) -> dict[str, Any]:
+        """``POST /sources``: the native memory sources, ``{"sources": [{"name", "harness", "enabled", "files":
+        [{"path", "project", "loaded_by", "memories", "synced_at", "error"}], "memories", "last_sync"}], "watch"}``;
+        with ``name`` and ``enabled``, that source is turned on or off first (kept in ``config.toml``)."""
+        body: dict[str, Any] = {} if name is None else {"name": name, "enabled": bool(enabled)}
+        return self._call("POST", "/sources", json=body)
+
     def last_captures(self, sources: list[str]) -> dict[str, Any]:
         """``POST /receipt/last_captures``: ``{"sources": {source: newest row's Unix s, or None}}``."""
         return self._call("POST", "/receipt/last_captures", json={"sources": sources})

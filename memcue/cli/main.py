@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from memcue.cli import demo, export, install, ledger, memory, receipt, remember, review, sidecar, stats
+from memcue.cli import demo, export, install, ledger, memory, receipt, remember, review, sidecar, sources, stats
 from memcue.cli.arguments import AddCommand
 from memcue.cli.output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, ReaderGone, fail, flush_stdout
 
 #: The command groups, in the order ``memcue --help`` lists their commands.
-GROUPS = (remember, sidecar, memory, review, receipt, ledger, stats, export, install, demo)
+GROUPS = (remember, sidecar, memory, review, receipt, ledger, stats, export, sources, install, demo)
 
 EPILOG = """examples:
   memcue remember "We pin httpx to 0.28 because 0.29 broke unix sockets" --kind decision
@@ -29,6 +29,7 @@ EPILOG = """examples:
   memcue install all                 wire memcue into Claude Code, Codex and Hermes (those found); --dry-run first
   memcue install codex --trust       Codex runs only trusted hooks: have Codex trust memcue's hooks
   memcue doctor                      is everything wired, trusted and answering?
+  memcue sources                     the CLAUDE.md / AGENTS.md / auto-memory files memcue reads; --off NAME
   memcue demo                        seed a demo store and run real Claude Code payloads through the hook
 
 Data lives in $MEMCUE_HOME (default ~/.local/share/memcue)."""

@@ -629,3 +629,11 @@ class RestoreOut(BaseModel):
     candidates: list[RestoredOut]
     deliveries: list[RestoredOut]
     ids: dict[int, int]
+
+
+class SourcesIn(BaseModel):
+    """``POST /sources``: list the native memory sources; with ``name`` and ``enabled``, turn that one on or off
+    first (kept in ``config.toml``)."""
+
+    name: str | None = Field(default=None, max_length=64)
+    enabled: bool = True

@@ -52,6 +52,7 @@ from memcue.sidecar.api_models import (
     SessionContextIn,
     SessionContextOut,
     SessionsIn,
+    SourcesIn,
     StatsIn,
     UnforgetIn,
     UpdateIn,
@@ -78,7 +79,24 @@ def create_app(service: MemoryService) -> FastAPI:
     _receipts(app, service)
     _ledger(app, service)
     _transfer(app, service)
+    _sources(app, service)
     return app
+
+
+def _sources(app: FastAPI, service: MemoryService) -> None:
+    """``/sources``: the native memory sources (what is read, from where, how many memories, last sync), and
+    turning one on or off (404 for an unknown name, 409 when the config file cannot be changed)."""
+
+    @app.post("/sources")
+    async def sources(body: SourcesIn) -> dict:
+        if body.name is None:
+            return await service.sources()
+        try:
+            return await service.set_source(body.name, body.enabled)
+        except KeyError:
+            raise HTTPException(404, f"no native source named {body.name!r}") from None
+        except (ValueError, OSError) as exc:
+            raise HTTPException(409, f"cannot change config.toml: {exc}") from None
 
 
 log = logging.getLogger("memcue.sidecar.api")

@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -30,6 +31,8 @@ from memcue.sidecar.agent_writes import Held, held_reason, hold, is_agent
 from memcue.sidecar.answer_check import AnswerChecker
 from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, Recurrence, SpoolReader, TestRuns
 from memcue.sidecar.capture.distiller import Distiller
+from memcue.sidecar.capture.native import SOURCES, NativeSync
+from memcue.sidecar.capture.native.sync import START_PROJECTS
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate, near_duplicates
 from memcue.sidecar.imports import ImportResult, import_memories
 from memcue.sidecar.inject import HookResult, HookService
@@ -50,7 +53,7 @@ from memcue.sidecar.receipt import build_receipt, latest_session
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
-from memcue.sidecar.settings import Settings
+from memcue.sidecar.settings import Settings, write_sources_off
 from memcue.sidecar.store import (
     ForgetResult,
     MarkResult,
@@ -72,6 +75,8 @@ log = logging.getLogger("memcue.service")
 WORKER_THREADS = 4
 #: Seconds the answer check gets on a question asked without a budget.
 CHECK_WITHOUT_BUDGET_S = 60.0
+#: Longest a session start waits for its project's native memory files to be read (s).
+NATIVE_SYNC_S = 1.0
 #: How long (s) ``stop`` waits for the dateparser warm-up still importing (about a second on this machine).
 WARM_JOIN_S = 5.0
 
@@ -135,7 +140,12 @@ class MemoryService:
                                    self._limiter, self._gate.running, slots=settings.recall_slots,
                                    wait_s=settings.recall_wait_s, ttl_s=settings.answer_cache_ttl_s,
                                    delay_s=settings.recall_delay_s)
-        self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit)
+        #: The harnesses' own memory files, kept in step with the store (``capture.native``).
+        self._native = NativeSync(self._store, list(SOURCES.values()), env=os.environ,
+                                  home=Path(settings.native_home or Path.home()), off=settings.sources_off,
+                                  after_write=self._native_changed)
+        self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit,
+                                  native_filter=self._native.not_loaded_by)
         self._warm: threading.Thread | None = None
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
@@ -150,6 +160,7 @@ class MemoryService:
             self._recall_services.reranker.start()
         self._worker.start()
         self._distiller.start()
+        self._native.start(lambda: [s["project"] for s in self._store.sessions(None, START_PROJECTS)])
         self._warm = threading.Thread(target=warm_up, name="memcue-dateparser-warm", daemon=True)
         self._warm.start()
 
@@ -158,6 +169,7 @@ class MemoryService:
         any point after construction (also when ``start`` was never called): start-up threads still inside
         native code (onnxruntime, dateparser's imports) are waited for, bounded, so the process never exits
         under them."""
+        self._native.stop()
         self._worker.stop()
         self._distiller.stop()
         if self._embedder is not None:
@@ -560,7 +572,14 @@ class MemoryService:
     # -- hooks ---------------------------------------------------------------------------------
     async def hook(self, harness: str, event: str, payload: dict[str, Any], *, budget_s: float, max_tokens: int,
                    max_chars: int) -> HookResult:
-        """Serve one hook call (``HookService.handle``)."""
+        """Serve one hook call (``HookService.handle``); a session start first reads its project's native memory
+        files (``NativeSync.sync``, within ``NATIVE_SYNC_S`` of the budget)."""
+        if event == "session-start" and payload.get("project"):
+            started = time.perf_counter()
+            with anyio.move_on_after(min(NATIVE_SYNC_S, budget_s / 2)):
+                await anyio.to_thread.run_sync(self._native.sync, str(payload["project"]), abandon_on_cancel=True,
+                                               limiter=self._limiter)
+            budget_s -= time.perf_counter() - started
         return await self._hooks.handle(harness, event, payload, budget_s=budget_s, max_tokens=max_tokens,
                                        max_chars=max_chars)
 
@@ -569,6 +588,32 @@ class MemoryService:
         """The session-start block for ``session_id`` (``HookService.session_block``)."""
         return await self._hooks.session_block(harness, session_id, project, budget_s=budget_s,
                                               max_tokens=max_tokens, max_chars=max_chars)
+
+    # -- native memory sources ---------------------------------------------------------------------
+    async def sources(self) -> dict[str, Any]:
+        """The native memory sources (``NativeSync.listing``): ``{"sources": [...], "watch": status}``."""
+        listing = await anyio.to_thread.run_sync(self._native.listing, limiter=self._limiter)
+        return {"sources": listing, "watch": self._native.watch_status}
+
+    async def set_source(self, name: str, enabled: bool) -> dict[str, Any]:
+        """Turn native source ``name`` on or off, kept in ``config.toml`` (``[sources] off``), and return the
+        listing. Raises ``KeyError`` for an unknown name, ``ValueError``/``OSError`` when the config file cannot
+        be changed (nothing changed then)."""
+        def run() -> None:
+            off = set(self._native.off) | {name} if not enabled else set(self._native.off) - {name}
+            if name not in SOURCES:
+                raise KeyError(name)
+            write_sources_off(self._locations.config_file, sorted(off))
+            self._native.set_enabled(name, enabled)
+
+        await anyio.to_thread.run_sync(run, limiter=self._limiter)
+        return await self.sources()
+
+    def _native_changed(self, ids: list[int]) -> None:
+        """A native sync superseded or forgot ``ids``: they leave every working set; new rows get vectors."""
+        for memory_id in ids:
+            self._recall_services.working_sets.forget(memory_id)
+        self._worker.wake()
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` (``TokenCounter``)."""
