@@ -129,16 +129,14 @@ class Client:
             return False
 
     def ensure_running(self, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
-        """Start the sidecar detached if it is not answering; return its health. A sidecar that is up but slow
-        to answer ``/health`` (starting on a loaded machine) is waited for, not started twice. Waits at most
-        ``timeout_s`` (s) in all; raises ``SidecarDown`` (could not start) or ``SidecarStuck`` (never answered)."""
-        pid = None
+        """Start the sidecar detached if it is not running; return its health. One that was running and does
+        not answer ``/health`` is stuck: ``SidecarStuck`` at once. One this call started may be slow to answer
+        while it starts on a loaded machine: it is waited for, at most ``timeout_s`` (s) in all. Raises
+        ``SidecarDown`` (it could not start) or ``SidecarStuck`` (the one started never answered)."""
         try:
             return self.health()
         except SidecarDown:
             pid = spawn_sidecar()
-        except SidecarStuck:
-            pass
         deadline = time.monotonic() + timeout_s
         last: ClientError | None = None
         while time.monotonic() < deadline:
@@ -148,7 +146,7 @@ class Client:
                 last = exc
             except SidecarDown as exc:
                 last = exc
-                code = None if pid is None else _exit_code(pid)
+                code = _exit_code(pid)
                 if code not in (None, 0):  # 0: another instance holds the lock and is starting
                     raise SidecarDown(f"the memcue sidecar could not start (exit {code}):\n"
                                       f"{_log_tail(self.loc)}\nfull log: {self.loc.sidecar_log}") from None
