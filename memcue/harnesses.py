@@ -67,11 +67,12 @@ _CLAUDE_TOOL_EVENTS = {
 _CODEX_TOOL_EVENTS = {POST_TOOL_USE: Event("PostToolUse", 5), PRE_COMPACT: Event("PreCompact", 5)}
 #: Recall at the point of action: PreToolUse, in the foreground (the tool waits for it), 2 s timeout over the
 #: hook's own 1 s deadline (``hooks/run.py``). Claude Code 2.1.x matches ``matcher`` (a regular expression) against
-#: the tool name, so its Read, Grep and other tools never start the hook; Codex 0.171 names its shell tool
-#: ``Bash`` and its edit tool ``apply_patch`` in PreToolUse payloads (``pre-tool-use.command.input``: ``tool_name``,
-#: ``tool_input``, ``tool_use_id``, ``turn_id``) and matches the same way.
+#: the tool name, so its Read, Grep and other tools never start the hook. Codex 0.171 (``pre-tool-use.command.input``:
+#: ``tool_name``, ``tool_input``, ``tool_use_id``, ``turn_id``) names its shell tool ``Bash``; what it names its patch
+#: tool in hooks could not be observed (the loopback model is never offered ``apply_patch``), so Codex gets no
+#: matcher: the hook runs for every tool there and looks up only shell commands and edits (``adapters/tool_query``).
 _CLAUDE_PRE_TOOL = {PRE_TOOL_USE: Event("PreToolUse", 2, False, "Edit|Write|MultiEdit|NotebookEdit|Bash")}
-_CODEX_PRE_TOOL = {PRE_TOOL_USE: Event("PreToolUse", 2, False, "Bash|apply_patch")}
+_CODEX_PRE_TOOL = {PRE_TOOL_USE: Event("PreToolUse", 2)}
 
 #: memcue harness name -> its row.
 HARNESSES: dict[str, Harness] = {

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 
 from memcue.adapters.tools import EDIT_TOOLS, PATCH_TOOLS, SHELL_TOOLS, edit_record
 
@@ -65,6 +64,8 @@ def _relative(path: str, cwd: str, project: str) -> str:
 
 def _words(command: str) -> list[str]:
     """The command's words and separators (``&&``, ``;``, ``|``); plain whitespace words when it does not parse."""
+    import shlex  # only for shell commands
+
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
