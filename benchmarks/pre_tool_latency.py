@@ -8,7 +8,8 @@ pre-tool-use``) runs as a subprocess ``--runs`` times per row with the payload t
 before the process starts until its output is complete. Each run is a new session, so a memory that names the call
 is injected every time (the costlier case; within one session it is given once). Rows: edits of files many memories
 name, of a file none names, shell commands, a Read (the hook answers it without asking the sidecar), a Codex shell
-command, and for reference the bare interpreter and the PostToolUse capture hook, all run round-robin. Writes ``benchmarks/results/pre_tool_latency.{json,md}``.
+command, and for reference the bare interpreter and the PostToolUse capture hook, all run round-robin. Writes
+``benchmarks/results/pre_tool_latency.{json,md}``.
 """
 
 from __future__ import annotations
