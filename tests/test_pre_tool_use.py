@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Sidecar
+from conftest import Sidecar, wait_until
 from hookutil import run_hook
 
 from memcue.core.blocks import BLOCK_CLOSE, BLOCK_OPEN, TOOL_HEADER
@@ -96,6 +96,9 @@ def test_an_edit_gets_the_memories_naming_its_file_once_per_session(home: Path, 
     # Another session gets them again.
     again = _context(home, claude_payload(project, "MultiEdit", _edit(project, "src/billing/tax.py"), "other"))
     assert DECISION in again and BUG in again
+    # The session's receipt counts the block: two memories, its tokens, served by the tool hook.
+    injected = wait_until(lambda: keyword_sidecar.client.receipt(session_id=SESSION)["injected"]["tokens_by_block"])
+    assert list(injected) == ["tool/full"] and 0 < injected["tool/full"] <= 300
 
 
 def test_a_shell_command_gets_memories_naming_its_command(home: Path, keyword_sidecar: Sidecar,
