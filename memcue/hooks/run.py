@@ -5,8 +5,9 @@ exit status 0 whatever happens, stdout either empty or the adapter's one JSON ob
 diagnostics go to ``locations().hook_log``. Environment:
 
 - ``MEMCUE_HOOK_DEADLINE_S``: the whole run's deadline in seconds from process start (default 2.5 for
-  prompt hooks, 4.5 at session start). On Linux the start is the kernel's (``process_started``), so time
-  spent starting the interpreter under CPU contention counts, as it does for the harness's timeout.
+  prompt hooks, 4.5 at session start, 1.0 before a tool call). On Linux the start is the kernel's
+  (``process_started``), so time spent starting the interpreter under CPU contention counts, as it does for
+  the harness's timeout.
 - ``MEMCUE_HOOK_SPAWN``: ``0``/``false``/``no``/``off`` stops the hook from starting the sidecar when
   nothing listens on the socket (for setups that manage the sidecar themselves).
 - ``MEMCUE_HOOK_DEBUG``: when set, every run logs one summary line with its timings (ms).
