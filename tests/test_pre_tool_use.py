@@ -7,12 +7,13 @@ nothing (exit 0, empty stdout)."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 
 import pytest
 from conftest import Sidecar, wait_until
-from hookutil import run_hook
+from hookutil import run_hook, socket_path
 
 from memcue.core.blocks import BLOCK_CLOSE, BLOCK_OPEN, TOOL_HEADER
 from memcue.core.project import resolve_project
@@ -167,3 +168,21 @@ def test_nothing_when_the_sidecar_is_down_or_the_payload_is_broken(home: Path, p
         assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
         run = run_hook(raw, home, event="pre-tool-use", harness="codex", MEMCUE_HOOK_SPAWN="0")
         assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+
+
+def test_a_sidecar_that_never_answers_costs_the_tool_call_at_most_its_deadline(home: Path, project: Path) -> None:
+    """The default 1 s deadline (no override): the hook gives up, prints nothing and exits 0 inside the 2 s
+    timeout memcue installs for PreToolUse, so the harness never kills it and the tool call goes ahead."""
+    path = socket_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(8)  # never accept(): the request sits in the backlog, nothing answers
+    try:
+        run = run_hook(claude_payload(project, "Edit", _edit(project, "src/billing/tax.py")), home,
+                       event="pre-tool-use", MEMCUE_HOOK_SPAWN="0")
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
+    assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
+    assert 0.5 <= run.elapsed_s < 2.0, run.elapsed_s
