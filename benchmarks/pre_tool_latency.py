@@ -9,7 +9,7 @@ before the process starts until its output is complete. Each run is a new sessio
 is injected every time (the costlier case; within one session it is given once). Rows: edits of files many memories
 name, of a file none names, shell commands, a Read (the hook answers it without asking the sidecar), a Codex shell
 command, and for reference the bare interpreter and the PostToolUse capture hook, all run round-robin. Writes
-``benchmarks/results/pre_tool_latency.{json,md}``.
+``benchmarks/results/pre_tool_latency.{json,md}`` (``pre_tool_latency_<n>`` for ``--memories n`` other than 1,000).
 """
 
 from __future__ import annotations
@@ -232,7 +232,8 @@ def main() -> None:
               "target_p50_ms": TARGET_P50_MS, "worst_p50_ms": worst, "sidecar_retrieval_ms": in_sidecar,
               "load_average": os.getloadavg(),
               "verdict": "met" if worst <= TARGET_P50_MS else "NOT met", "rows": rows}
-    write_results(RESULTS_DIR, "pre_tool_latency", report, markdown(report))
+    name = "pre_tool_latency" if args.memories == SEED_TOTAL else f"pre_tool_latency_{args.memories}"
+    write_results(RESULTS_DIR, name, report, markdown(report))
 
 
 if __name__ == "__main__":
