@@ -22,13 +22,14 @@ def _shell(command: str) -> dict | None:
     ("python -m alembic upgrade head", ["alembic upgrade", "alembic"], []),
     ("sudo -E terraform apply -auto-approve", ["terraform apply", "terraform"], []),
     ("cat /p/src/x.py | grep foo", [], ["src/x.py"]),
+    ("./scripts/deploy.sh --env staging", ["--env"], ["scripts/deploy.sh"]),
 ])
 def test_shell_commands(command: str, terms: list[str], paths: list[str]) -> None:
     query = _shell(command)
     assert query is not None and (query["terms"], query["paths"]) == (terms, paths)
 
 
-@pytest.mark.parametrize("command", ["ls -la", "echo 'unclosed", "", "cd .."])
+@pytest.mark.parametrize("command", ["ls -la", "echo 'unclosed", "", "cd ..", "python - <<EOF\nimport json\nEOF"])
 def test_commands_naming_nothing_are_not_looked_up(command: str) -> None:
     assert _shell(command) is None
 

@@ -114,7 +114,7 @@ def _segment_terms(seg: list[str]) -> tuple[list[str], list[str]]:
         terms.append(" ".join(words))
     if program not in _EVERYDAY and len(program) >= 3 and _SUBCOMMAND.fullmatch(program):
         terms.append(program)
-    files = []
+    files = [rest[0]] if "/" in rest[0] and _FILE_LIKE.match(rest[0]) else []  # ./scripts/deploy.sh
     for arg in args:
         flag = _LONG_FLAG.match(arg)
         if flag:
