@@ -134,6 +134,12 @@ def test_a_memory_the_prompt_hook_gave_is_not_repeated_at_the_tool_call(home: Pa
     assert BUG in block and DECISION not in block
     got = _context(home, claude_payload(project, "Edit", _edit(project, "src/billing/tax.py")))
     assert DECISION in got and BUG not in got, "the shared session ledger: the bug is already in the conversation"
+    # And the other way: what a tool call was given, the next prompt's block does not repeat.
+    assert BUG in _context(home, claude_payload(project, "Edit", _edit(project, "src/billing/tax.py"), "rev"))
+    later = run_hook({**prompt, "session_id": "rev"}, home).output()
+    assert later is None or BUG not in later["hookSpecificOutput"]["additionalContext"]
+    fresh = run_hook({**prompt, "session_id": "fresh"}, home).output()
+    assert BUG in fresh["hookSpecificOutput"]["additionalContext"], "the same prompt in a new session gets it"
 
 
 def test_reads_and_searches_ask_nothing(home: Path, keyword_sidecar: Sidecar, project: Path) -> None:
