@@ -623,6 +623,14 @@ class MemoryService:
         """Memories the session-start pointer counts for ``project`` (``Store.doc_count``; blocking)."""
         return self._store.doc_count(project)
 
+    def keyword_rows(self, match: str, *, project: str, limit: int, exclude_kinds: Sequence[str] = ()
+                     ) -> list[dict[str, Any]]:
+        """Rows of the keyword index's best ``limit`` matches of ``match`` (``Store.bm25`` then ``Store.fetch``),
+        best first; blocking."""
+        ranked = self._store.bm25(match, project=project, limit=limit, exclude_kinds=exclude_kinds)
+        rows = self._store.fetch(i for i, _ in ranked)
+        return [rows[i] for i, _ in ranked if i in rows]
+
     def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
         """Store rows newest first (``Store.list_memories``; blocking)."""
         return self._store.list_memories(**filters)

@@ -35,6 +35,7 @@ from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
 from memcue.sidecar.inject.timings import HookTimings
+from memcue.sidecar.inject.tool_context import tool_context
 from memcue.sidecar.recall import RecallRequest, age_label
 from memcue.sidecar.store import STANDING_KINDS, NewMemory
 
@@ -139,6 +140,8 @@ class HookService:
             out = await self.session_block(harness, str(event.get("session_id") or ""),
                                            str(event.get("project") or ""), session_source(event), budget_s=budget_s,
                                            max_tokens=max_tokens, max_chars=max_chars, started=started)
+        elif event_name == "pre-tool-use":
+            out = await self._tool(harness, event, budget_s, max_tokens, max_chars, started)
         else:
             out = _nothing(started)
         self.timings.record(harness, event_name, out.retrieval_time_ms, out.answered_by, out.included)
@@ -189,6 +192,15 @@ class HookService:
             backend.record_served(answer["query_id"], session_id, "hook", [], self.prompt_block,
                                   skipped=_skip_reason(answer, supported, results))
         return _injected(block, answered_by, answer["tier"], started, answer["query_id"])
+
+    async def _tool(self, harness: str, ev: dict[str, Any], budget_s: float, max_tokens: int, max_chars: int,
+                    started: float) -> HookResult:
+        """The memories that name a tool call's file or command (``tool_context``), each once per session."""
+        answer = await tool_context(self.backend, self.ledger, harness, ev, budget_s=budget_s, max_tokens=max_tokens,
+                                    max_chars=max_chars)
+        if not answer.block.text:
+            return _nothing(started, answer.query_id)
+        return _injected(answer.block, "keyword", "supported", started, answer.query_id)
 
     async def session_block(self, harness: str, session_id: str, project: str, source: str = "startup", *,
                             budget_s: float, max_tokens: int, max_chars: int,
