@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -128,16 +129,14 @@ class Client:
             return False
 
     def ensure_running(self, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
-        """Start the sidecar detached if it is not answering; return its health. A sidecar that is up but slow
-        to answer ``/health`` (starting on a loaded machine) is waited for, not started twice. Waits at most
-        ``timeout_s`` (s) in all; raises ``SidecarDown`` (could not start) or ``SidecarStuck`` (never answered)."""
-        pid = None
+        """Start the sidecar detached if it is not running; return its health. One that was running and does
+        not answer ``/health`` is stuck: ``SidecarStuck`` at once. One this call started may be slow to answer
+        while it starts on a loaded machine: it is waited for, at most ``timeout_s`` (s) in all. Raises
+        ``SidecarDown`` (it could not start) or ``SidecarStuck`` (the one started never answered)."""
         try:
             return self.health()
         except SidecarDown:
             pid = spawn_sidecar()
-        except SidecarStuck:
-            pass
         deadline = time.monotonic() + timeout_s
         last: ClientError | None = None
         while time.monotonic() < deadline:
@@ -147,7 +146,7 @@ class Client:
                 last = exc
             except SidecarDown as exc:
                 last = exc
-                code = None if pid is None else _exit_code(pid)
+                code = _exit_code(pid)
                 if code not in (None, 0):  # 0: another instance holds the lock and is starting
                     raise SidecarDown(f"the memcue sidecar could not start (exit {code}):\n"
                                       f"{_log_tail(self.loc)}\nfull log: {self.loc.sidecar_log}") from None
@@ -165,6 +164,29 @@ class Client:
     def import_batch(self, memories: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``POST /import``: one outcome per memory (``status`` stored, updated, unchanged or bad)."""
         return self._call("POST", "/import", json={"memories": memories})
+
+    def export_chunks(self, **fields: Any) -> Iterator[bytes]:
+        """``POST /export`` (``project``, ``all_projects``): the export's JSON Lines as the sidecar streams them,
+        in chunks of bytes. Raises ``SidecarDown``, ``ClientError``."""
+        if not self.loc.socket_trusted():
+            self._call("GET", "/health")  # raises the untrusted-socket error
+        try:
+            with self._http.stream("POST", "/export", json=fields) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise ClientError(f"POST /export: HTTP {response.status_code}: {response.text[:500]}")
+                yield from response.iter_bytes()
+        except httpx.TimeoutException:
+            raise ClientError("the memcue sidecar stopped sending the export (timed out)") from None
+        except httpx.RemoteProtocolError:
+            raise ClientError(f"the memcue sidecar broke off the export partway; see {self.loc.sidecar_log}") from None
+        except (httpx.TransportError, FileNotFoundError) as exc:
+            raise SidecarDown(f"the memcue sidecar is not running ({self.loc.socket}): {exc}") from None
+
+    def restore(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /restore``: part of an export written back (``RestoreIn``); ``ClientError`` with the sidecar's
+        message when a plain restore meets a store that is not empty (409)."""
+        return self._call("POST", "/restore", json=body)
 
     def update(self, body: dict[str, Any]) -> dict[str, Any]:
         """``POST /update``: a new version of ``body["memory_id"]``. Raises ``SidecarError`` on 404/422."""
@@ -273,6 +295,13 @@ class Client:
         model; ``{"state", "store_model", "store_dim", "model", "dim", "done", "total", "embedded_here",
         "finished", "note"}`` (``memcue.sidecar.reindex.Reindexer.status``)."""
         return self._call("POST", "/reindex", json={"action": action})
+
+    def sources(self, name: str | None = None, enabled: bool | None = None) -> dict[str, Any]:
+        """``POST /sources``: the native memory sources, ``{"sources": [{"name", "harness", "enabled", "files":
+        [{"path", "project", "loaded_by", "memories", "synced_at", "error"}], "memories", "last_sync"}], "watch"}``;
+        with ``name`` and ``enabled``, that source is turned on or off first (kept in ``config.toml``)."""
+        body: dict[str, Any] = {} if name is None else {"name": name, "enabled": bool(enabled)}
+        return self._call("POST", "/sources", json=body)
 
     def last_captures(self, sources: list[str]) -> dict[str, Any]:
         """``POST /receipt/last_captures``: ``{"sources": {source: newest row's Unix s, or None}}``."""

@@ -18,6 +18,9 @@ USER_PROMPT_SUBMIT = "user-prompt-submit"
 SESSION_START = "session-start"
 STOP = "stop"
 SESSION_END = "session-end"
+#: A tool call is about to run: memories that name its file or command are injected beside it (file edits and
+#: shell commands only; ``sidecar/inject/tool_context.py``).
+PRE_TOOL_USE = "pre-tool-use"
 #: A tool call finished (capture only: shell commands and file edits, ``sidecar/capture/test_runs.py``).
 POST_TOOL_USE = "post-tool-use"
 #: A tool call failed (Claude Code sends a failing Bash command here, not to PostToolUse).
@@ -26,13 +29,15 @@ POST_TOOL_USE_FAILURE = "post-tool-use-failure"
 #: session at, before the harness summarises it away).
 PRE_COMPACT = "pre-compact"
 #: Every memcue event, in the order a session meets them.
-EVENTS = (USER_PROMPT_SUBMIT, SESSION_START, POST_TOOL_USE, POST_TOOL_USE_FAILURE, STOP, PRE_COMPACT, SESSION_END)
+EVENTS = (USER_PROMPT_SUBMIT, SESSION_START, PRE_TOOL_USE, POST_TOOL_USE, POST_TOOL_USE_FAILURE, STOP, PRE_COMPACT,
+          SESSION_END)
 
-Event = namedtuple("Event", ["name", "timeout_s", "background"], defaults=(False,))
+Event = namedtuple("Event", ["name", "timeout_s", "background", "matcher"], defaults=(False, None))
 Event.__doc__ = ("One harness event: ``name``, the harness's own (its ``hook_event_name``); ``timeout_s``, the "
                  "hook timeout memcue writes into the harness's config (integer s), None when the harness has no "
                  "such setting; ``background``, True when memcue installs the hook to run without blocking the "
-                 "agent (Claude Code's ``\"async\": true``).")
+                 "agent (Claude Code's ``\"async\": true``); ``matcher``, the tool-name pattern memcue writes into "
+                 "the hook's group (the harness runs the hook only for tools it matches), None for none.")
 
 Harness = namedtuple("Harness", ["name", "adapter", "installer", "program", "events"])
 Harness.__doc__ = ("One registered harness: ``name`` (memcue's, as typed on the command line), ``adapter`` and "
@@ -60,14 +65,23 @@ _CLAUDE_TOOL_EVENTS = {
     PRE_COMPACT: Event("PreCompact", 5, True),
 }
 _CODEX_TOOL_EVENTS = {POST_TOOL_USE: Event("PostToolUse", 5), PRE_COMPACT: Event("PreCompact", 5)}
+#: Recall at the point of action: PreToolUse, in the foreground (the tool waits for it), 2 s timeout over the
+#: hook's own 1 s deadline (``hooks/run.py``). Claude Code 2.1.x matches ``matcher`` (a regular expression) against
+#: the tool name, so its Read, Grep and other tools never start the hook. Codex 0.171 (``pre-tool-use.command.input``:
+#: ``tool_name``, ``tool_input``, ``tool_use_id``, ``turn_id``) names its shell tool ``Bash``; what it names its patch
+#: tool in hooks could not be observed (the loopback model is never offered ``apply_patch``), so Codex gets no
+#: matcher: the hook runs for every tool there and looks up only shell commands and edits (``adapters/tool_query``).
+_CLAUDE_PRE_TOOL = {PRE_TOOL_USE: Event("PreToolUse", 2, False, "Edit|Write|MultiEdit|NotebookEdit|Bash")}
+_CODEX_PRE_TOOL = {PRE_TOOL_USE: Event("PreToolUse", 2)}
 
 #: memcue harness name -> its row.
 HARNESSES: dict[str, Harness] = {
     "claude-code": Harness("claude-code", "memcue.adapters.claude_code", "memcue.install.claude_code", "claude",
-                           {**_COMMAND_HOOK_EVENTS, **_CLAUDE_TOOL_EVENTS}),
+                           {**_COMMAND_HOOK_EVENTS, **_CLAUDE_PRE_TOOL, **_CLAUDE_TOOL_EVENTS}),
     # Codex 0.171 caps SessionEnd hooks at 3 s and warns about more.
     "codex": Harness("codex", "memcue.adapters.codex", "memcue.install.codex", "codex",
-                     {**_COMMAND_HOOK_EVENTS, **_CODEX_TOOL_EVENTS, SESSION_END: Event("SessionEnd", 3)}),
+                     {**_COMMAND_HOOK_EVENTS, **_CODEX_PRE_TOOL, **_CODEX_TOOL_EVENTS,
+                      SESSION_END: Event("SessionEnd", 3)}),
     # Hermes has no command hooks: memcue's provider plugin (install/templates/hermes_plugin.py) sends these
     # names and enforces its own deadlines; PostToolUse for each shell or edit call of a finished turn.
     "hermes": Harness("hermes", "memcue.adapters.hermes", "memcue.install.hermes", "hermes",
@@ -119,3 +133,9 @@ def background_events(harness: str) -> frozenset[str]:
     """``harness``'s own names of the events memcue installs to run in the background (Claude Code's
     ``"async": true``). Raises ``KeyError`` for an unregistered ``harness``."""
     return frozenset(event.name for event in HARNESSES[harness].events.values() if event.background)
+
+
+def hook_matchers(harness: str) -> dict[str, str]:
+    """``harness``'s event name -> the tool-name ``matcher`` memcue writes into that event's hook group, for the
+    events that have one. Raises ``KeyError`` for an unregistered ``harness``."""
+    return {event.name: event.matcher for event in HARNESSES[harness].events.values() if event.matcher}

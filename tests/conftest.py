@@ -102,7 +102,12 @@ class Sidecar:
 
 
 def start_sidecar(root: Path, **extra_env: str) -> Sidecar:
-    env = {**os.environ, "MEMCUE_HOME": str(root), "OPENBLAS_NUM_THREADS": "1", **extra_env}
+    # Native memory sources are looked for under an empty home of the test's, not the user's ~/.claude etc.
+    env = {**os.environ, "MEMCUE_HOME": str(root), "OPENBLAS_NUM_THREADS": "1",
+           "MEMCUE_NATIVE_HOME": str(root / "native-home"), **extra_env}
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "HERMES_HOME"):
+        if name not in extra_env:
+            env.pop(name, None)
     return Sidecar(root, env)
 
 

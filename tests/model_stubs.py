@@ -47,10 +47,11 @@ class ModelStub:
 
     ``url`` is ``http://127.0.0.1:<port>``; ``requests`` lists what arrived, in order; every POST is answered
     with ``reply`` after ``delay_s`` seconds. ``tool_use``: ``{"name", "input"}`` of a tool the model calls
-    instead, in answer to a request that names that tool and whose last message holds no tool result (so the
-    harness runs it once per turn, a resumed session's turn too, and the turn then ends with ``reply``); for
-    ``chat``, while the turn (the messages after the last user message) holds fewer than ``tool_rounds`` tool
-    results. ``usage`` (``chat``): the token counts a completion reports (default 10 prompt, 3 completion).
+    instead, in answer to a request that names that tool and holds no tool result after its last assistant
+    message (so the harness runs it once per turn, a resumed session's turn too, and the turn then ends with
+    ``reply``); for ``chat``, while the turn (the messages after the last user message) holds fewer than
+    ``tool_rounds`` tool results. ``usage`` (``chat``): the token counts a completion reports (default 10
+    prompt, 3 completion).
     """
 
     api: str
@@ -129,7 +130,7 @@ class ModelStub:
             if path.split("?")[0].endswith("/count_tokens"):
                 return "application/json", b'{"input_tokens": 10}'
             if self.tool_use and self.tool_use["name"] in json.dumps(body) and "tool_result" not in json.dumps(
-                    (body.get("messages") or [])[-1:]):
+                    _since_assistant(body.get("messages") or [])):
                 return _anthropic_tool_use(body, self.tool_use)
             return _anthropic(body, self.reply)
         if self.api == "responses":
@@ -141,6 +142,17 @@ class ModelStub:
                 _turn_tool_results(body) < self.tool_rounds:
             return _chat_tool_call(body, self.tool_use)
         return _chat(body, self.reply, self.usage)
+
+
+def _since_assistant(messages: list[Any]) -> list[Any]:
+    """The messages after the last assistant message: the tool results of its calls and whatever the harness put
+    beside them (Claude Code sends a hook's additionalContext as a ``system`` message after the tool result)."""
+    tail: list[Any] = []
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            break
+        tail.append(message)
+    return tail
 
 
 def _sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> tuple[str, bytes]:

@@ -207,7 +207,8 @@ def test_C07_render_cap_singular_and_plain_text() -> None:
         ("USER_PROMPT_SUBMIT", USER_PROMPT_SUBMIT),
         ("session-start", SESSION_START),
         ("SessionStart", SESSION_START),
-        ("PreToolUse", None),
+        ("PreToolUse", "pre-tool-use"),
+        ("PermissionRequest", None),
         ("", None),
     ],
 )

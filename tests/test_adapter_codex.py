@@ -40,7 +40,7 @@ def test_parse_prompt_session_start_and_stop(monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.mark.parametrize("name,ours", [("UserPromptSubmit", USER_PROMPT_SUBMIT), ("SessionStart", SESSION_START),
                                        ("Stop", STOP), ("stop", STOP), ("SessionEnd", SESSION_END),
-                                           ("PreToolUse", None)])
+                                           ("PreToolUse", "pre-tool-use"), ("PermissionRequest", None)])
 def test_event_names(name: str, ours: str | None) -> None:
     assert event_name(codex, name) == ours
 

@@ -121,8 +121,9 @@ def test_real_sidecar_reinforces_near_duplicates(home: Path) -> None:
         first = sc.client.remember("Decided to store vectors in sqlite-vec instead of FAISS.", project="proj")
         assert first["duplicate"] is False
         again = sc.client.remember("We decided to store the vectors in sqlite-vec rather than FAISS.",
-                                   project="proj")
+                                   project="proj", tags=["vectors"])
         assert again == {**first, "duplicate": True}
+        assert sc.client.fetch([first["id"]])["results"][0]["tags"] == ["vectors"], "its tags join the memory's"
         other = sc.client.remember("We decided to store the vectors in sqlite-vec rather than FAISS.",
                                    project="elsewhere")
         assert other["duplicate"] is False and other["id"] != first["id"]

@@ -43,10 +43,12 @@ def home(tmp_path: Path):
     cleanup_home(home)
 
 
-@pytest.mark.parametrize("event", ["user-prompt-submit", "session-start"])
+@pytest.mark.parametrize("event", ["user-prompt-submit", "session-start", "pre-tool-use"])
 def test_hook_imports_stdlib_only(home: Path, tmp_path: Path, event: str) -> None:
     out = tmp_path / "modules.json"
-    payload = {"session_id": "s", "cwd": "/tmp", "prompt": "hello", "source": "startup"}
+    payload = {"session_id": "s", "cwd": "/tmp", "prompt": "hello", "source": "startup", "tool_name": "Bash",
+               "tool_input": {"command": "make check"}}
+    tool_modules = (".tools", ".tool_query") if event == "pre-tool-use" else ()
     proc = subprocess.run(
         [sys.executable, "-c", WRAPPER, str(out), event],
         input=json.dumps(payload).encode(),
@@ -63,8 +65,10 @@ def test_hook_imports_stdlib_only(home: Path, tmp_path: Path, event: str) -> Non
     assert not [
         m
         for m in modules["memcue"]
-        if m.startswith("memcue.adapters.") and "claude" not in m and not m.endswith((".base", ".output"))
-    ], "only the adapter in use is loaded (and the shared base and output modules)"
+        if m.startswith("memcue.adapters.") and "claude" not in m and not m.endswith((".base", ".output",
+                                                                                     *tool_modules))
+    ], "only the adapter in use is loaded (and the shared base and output modules, and the tool lookup)"
+    assert all(f"memcue.adapters{m}" in modules["memcue"] for m in tool_modules), "the lookup really ran"
 
 
 def test_hook_avoids_heavy_stdlib_modules(home: Path, tmp_path: Path) -> None:

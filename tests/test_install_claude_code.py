@@ -59,7 +59,11 @@ def test_C11_merge_install_twice_then_uninstall_byte_identical(tmp_path: Path) -
     # The user's rules kept, in order; memcue's MCP tools (and nothing broader) allowed after them.
     assert after["permissions"] == {"allow": ["Bash(ls:*)", "mcp__memcue__*"], "deny": []}
     assert after["env"] == before["env"]
-    assert after["hooks"]["PreToolUse"] == before["hooks"]["PreToolUse"]
+    assert after["hooks"]["PreToolUse"][:1] == before["hooks"]["PreToolUse"]
+    # Recall at the point of action: its own group after the user's, edit and shell tools only, in the foreground.
+    assert after["hooks"]["PreToolUse"][1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit|Bash"
+    (pre,) = _ours(after, "PreToolUse")
+    assert pre["timeout"] == 2 and "async" not in pre and pre["command"].endswith("claude-code pre-tool-use")
     assert after["hooks"]["SessionStart"][:2] == before["hooks"]["SessionStart"]
     assert after["hooks"]["UserPromptSubmit"][:1] == before["hooks"]["UserPromptSubmit"]
     (prompt,), (start,), (end,) = (_ours(after, e) for e in ("UserPromptSubmit", "SessionStart", "SessionEnd"))
@@ -112,8 +116,9 @@ def test_install_into_no_file_and_uninstall_removes_it(tmp_path: Path) -> None:
     assert _cli(tmp_path, "install", "claude-code").returncode == 0
     path = _settings(tmp_path)
     hooks = json.loads(path.read_text())["hooks"]
-    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "PostToolUse", "PostToolUseFailure", "Stop",
-                          "PreCompact", "SessionEnd"}
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+                          "Stop", "PreCompact", "SessionEnd"}
+    assert [g.get("matcher") for g in hooks["PreToolUse"]] == ["Edit|Write|MultiEdit|NotebookEdit|Bash"]
     # Tool-call and compaction capture run in the background (Claude Code's "async": true); the rest block.
     assert {event for event, groups in hooks.items() if groups[0]["hooks"][0].get("async") is True} == {
         "PostToolUse", "PostToolUseFailure", "PreCompact"}

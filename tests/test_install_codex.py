@@ -40,6 +40,10 @@ def test_install_codex_merges_says_trust_and_uninstalls_byte_identical(tmp_path:
                for h in ours["UserPromptSubmit"])
     assert [h["timeout"] for h in ours["Stop"]] == [5] and len(data["hooks"]["Stop"]) == 2
     assert [h["timeout"] for h in ours["SessionEnd"]] == [3]  # Codex caps SessionEnd hooks at 3 s
+    # Recall at the point of action: every tool (the hook looks up shell commands and edits only).
+    (pre,) = ours["PreToolUse"]
+    assert pre["timeout"] == 2 and pre["command"].endswith("codex pre-tool-use")
+    assert [g.get("matcher") for g in data["hooks"]["PreToolUse"]] == [None]
     before = path.read_bytes()
     assert _cli(tmp_path, "install", "codex").returncode == 0 and path.read_bytes() == before
     doctor = _cli(tmp_path, "doctor", "--json")

@@ -106,9 +106,11 @@ async def _scenario(home: Path, project: Path, key: str, ids: dict[str, int], cl
         weak = await _call(session, "recall", query="which database do we use for billing?", show_weak=True)
         assert [r["tier"] for r in weak["results"]] == ["weak"]
 
-        # tags are accepted and said to be ignored; another project's scope finds nothing of ours.
-        tagged = await _call(session, "recall", query="why is httpx pinned?", tags=["deps"])
-        assert "tags" in tagged["ignored"] and _contents(tagged)[0] == FACTS["httpx"]
+        # a tag filter keeps only memories carrying the tag (the httpx fact has none); another project's scope
+        # finds nothing of ours.
+        tagged = await _call(session, "recall", query="why is httpx pinned?", tags=["deps"], include_related=True,
+                             show_weak=True)
+        assert tagged["success"] and FACTS["httpx"] not in _contents(tagged) and "ignored" not in tagged
         elsewhere = await _call(session, "recall", query="why is httpx pinned?", project="some-other-project")
         assert FACTS["httpx"] not in _contents(elsewhere)
         everywhere = await _call(session, "recall", query="why is httpx pinned?", project="*")
@@ -122,14 +124,20 @@ async def _scenario(home: Path, project: Path, key: str, ids: dict[str, int], cl
 
         # remember, then find it at once by keyword (search) and by recall after the vector is written.
         fact = "The flaky test test_ledger_rollover needs TZ=UTC to pass on CI"
-        stored = await _call(session, "remember", content=fact, kind="bug")
+        stored = await _call(session, "remember", content=fact, kind="bug", tags=["CI", "flaky tests"])
         assert stored["success"] and stored["project"] == key
         new_id = stored["memory_id"]
+        listed = await _call(session, "list_recent", tags=["ci", "flaky-tests"])
+        assert [m["memory_id"] for m in listed["results"]] == [new_id] and listed["results"][0]["tags"] == [
+            "ci", "flaky-tests"]
         found = await _call(session, "search", query="test_ledger_rollover")
         assert found["success"] and found["results"][0]["memory_id"] == new_id
         await anyio.to_thread.run_sync(lambda: client.wait_idle(timeout_s=120))
         answer = await _call(session, "recall", query="what does test_ledger_rollover need to pass?")
         assert _contents(answer)[0] == fact
+        by_tag = await _call(session, "recall", query="what does test_ledger_rollover need to pass?",
+                             tags=["flaky-tests"], kind="bug")
+        assert [r["memory_id"] for r in by_tag["results"]] == [new_id]
 
         # update_memory replaces what recall returns.
         corrected = "The flaky test test_ledger_rollover needs TZ=UTC and LANG=C to pass on CI"

@@ -83,7 +83,7 @@ def test_codex_runs_trusted_hooks_only_and_gets_the_fact_once(home: Path, tmp_pa
             assert FACT not in stub.turns(QUESTION)[-1].text, "Codex skips untrusted hooks"
 
             trusted = memcue_cli("install", "codex", "--trust", env=env)["data"][0]
-            assert len(trusted["trusted"]) == 6 and "trusts memcue's 6 hooks" in trusted["note"]
+            assert len(trusted["trusted"]) == 7 and "trusts memcue's 7 hooks" in trusted["note"]
             doctor = memcue_cli("doctor", env=env)  # exit 0 asserted by memcue_cli
             codex_finding = next(f for f in doctor["data"]["findings"] if f["area"] == "codex")
             assert codex_finding["status"] == "ok" and set(codex_finding["trust"].values()) == {"trusted"}
@@ -121,9 +121,9 @@ def test_C13_codex_config_toml_keeps_comments_through_three_trusted_installs(hom
         text = config.read_text()
         parsed = tomllib.loads(text)  # strict parse after every run
         assert text.startswith(original.decode()), "Codex appends its trust table; the rest stays as it was"
-        assert len(parsed["hooks"]["state"]) == 6, "one trust entry per memcue hook, never duplicated"
+        assert len(parsed["hooks"]["state"]) == 7, "one trust entry per memcue hook, never duplicated"
         hooks = json.loads((config.parent / "hooks.json").read_text())["hooks"]
-        assert sum(hooks_json.is_ours(h) for groups in hooks.values() for g in groups for h in g["hooks"]) == 6
+        assert sum(hooks_json.is_ours(h) for groups in hooks.values() for g in groups for h in g["hooks"]) == 7
     memcue_cli("uninstall", "codex", env=env)
     assert config.read_bytes() == original
     assert config.stat().st_mode & 0o777 == 0o644, "Codex's rewrite made it 0600; the user's mode comes back"

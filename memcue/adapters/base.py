@@ -21,6 +21,7 @@ from memcue.harnesses import (
     POST_TOOL_USE,
     POST_TOOL_USE_FAILURE,
     PRE_COMPACT,
+    PRE_TOOL_USE,
     SESSION_END,
     SESSION_START,
     STOP,
@@ -28,12 +29,12 @@ from memcue.harnesses import (
 )
 
 __all__ = ["COMMAND_HOOK_TOKENS", "EVENTS", "INJECTING", "MAX_CHARS", "POST_TOOL_USE", "POST_TOOL_USE_FAILURE",
-           "PRE_COMPACT", "SESSION_END", "SESSION_START", "STOP",
+           "PRE_COMPACT", "PRE_TOOL_USE", "SESSION_END", "SESSION_START", "STOP",
            "USER_PROMPT_SUBMIT", "Budget", "HookEvent", "budget", "command_event", "command_parse",
            "render_hook_output", "text_field", "token_budget"]
 
 #: Events whose block reaches the model; Stop and SessionEnd only capture (hooks/run.py).
-INJECTING = (USER_PROMPT_SUBMIT, SESSION_START)
+INJECTING = (USER_PROMPT_SUBMIT, SESSION_START, PRE_TOOL_USE)
 #: Characters of one block: Claude Code replaces additionalContext over 10,000 characters with a 2 KB preview
 #: (DESIGN.md section 3); this stays under it with room for the harness's own wrapping, and serves as the
 #: last guard elsewhere (the token budget already keeps a block far shorter).
@@ -84,10 +85,12 @@ class HookEvent:
 
 Budget = namedtuple("Budget", ["max_tokens", "max_chars"])
 #: Token budgets of the command-hook harnesses' blocks (o200k_base tokens) and the environment variables
-#: that override them: 600 per prompt, 1,500 at session start (Codex keeps about 2,500 hook tokens).
+#: that override them: 600 per prompt, 1,500 at session start (Codex keeps about 2,500 hook tokens), 300 beside a
+#: tool call (it lands next to every matched edit or command, so it stays small).
 COMMAND_HOOK_TOKENS: dict[str, tuple[int, str]] = {
     USER_PROMPT_SUBMIT: (600, "MEMCUE_PROMPT_TOKENS"),
     SESSION_START: (1_500, "MEMCUE_SESSION_START_TOKENS"),
+    PRE_TOOL_USE: (300, "MEMCUE_TOOL_TOKENS"),
 }
 Budget.__doc__ = "Limits for one injected block: ``max_tokens`` (o200k_base tokens) and ``max_chars`` (characters)."
 
@@ -103,7 +106,10 @@ def command_event(harness: str, event: str, data: dict[str, object], *, session_
     """The ``HookEvent`` of a command-hook harness (Claude Code, Codex): ``prompt`` only for prompts,
     ``source`` only at session start, ``project`` resolved from ``cwd``; Stop's ``last_assistant_message``
     (the turn's answer, which both harnesses send) goes into ``extra`` for capture, and so does a tool call's
-    compact record (``extra["tool"]``, ``memcue.adapters.tools.tool_record``; absent for a tool not recorded)."""
+    compact record (``extra["tool"]``, ``memcue.adapters.tools.tool_record``; absent for a tool not recorded); a
+    tool call about to run gives its lookup (``extra["tool_query"]``, ``memcue.adapters.tool_query.tool_query``;
+    absent for a tool not looked up)."""
+    project = resolve_project(cwd)
     if event == STOP and text_field(data, "last_assistant_message"):
         extra = {**extra, "last_assistant_message": text_field(data, "last_assistant_message")}
     elif event in (POST_TOOL_USE, POST_TOOL_USE_FAILURE):
@@ -112,7 +118,13 @@ def command_event(harness: str, event: str, data: dict[str, object], *, session_
         record = tool_record(data, failed=event == POST_TOOL_USE_FAILURE)
         if record is not None:
             extra = {**extra, "tool": record}
-    return HookEvent(harness=harness, event=event, session_id=session_id, cwd=cwd, project=resolve_project(cwd),
+    elif event == PRE_TOOL_USE:
+        from memcue.adapters.tool_query import tool_query  # only on tool events
+
+        query = tool_query(data, cwd, project)
+        if query is not None:
+            extra = {**extra, "tool_query": query}
+    return HookEvent(harness=harness, event=event, session_id=session_id, cwd=cwd, project=project,
                      prompt=text_field(data, "prompt") if event == USER_PROMPT_SUBMIT else "",
                      source=text_field(data, "source") if event == SESSION_START else "",
                      transcript_path=text_field(data, "transcript_path"), extra=extra)

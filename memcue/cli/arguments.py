@@ -104,3 +104,18 @@ def days(most: float) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"{text!r}: days must be more than 0 and at most {most:g}")
         return value
     return parse
+
+
+def tag(text: str) -> str:
+    """An argparse ``type`` for a tag: normalised as the store keeps it ("Web UI" -> "web-ui"); anything else is a
+    usage error (exit 2) saying what a tag may hold."""
+    value = re.sub(r"\s+", "-", text.strip().lower())
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_.:/-]{0,47}", value):
+        raise argparse.ArgumentTypeError(f"{text!r}: a tag is a letter or digit, then letters, digits, _ . : / - "
+                                         "(at most 48 characters)")
+    return value
+
+
+def add_tag_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--tag TAG`` (repeatable) on ``p``: ``args.tags``, a list."""
+    p.add_argument("--tag", dest="tags", action="append", type=tag, default=[], metavar="TAG", help=help_text)

@@ -11,23 +11,38 @@ import argparse
 import os
 import sys
 
-from memcue.cli import demo, install, ledger, memory, receipt, reindex, remember, review, sidecar, stats
+from memcue.cli import (
+    demo,
+    export,
+    install,
+    ledger,
+    memory,
+    receipt,
+    reindex,
+    remember,
+    review,
+    sidecar,
+    sources,
+    stats,
+)
 from memcue.cli.arguments import AddCommand
 from memcue.cli.output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, ReaderGone, fail, flush_stdout
 
 #: The command groups, in the order ``memcue --help`` lists their commands.
-GROUPS = (remember, sidecar, memory, review, receipt, ledger, stats, reindex, install, demo)
+GROUPS = (remember, sidecar, memory, review, receipt, ledger, stats, export, sources, reindex, install, demo)
 
 EPILOG = """examples:
   memcue remember "We pin httpx to 0.28 because 0.29 broke unix sockets" --kind decision
   memcue recall "why is httpx pinned?"
   memcue import notes.jsonl          one JSON object per line: {"content": ..., "kind": ..., "project": ...}
   memcue status --json
+  memcue export --all-projects -o backup.jsonl   a lossless backup; `memcue import backup.jsonl` restores it
   memcue review                      capture candidates waiting for you: accept ID [--content TEXT], reject ID
   memcue receipt                     what memcue captured, promoted, injected and skipped in your last session
   memcue install all                 wire memcue into Claude Code, Codex and Hermes (those found); --dry-run first
   memcue install codex --trust       Codex runs only trusted hooks: have Codex trust memcue's hooks
   memcue doctor                      is everything wired, trusted and answering?
+  memcue sources                     the CLAUDE.md / AGENTS.md / auto-memory files memcue reads; --off NAME
   memcue reindex                     re-embed every memory after changing [model] name in config.toml
   memcue demo                        seed a demo store and run real Claude Code payloads through the hook
 

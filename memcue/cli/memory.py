@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from memcue.cli.arguments import AddCommand, add_project_options, count, kind, project_of
+from memcue.cli.arguments import AddCommand, add_project_options, add_tag_option, count, kind, project_of
 from memcue.cli.output import emit, format_recall, usage_error
 from memcue.core.address import parse_id_list
 from memcue.core.text import preview
@@ -53,6 +53,7 @@ def _line(m: dict[str, Any], full: bool = False) -> str:
                              (f"replaced by #{m.get('superseded_by')}", m.get("superseded_by"))) if on]
     text = preview(str(m.get("content", "")), None if full else LIST_CHARS, trim=False)
     age = m.get("age_label") or _when(m.get("created_at"))
+    flags += [f"#{t}" for t in m.get("tags") or []]
     label = f"{m.get('memory_kind') or m.get('kind') or 'note'}, {age}" + "".join(f", {f}" for f in flags)
     return f"#{m['memory_id']} ({label}) {text}"
 
@@ -99,6 +100,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         fields["project"] = project
     if args.kind:
         fields["kind"] = args.kind
+    if args.tags:
+        fields["tags"] = args.tags
     with _client() as client:
         out = client.list_recent(**fields)
     where = "any project" if project is None else (f"project {project}" if project else "global memories")
@@ -220,6 +223,7 @@ def register(add: AddCommand) -> None:
     p = add("list", "The newest memories, one line each (this project and global ones).")
     p.add_argument("--limit", type=count(500), default=20, help="how many (1-500, default 20)")
     p.add_argument("--kind", type=kind, help="only this kind (decision, preference, bug, howto, note, request, ...)")
+    add_tag_option(p, "only memories carrying this tag; repeat: they must carry every one")
     p.add_argument("--include-forgotten", action="store_true", help="also memories you forgot (marked)")
     p.add_argument("--include-bookkeeping", action="store_true",
                    help="also bookkeeping rows (session ends, trivial or older captured answers)")

@@ -93,8 +93,9 @@ def format_recall(answer: dict[str, Any], show_weak: bool = False) -> str:
         cos = (r.get("channel_scores") or {}).get("semantic")
         evidence = [f"sim {cos:.2f}" if cos is not None else "", "keywords" if r.get("cue_terms") else ""]
         why = ", ".join(e for e in evidence if e)
+        tags = "".join(f", #{t}" for t in r.get("tags") or [])
         lines.append(f"{rank}. #{r['memory_id']} {float(r.get('score') or 0):.2f}{label} "
-                     f"({r['memory_kind']}, {r['age_label']}{'; ' + why if why else ''})\n"
+                     f"({r['memory_kind']}, {r['age_label']}{tags}{'; ' + why if why else ''})\n"
                      f"   {r.get('content', r.get('preview', ''))}")
         context = r.get("context") or {}
         for key in ("session", "entities"):

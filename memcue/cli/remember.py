@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memcue.cli.arguments import AddCommand, add_project_options, iso_time, kind, limit, project_of
+from memcue.cli.arguments import AddCommand, add_project_options, add_tag_option, iso_time, kind, limit, project_of
 from memcue.cli.output import clean, emit, format_recall, progress, stdin_text, usage_error
 
 #: Memories sent per ``remember_batch`` call by ``memcue import``.
@@ -29,11 +29,14 @@ def cmd_remember(args: argparse.Namespace) -> int:
         return usage_error("nothing to remember: the text is empty", args.json)
     with Client() as client:
         client.ensure_running()
-        out = client.remember(text, kind=args.kind, project=project_of(args), pinned=args.pinned, source="cli")
+        out = client.remember(text, kind=args.kind, project=project_of(args), pinned=args.pinned, source="cli",
+                              tags=args.tags)
     note = " (flagged as bookkeeping: kept, never recalled or injected)" if out["bookkeeping"] else ""
     if out.get("redacted"):
         note += f" ({out['redacted']} secret{'s' if out['redacted'] > 1 else ''} replaced by [REDACTED:…] markers)"
     said = f"already remembered as #{out['id']} (counted again)" if out.get("duplicate") else f"remembered #{out['id']}"
+    if args.tags:
+        note += f" [tags: {', '.join(sorted(set(args.tags)))}]"
     return emit(out, args.json, f"{said}{note}")
 
 
@@ -51,6 +54,10 @@ def _recall_fields(args: argparse.Namespace, project: str | None) -> dict[str, A
         fields["as_of"] = args.as_of
     if args.valid_at:
         fields["valid_at"] = args.valid_at
+    if args.kind:
+        fields["kind"] = args.kind
+    if args.tags:
+        fields["tags"] = args.tags
     return fields
 
 
@@ -71,6 +78,9 @@ def cmd_recall(args: argparse.Namespace) -> int:
     text = format_recall(answer, show_weak=args.show_weak)
     if not answer["results"] and project is not None:
         text += f"\n(searched project {project or '(global)'}; --all-projects searches every project)"
+    if not answer["results"] and (args.kind or args.tags):
+        wanted = [*([f"kind {args.kind}"] if args.kind else []), *(f"tag {t}" for t in args.tags)]
+        text += f"\n(only memories with {' and '.join(wanted)} were searched)"
     return emit(answer, args.json, text)
 
 
@@ -171,11 +181,15 @@ def _import_chunk(client: Any, bodies: list[dict[str, Any]]) -> list[dict[str, A
 def cmd_import(args: argparse.Namespace) -> int:
     """``memcue import FILE``: store a JSONL file's memories in batches, each line stored, updated (a changed
     line: a new version of its memory), unchanged or bad (reported, skipped); exit 1 when a line was bad."""
+    from memcue.cli import export
     from memcue.client import Client
 
     path = Path(args.file)
     if not path.is_file():
         return usage_error(f"{path}: no such file")  # on stderr, even with --json
+    head = export.header_of(path)
+    if head is not None:
+        return export.restore_file(args, path, head)
     rows, errors = _import_rows(path, project_of(args))
     counts = {"stored": 0, "updated": 0, "unchanged": 0, "bad": 0}
     with Client() as client:
@@ -204,6 +218,7 @@ def register(add: AddCommand) -> None:
     p.add_argument("--kind", type=kind, default="note",
                    help="decision, preference, bug, howto, note, ... (one lowercase word; default: note)")
     p.add_argument("--pinned", action="store_true", help="always offered at session start")
+    add_tag_option(p, "a label to find it by later (recall/list --tag); repeat for several")
     add_project_options(p, global_flag=True)
     p.set_defaults(fn=cmd_remember)
     _register_recall(add)
@@ -224,8 +239,12 @@ def register(add: AddCommand) -> None:
                       "same file again stores nothing twice, and a line whose text changed is written as a new "
                       "version of its memory (as memcue update does). A bad line is reported and skipped; the "
                       "others are imported. Exit status: 0 when every line was stored, updated or unchanged, 1 "
-                      "when any line was bad.")
+                      "when any line was bad. A file written by `memcue export` is restored as it was instead: "
+                      "into an empty store only, unless --merge.")
     p.add_argument("file")
+    p.add_argument("--merge", action="store_true",
+                   help="a `memcue export` file into a store that holds memories: add what it lacks, skip (and "
+                        "count) what it holds already; ids that are taken are given new ones")
     add_project_options(p, global_flag=True)
     p.set_defaults(fn=cmd_import)
 
@@ -247,6 +266,9 @@ def _register_recall(add: AddCommand) -> None:
     p.add_argument("--as-of", metavar="TIME", type=iso_time,
                    help="what memcue knew at TIME: versions current then")
     p.add_argument("--valid-at", metavar="TIME", type=iso_time, help="facts valid at TIME")
+    p.add_argument("--kind", type=kind, help="only memories of this kind (decision, preference, bug, howto, note, "
+                                             "request, episode, ...)")
+    add_tag_option(p, "only memories carrying this tag; repeat: they must carry every one")
     p.add_argument("--depth", type=int, choices=(0, 1, 2), default=1,
                    help="0: a glance (one-line previews), 1: full memories (default), 2: with session/entity context")
     p.add_argument("--max-tokens", type=int, default=None, metavar="N",

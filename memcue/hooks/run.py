@@ -5,8 +5,9 @@ exit status 0 whatever happens, stdout either empty or the adapter's one JSON ob
 diagnostics go to ``locations().hook_log``. Environment:
 
 - ``MEMCUE_HOOK_DEADLINE_S``: the whole run's deadline in seconds from process start (default 2.5 for
-  prompt hooks, 4.5 at session start). On Linux the start is the kernel's (``process_started``), so time
-  spent starting the interpreter under CPU contention counts, as it does for the harness's timeout.
+  prompt hooks, 4.5 at session start, 1.0 before a tool call). On Linux the start is the kernel's
+  (``process_started``), so time spent starting the interpreter under CPU contention counts, as it does for
+  the harness's timeout.
 - ``MEMCUE_HOOK_SPAWN``: ``0``/``false``/``no``/``off`` stops the hook from starting the sidecar when
   nothing listens on the socket (for setups that manage the sidecar themselves).
 - ``MEMCUE_HOOK_DEBUG``: when set, every run logs one summary line with its timings (ms).
@@ -28,6 +29,7 @@ from memcue.adapters.base import (
     POST_TOOL_USE,
     POST_TOOL_USE_FAILURE,
     PRE_COMPACT,
+    PRE_TOOL_USE,
     SESSION_END,
     SESSION_START,
     STOP,
@@ -44,8 +46,9 @@ from memcue.hooks.request_id import request_id
 from memcue.hooks.stdin import decode_payload, read_stdin
 
 #: Default deadline (s from process start) per event; other events get ``DEFAULT_DEADLINE_S``. Prompt
-#: hooks leave 0.5 s under the 3 s timeout memcue installs; session start has more room.
-DEADLINES_S: dict[str, float] = {USER_PROMPT_SUBMIT: 2.5, SESSION_START: 4.5}
+#: hooks leave 0.5 s under the 3 s timeout memcue installs; session start has more room. A tool call waits for its
+#: PreToolUse hook, so that one gets 1 s (the sidecar answers a lookup in milliseconds, or not at all).
+DEADLINES_S: dict[str, float] = {USER_PROMPT_SUBMIT: 2.5, SESSION_START: 4.5, PRE_TOOL_USE: 1.0}
 #: Events that only record (spooled at once, no sidecar call, no output); Claude Code's SessionEnd hooks
 #: share a 1.5 s budget (DESIGN.md section 3).
 CAPTURE_ONLY = (STOP, SESSION_END, POST_TOOL_USE, POST_TOOL_USE_FAILURE, PRE_COMPACT)
@@ -277,7 +280,7 @@ def _outcome(event: HookEvent, budget: Budget, deadline: float) -> Outcome:
     given_s = deadline - asked - BUDGET_MARGIN_S  # the budget the sidecar is told (before the clamp)
     try:
         answer = ask_sidecar(event, budget, deadline, may_spawn=spawn_enabled(),
-                             wait_for_start=event.event != USER_PROMPT_SUBMIT)
+                             wait_for_start=event.event not in (USER_PROMPT_SUBMIT, PRE_TOOL_USE))
     except SidecarError as exc:
         if probing and exc.answered:
             _set_stalled(mark, False)
@@ -443,6 +446,8 @@ def run(argv: list[str], started: float) -> None:
     if event_name in CAPTURE_ONLY:
         _capture(event)  # hand off to the spool and return at once: nothing is injected
         return
+    if event_name == PRE_TOOL_USE and not event.extra.get("tool_query"):
+        return  # not an edit or a shell command, or it names nothing: nothing to look up
     event.extra["request_id"] = request_id(event, event.prompt or event.source)  # the same for a twin delivery
     if event_name == USER_PROMPT_SUBMIT:
         _unsaved[:] = [event]
@@ -473,7 +478,8 @@ def run(argv: list[str], started: float) -> None:
 #: What ``--help`` prints (on stderr).
 USAGE = ("usage: python -m memcue.hooks HARNESS EVENT < payload.json\n\n"
          "The hook a harness runs (memcue install writes the command). HARNESS: claude-code, codex or hermes; EVENT:\n"
-         "user-prompt-submit, session-start, post-tool-use, post-tool-use-failure, stop, pre-compact or session-end.\n"
+         "user-prompt-submit, session-start, pre-tool-use, post-tool-use, post-tool-use-failure, stop, pre-compact or\n"
+         "session-end.\n"
          "It reads the harness's JSON payload on stdin, asks the memcue sidecar for the memories that bear on it\n"
          "(starting the sidecar if needed), prints what the harness injects on stdout, and always exits 0: a\n"
          "failure costs the prompt nothing. Its log: $MEMCUE_HOME/logs/hook.log.\n")

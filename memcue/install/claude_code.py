@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memcue.harnesses import background_events, hook_events
+from memcue.harnesses import background_events, hook_events, hook_matchers
 from memcue.install import base, doctor, mcp_servers
 from memcue.install.edits import hooks_json
 from memcue.install.edits.files import InstallError
@@ -79,7 +79,8 @@ def install(settings: dict[str, Any], path: Path, python: str | None = None, mcp
     """``settings`` with memcue's Claude Code hooks present and current (see ``hooks_json.install``), and with
     ``mcp`` ``ALLOW_RULE`` in ``permissions.allow`` (appended; the user's rules kept as they are). Raises
     ``InstallError`` when ``permissions`` or its ``allow`` has an unexpected shape."""
-    settings = hooks_json.install(settings, path, NAME, EVENTS, python, background_events(NAME))
+    settings = hooks_json.install(settings, path, NAME, EVENTS, python, background_events(NAME),
+                                  matchers=hook_matchers(NAME))
     if mcp:
         permissions = settings.setdefault("permissions", {})
         if not isinstance(permissions, dict) or not isinstance(permissions.setdefault("allow", []), list):

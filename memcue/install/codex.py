@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memcue.harnesses import hook_events
+from memcue.harnesses import hook_events, hook_matchers
 from memcue.install import base, codex_trust, doctor, mcp_servers
 from memcue.install.edits import hooks_json, toml_file
 from memcue.install.edits.files import InstallError, load_record, save_record, sha256
@@ -48,7 +48,7 @@ def config_path() -> Path:
 def install(settings: dict[str, Any], path: Path, python: str | None = None, mcp: bool = True) -> dict[str, Any]:
     """``settings`` with memcue's Codex hooks present and current (see ``hooks_json.install``); ``mcp`` changes
     nothing here (the server's table goes into ``config.toml``, ``mcp_add``)."""
-    return hooks_json.install(settings, path, NAME, EVENTS, python)
+    return hooks_json.install(settings, path, NAME, EVENTS, python, matchers=hook_matchers(NAME))
 
 
 def uninstall(settings: dict[str, Any], path: Path, state: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -94,7 +94,7 @@ class Tools:
                                                                    "(default), 2 with session/entity context")] = None,
         max_tokens: Annotated[int | None, Field(ge=1, le=100_000, description="cap on memory text")] = None,
         kind: Annotated[str | None, Field(description="only memories of this kind (decision, bug, ...)")] = None,
-        tags: Annotated[list[str] | None, Field(description="not supported by memcue yet: ignored")] = None,
+        tags: Annotated[list[str] | None, Field(description="only memories carrying every one of these tags")] = None,
         project: Annotated[str | None, Field(description=PROJECT + "; \"*\" searches every project")] = None,
         window: Annotated[dict[str, str | float | None] | None,
                           Field(description="only memories written in {\"from\": ..., \"to\": ...} "
@@ -109,18 +109,17 @@ class Tools:
         (other words, or `search` for an exact term) and read `channel_status` before concluding nothing is stored
         (`warming`, `timeout`, `error`, `no_embedding`: that channel did not run)."""
         fields: dict[str, Any] = {"project": recall_project(project), "session_id": self._session(session_id),
-                                  "limit": min(100, limit * 3) if kind else limit}
+                                  "limit": limit}
         optional = {"budget_s": budget_s, "depth": depth, "max_tokens": max_tokens, "window": window,
-                    "as_of": as_of, "valid_at": valid_at}
+                    "as_of": as_of, "valid_at": valid_at, "kind": kind.strip().lower() if kind else None,
+                    "tags": tags or None}
         fields.update({k: v for k, v in optional.items() if v is not None})
 
         def run(client: Any) -> dict[str, Any]:
             answer = client.recall(query, **fields)
-            out = shape_recall(answer, include_related=include_related, show_weak=show_weak, kind=kind)
+            out = shape_recall(answer, include_related=include_related, show_weak=show_weak)
             out["results"] = out["results"][:limit]
             out["project"] = fields["project"]
-            if tags:
-                out["ignored"] = {"tags": "memcue does not store tags; the filter was not applied"}
             return out
 
         return self.backend.call(run)
@@ -165,6 +164,7 @@ class Tools:
         kind: Annotated[str | None, Field(description="only this kind (decision, bug, note, ...)")] = None,
         project: Annotated[str | None, Field(description=PROJECT + "; \"*\" lists every project")] = None,
         include_forgotten: Annotated[bool, Field(description="also list forgotten memories")] = False,
+        tags: Annotated[list[str] | None, Field(description="only memories carrying every one of these tags")] = None,
     ) -> dict[str, Any]:
         """The newest memories first, content cut at 120 characters (use `fetch` for the full text). For browsing
         what is stored, not for answering a question: use `recall` for that."""
@@ -173,6 +173,8 @@ class Tools:
         fields.update({"all_projects": True} if scope is None else {"project": scope})
         if kind:
             fields["kind"] = kind
+        if tags:
+            fields["tags"] = tags
 
         def run(client: Any) -> dict[str, Any]:
             out = client.list_recent(**fields)
@@ -187,6 +189,8 @@ class Tools:
         kind: Annotated[str, Field(description="decision, preference, bug, howto, note, ... (one lowercase word)")]
         = "note",
         project: Project = None,
+        tags: Annotated[list[str] | None, Field(description="labels to find it by later (recall/list_recent "
+                                                            "`tags`), e.g. [\"billing\", \"ci\"]")] = None,
     ) -> dict[str, Any]:
         """Store a memory. Recall first: if the fact is stored already, `update_memory` it instead (a near-duplicate
         is counted again rather than stored twice). Write what a future session needs: the fact, why, and the
@@ -196,7 +200,7 @@ class Tools:
         (a role marker such as `SYSTEM:`, a download piped into a shell, ...) is not stored: it waits for the
         user's review (`held` says why) and is not recallable until the user accepts it."""
         fields = {"kind": kind, "pinned": False, "project": project_key(project),
-                  "session_id": self.session_id, "source": "mcp"}
+                  "session_id": self.session_id, "source": "mcp", "tags": tags or []}
 
         def run(client: Any) -> dict[str, Any]:
             out = client.remember(content, **fields)

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from typing_extensions import TypedDict
 
 from memcue.core.address import parse_id_list
-from memcue.sidecar.store import KIND_PATTERN
+from memcue.sidecar.store import KIND_PATTERN, MAX_TAGS, normalize_tags
 
 #: Longest text ``/remember`` and ``/update`` take (characters): a memory written on purpose is refused above
 #: it (422), never cut. Captured kinds (``store.write.CAPTURED_KINDS``: prompts, agent answers, session events,
@@ -69,6 +69,15 @@ def _plain_json(value: dict[str, Any]) -> dict[str, Any]:
 Metadata = Annotated[dict[str, Any], AfterValidator(_plain_json)]
 
 
+def _tags(value: list[str]) -> list[str]:
+    """``value`` normalised (``store.write.tags.normalize_tags``: sorted, each once); ``ValueError`` for a bad one."""
+    return list(normalize_tags(value))
+
+
+#: A memory's tags (or a filter's): at most ``MAX_TAGS``, each normalised ("Web UI" -> "web-ui").
+Tags = Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=MAX_TAGS), AfterValidator(_tags)]
+
+
 class RememberIn(BaseModel):
     """``POST /remember``: one memory. ``created_at`` in Unix seconds (default now; 1970..3000, finite).
     ``content``: at most ``MAX_CONTENT_CHARS`` characters (422 above); a captured kind is cut to
@@ -84,6 +93,7 @@ class RememberIn(BaseModel):
     source_id: SourceId = None
     created_at: UnixTime | None = None
     metadata: Metadata = Field(default_factory=dict)
+    tags: Tags = Field(default_factory=list, description="labels to filter by later (recall/list --tag)")
 
     @field_validator("content")
     @classmethod
@@ -143,7 +153,8 @@ class RecallIn(BaseModel):
     """``POST /recall``. ``project`` None searches every project. ``mode`` "keyword" runs BM25 only.
     ``budget_s`` (s): answer within this time, racing a keyword search as the hook does. ``window``,
     ``as_of``, ``valid_at`` and ``now`` (the asking time for relative dates) take ISO 8601 or Unix seconds, within
-    1970..3000; ``weights`` finite numbers."""
+    1970..3000; ``weights`` finite numbers. ``kind`` and ``tags`` keep only memories of that kind and carrying
+    every one of those tags."""
 
     query: str = Field(max_length=100_000)
     project: str | None = None
@@ -159,6 +170,8 @@ class RecallIn(BaseModel):
     now: Moment | None = None
     depth: int = Field(default=1, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=100_000)
+    kind: str | None = Field(default=None, pattern=f"^{KIND_PATTERN}$", description="only memories of this kind")
+    tags: Tags = Field(default_factory=list, description="only memories carrying every one of these tags")
 
 
 class ExpandIn(BaseModel):
@@ -287,6 +300,7 @@ class MemoryOut(BaseModel):
     forgotten_at: float | None = None
     superseded_by: int | None = None
     seen_count: int = 1
+    tags: list[str] = Field(default_factory=list)
 
 
 class FetchOut(BaseModel):
@@ -300,8 +314,8 @@ class FetchOut(BaseModel):
 
 class ListIn(BaseModel):
     """``POST /list``: newest memories first. Scope as ``/recall``: ``project`` gives that project plus global
-    ("") memories; no project, or ``all_projects``, gives every project. ``kind`` keeps one kind; forgotten
-    and bookkeeping rows only when asked."""
+    ("") memories; no project, or ``all_projects``, gives every project. ``kind`` keeps one kind, ``tags`` the
+    memories carrying all of them; forgotten and bookkeeping rows only when asked."""
 
     project: str | None = None
     all_projects: bool = False
@@ -309,6 +323,7 @@ class ListIn(BaseModel):
     kind: str | None = None
     include_forgotten: bool = False
     include_bookkeeping: bool = False
+    tags: Tags = Field(default_factory=list, description="only memories carrying every one of these tags")
 
 
 class ListOut(BaseModel):
@@ -526,3 +541,106 @@ class ReindexIn(BaseModel):
     embedding model. The answer is ``sidecar.reindex.Reindexer.status``'s dict."""
 
     action: Literal["start", "pause", "status"] = "status"
+
+
+class ExportIn(BaseModel):
+    """``POST /export``: the export lines (``sidecar.export``) of ``project`` and the global memories, or of every
+    project (``project`` None or ``all_projects``)."""
+
+    project: str | None = None
+    all_projects: bool = False
+
+
+class ExportMemoryIn(BaseModel):
+    """A ``memory`` line of an export (``sidecar.export``); the derived keys (``version``, ``supersedes``,
+    ``global``) are ignored."""
+
+    id: RowId
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    kind: str = Field(pattern=f"^{KIND_PATTERN}$")
+    project: str = ""
+    session_id: str = ""
+    created_at: UnixTime
+    updated_at: UnixTime
+    valid_from: UnixTime | None = None
+    valid_to: UnixTime | None = None
+    pinned: bool = False
+    bookkeeping: bool = False
+    superseded_by: RowId | None = None
+    superseded_at: UnixTime | None = None
+    forgotten_at: UnixTime | None = None
+    seen_count: int = Field(default=1, ge=1, le=2**62)
+    source: str = Field(default="", max_length=1000)
+    source_id: SourceId = None
+    metadata: Metadata = Field(default_factory=dict)
+    tags: Tags = Field(default_factory=list)
+
+
+class ExportCandidateIn(BaseModel):
+    """A ``candidate`` line of an export, with its review state."""
+
+    id: RowId
+    state: Literal["pending", "promoted", "rejected", "expired"]
+    reason: str = Field(default="", max_length=1000)
+    decided_at: UnixTime | None = None
+    memory_id: RowId | None = None
+    signal: str = Field(min_length=1, max_length=200)
+    kind: str = Field(pattern=f"^{KIND_PATTERN}$")
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    project: str = ""
+    session_id: str = ""
+    harness: str = ""
+    turn: str = ""
+    evidence: Metadata = Field(default_factory=dict)
+    created_at: UnixTime
+    expires_at: UnixTime
+
+
+class ExportDeliveryIn(BaseModel):
+    """A ``delivery`` line of an export: ``source_id`` was counted as a sighting of memory ``memory_id``."""
+
+    source_id: str = Field(min_length=1, max_length=1000)
+    memory_id: RowId
+    created_at: UnixTime
+
+
+class RestoreIn(BaseModel):
+    """``POST /restore``: part of an export written back (``sidecar.export.restore``). ``start`` on the first call
+    of an import: without ``merge`` it is refused (409) unless the store is empty. ``known``: export memory ids
+    restored by earlier calls -> their ids here. ``id_floor``: the export header's, applied after the writes."""
+
+    merge: bool = False
+    start: bool = False
+    memories: list[ExportMemoryIn] = Field(default_factory=list, max_length=10_000)
+    candidates: list[ExportCandidateIn] = Field(default_factory=list, max_length=10_000)
+    deliveries: list[ExportDeliveryIn] = Field(default_factory=list, max_length=10_000)
+    known: dict[RowId, RowId] = Field(default_factory=dict)
+    id_floor: RowId | None = None
+
+
+class RestoredOut(BaseModel):
+    """One record's outcome: ``status`` restored (``renumbered`` when its id was taken), present (held already:
+    skipped) or bad (``error``); ``id`` its id here."""
+
+    status: str
+    id: int | None = None
+    renumbered: bool = False
+    error: str = ""
+
+
+class RestoreOut(BaseModel):
+    """``POST /restore``: one outcome per record sent, by type, in order; ``ids`` export id -> id here for the
+    memories restored or present."""
+
+    memories: list[RestoredOut]
+    candidates: list[RestoredOut]
+    deliveries: list[RestoredOut]
+    ids: dict[int, int]
+
+
+class SourcesIn(BaseModel):
+    """``POST /sources``: list the native memory sources; with ``name`` and ``enabled``, turn that one on or off
+    first (kept in ``config.toml``)."""
+
+    name: str | None = Field(default=None, max_length=64)
+    enabled: bool = True

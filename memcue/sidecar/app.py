@@ -1,6 +1,6 @@
 """The sidecar's HTTP API (FastAPI): health, remember, recall, fetch/list/forget, session context, recall usage
-statistics, the hook route, candidate review, session receipts, the distillation ledger and the re-index to
-another embedding model.
+statistics, the hook route, candidate review, session receipts, the distillation ledger, export and restore, and
+the re-index to another embedding model.
 
 Each route turns its body into arguments, makes one ``MemoryService`` call and returns a response model;
 the service runs blocking work (embedding, SQLite) in worker threads.
@@ -14,7 +14,7 @@ import uuid
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from memcue import __version__, harnesses
 from memcue.sidecar.agent_writes import Held
@@ -25,6 +25,8 @@ from memcue.sidecar.api_models import (
     CandidatesIn,
     CandidatesOut,
     ExpandIn,
+    ExportIn,
+    ExportMemoryIn,
     FetchIn,
     FetchOut,
     ForgetIn,
@@ -47,9 +49,12 @@ from memcue.sidecar.api_models import (
     RememberBatchIn,
     RememberIn,
     RememberOut,
+    RestoreIn,
+    RestoreOut,
     SessionContextIn,
     SessionContextOut,
     SessionsIn,
+    SourcesIn,
     StatsIn,
     UnforgetIn,
     UpdateIn,
@@ -60,8 +65,8 @@ from memcue.sidecar.failures import LogFailures, validation_failed
 from memcue.sidecar.recall import FULL_CHANNELS, KEYWORD_CHANNELS, Filters, RecallRequest
 from memcue.sidecar.receipt import SessionNotFound
 from memcue.sidecar.scheduler import Busy
-from memcue.sidecar.service import MemoryNotFound, MemoryService
-from memcue.sidecar.store import NewMemory, WriteResult
+from memcue.sidecar.service import MemoryNotFound, MemoryService, StoreNotEmpty
+from memcue.sidecar.store import NewMemory, RestoredCandidate, RestoredMemory, WriteResult
 
 
 def create_app(service: MemoryService) -> FastAPI:
@@ -75,8 +80,26 @@ def create_app(service: MemoryService) -> FastAPI:
     _review(app, service)
     _receipts(app, service)
     _ledger(app, service)
+    _transfer(app, service)
+    _sources(app, service)
     _reindex(app, service)
     return app
+
+
+def _sources(app: FastAPI, service: MemoryService) -> None:
+    """``/sources``: the native memory sources (what is read, from where, how many memories, last sync), and
+    turning one on or off (404 for an unknown name, 409 when the config file cannot be changed)."""
+
+    @app.post("/sources")
+    async def sources(body: SourcesIn) -> dict:
+        if body.name is None:
+            return await service.sources()
+        try:
+            return await service.set_source(body.name, body.enabled)
+        except KeyError:
+            raise HTTPException(404, f"no native source named {body.name!r}") from None
+        except (ValueError, OSError) as exc:
+            raise HTTPException(409, f"cannot change config.toml: {exc}") from None
 
 
 log = logging.getLogger("memcue.sidecar.api")
@@ -108,7 +131,8 @@ def _errors(app: FastAPI) -> None:
 
 def _new_memory(m: RememberIn) -> NewMemory:
     return NewMemory(content=m.content, kind=m.kind, project=m.project, session_id=m.session_id, pinned=m.pinned,
-                     source=m.source, source_id=m.source_id, created_at=m.created_at, metadata=m.metadata)
+                     source=m.source, source_id=m.source_id, created_at=m.created_at, metadata=m.metadata,
+                     tags=tuple(m.tags))
 
 
 def _written(result: WriteResult | Held) -> RememberOut:
@@ -183,7 +207,7 @@ def _reads(app: FastAPI, service: MemoryService) -> None:
     async def list_memories(body: ListIn) -> dict:
         return await service.list_recent(project=None if body.all_projects else body.project, limit=body.limit,
                                          kind=body.kind, include_forgotten=body.include_forgotten,
-                                         include_bookkeeping=body.include_bookkeeping)
+                                         include_bookkeeping=body.include_bookkeeping, tags=tuple(body.tags))
 
     @app.post("/stats")
     async def stats(body: StatsIn) -> dict:
@@ -196,11 +220,12 @@ def _recall_request(body: RecallIn) -> RecallRequest:
     window = body.window or None
     filters = Filters(window_start=unix_seconds(window.from_) if window else None,
                       window_end=unix_seconds(window.to) if window else None,
-                      as_of=unix_seconds(body.as_of), valid_at=unix_seconds(body.valid_at))
+                      as_of=unix_seconds(body.as_of), valid_at=unix_seconds(body.valid_at), kind=body.kind,
+                      tags=tuple(body.tags))
     return RecallRequest(query=body.query, project=body.project, limit=body.limit, session_id=body.session_id,
                          channels=KEYWORD_CHANNELS if body.mode == "keyword" else FULL_CHANNELS,
-                         include_requests=body.include_requests, weights=body.weights, filters=filters,
-                         now=unix_seconds(body.now), depth=body.depth, max_tokens=body.max_tokens)
+                         include_requests=body.include_requests or body.kind == "request", weights=body.weights,
+                         filters=filters, now=unix_seconds(body.now), depth=body.depth, max_tokens=body.max_tokens)
 
 
 def _recall(app: FastAPI, service: MemoryService) -> None:
@@ -281,6 +306,40 @@ def _ledger(app: FastAPI, service: MemoryService) -> None:
     @app.post("/ledger", response_model=LedgerOut)
     async def ledger(body: LedgerIn) -> dict:
         return await service.ledger(body.days)
+
+
+def _restored_memory(m: ExportMemoryIn) -> RestoredMemory:
+    """An export's memory line as the store restores it (tags normalised by the store)."""
+    return RestoredMemory(
+        id=m.id, content=m.content, kind=m.kind, project=m.project, session_id=m.session_id, created_at=m.created_at,
+        updated_at=m.updated_at, pinned=m.pinned, bookkeeping=m.bookkeeping, source=m.source, source_id=m.source_id,
+        metadata=m.metadata, seen_count=m.seen_count, valid_from=m.valid_from, valid_to=m.valid_to,
+        superseded_by=m.superseded_by, superseded_at=m.superseded_at, forgotten_at=m.forgotten_at,
+        tags=tuple(m.tags))
+
+
+def _transfer(app: FastAPI, service: MemoryService) -> None:
+    """``/export`` (the export's lines, streamed as JSON Lines: ``sidecar.export``) and ``/restore`` (part of an
+    export written back; 409 for a plain restore into a store that is not empty)."""
+
+    @app.post("/export")
+    async def export(body: ExportIn) -> StreamingResponse:
+        project = None if body.all_projects else body.project
+        return StreamingResponse(service.export_lines(project), media_type="application/x-ndjson")
+
+    @app.post("/restore", response_model=RestoreOut)
+    async def restore(body: RestoreIn) -> dict:
+        try:
+            report = await service.restore(
+                [_restored_memory(m) for m in body.memories],
+                [RestoredCandidate(**c.model_dump()) for c in body.candidates],
+                [(d.source_id, d.memory_id, d.created_at) for d in body.deliveries],
+                known=body.known, merge=body.merge, start=body.start, id_floor=body.id_floor)
+        except StoreNotEmpty as exc:
+            raise HTTPException(409, str(exc)) from None
+        return {"memories": [dataclasses.asdict(r) for r in report.memories],
+                "candidates": [dataclasses.asdict(r) for r in report.candidates],
+                "deliveries": [dataclasses.asdict(r) for r in report.deliveries], "ids": report.ids}
 
 
 def _reindex(app: FastAPI, service: MemoryService) -> None:

@@ -16,7 +16,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,10 +26,13 @@ import numpy as np
 
 from memcue import __version__
 from memcue.core.paths import Locations
+from memcue.sidecar import export
 from memcue.sidecar.agent_writes import Held, held_reason, hold, is_agent
 from memcue.sidecar.answer_check import AnswerChecker
 from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, Recurrence, SpoolReader, TestRuns
 from memcue.sidecar.capture.distiller import Distiller
+from memcue.sidecar.capture.native import SOURCES, NativeSync
+from memcue.sidecar.capture.native.sync import START_PROJECTS
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate, near_duplicates
 from memcue.sidecar.imports import ImportResult, import_memories
 from memcue.sidecar.inject import HookResult, HookService
@@ -50,13 +54,15 @@ from memcue.sidecar.reindex import Reindexer
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.scheduler import QuestionGate, Questions, race_recall
-from memcue.sidecar.settings import Settings
+from memcue.sidecar.settings import Settings, write_sources_off
 from memcue.sidecar.store import (
     ForgetResult,
     MarkResult,
     NewMemory,
     PreparedWrite,
     PurgeResult,
+    RestoredCandidate,
+    RestoredMemory,
     Store,
     WriteResult,
     instruction_like,
@@ -70,12 +76,18 @@ log = logging.getLogger("memcue.service")
 WORKER_THREADS = 4
 #: Seconds the answer check gets on a question asked without a budget.
 CHECK_WITHOUT_BUDGET_S = 60.0
+#: Longest a session start waits for its project's native memory files to be read (s).
+NATIVE_SYNC_S = 1.0
 #: How long (s) ``stop`` waits for the dateparser warm-up still importing (about a second on this machine).
 WARM_JOIN_S = 5.0
 
 
 class MemoryNotFound(LookupError):
     """No memory has the id asked for (``update``)."""
+
+
+class StoreNotEmpty(RuntimeError):
+    """A plain restore of an export was asked of a store that holds memories already (``restore``)."""
 
 
 class MemoryService:
@@ -135,7 +147,12 @@ class MemoryService:
                                    self._limiter, self._gate.running, slots=settings.recall_slots,
                                    wait_s=settings.recall_wait_s, ttl_s=settings.answer_cache_ttl_s,
                                    delay_s=settings.recall_delay_s)
-        self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit)
+        #: The harnesses' own memory files, kept in step with the store (``capture.native``).
+        self._native = NativeSync(self._store, list(SOURCES.values()), env=os.environ,
+                                  home=Path(settings.native_home or Path.home()), off=settings.sources_off,
+                                  after_write=self._native_changed)
+        self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit,
+                                  native_filter=self._native.not_loaded_by)
         self._warm: threading.Thread | None = None
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
@@ -150,6 +167,7 @@ class MemoryService:
             self._recall_services.reranker.start()
         self._worker.start()
         self._distiller.start()
+        self._native.start(lambda: [s["project"] for s in self._store.sessions(None, START_PROJECTS)])
         self._warm = threading.Thread(target=warm_up, name="memcue-dateparser-warm", daemon=True)
         self._warm.start()
 
@@ -159,6 +177,7 @@ class MemoryService:
         native code (onnxruntime, dateparser's imports) are waited for, bounded, so the process never exits
         under them."""
         self._reindex.close()
+        self._native.stop()
         self._worker.stop()
         self._distiller.stop()
         if self._embedder is not None:
@@ -274,7 +293,7 @@ class MemoryService:
         # runs the write preparation once.
         prepared = check.prepared or prepare_write(memory)
         if check.memory_id is not None:
-            self._store.reinforce(check.memory_id)
+            self._store.reinforce(check.memory_id, prepared.tags)  # its tags join the stored memory's
             return WriteResult(check.memory_id, False, duplicate=True, redacted=prepared.redacted)
         return self._write_with_vector(prepared, check.vector)[0]
 
@@ -437,12 +456,14 @@ class MemoryService:
         return await anyio.to_thread.run_sync(run, limiter=self._limiter)
 
     async def list_recent(self, *, project: str | None, limit: int, kind: str | None = None,
-                          include_forgotten: bool = False, include_bookkeeping: bool = False) -> dict[str, Any]:
-        """The newest memories of ``project`` plus global ones (every project when None), at most ``limit``:
-        ``{"results": [...]}`` in the ``MemoryOut`` shape."""
+                          include_forgotten: bool = False, include_bookkeeping: bool = False,
+                          tags: Sequence[str] = ()) -> dict[str, Any]:
+        """The newest memories of ``project`` plus global ones (every project when None), at most ``limit``, of
+        ``kind`` and carrying every one of ``tags`` when given: ``{"results": [...]}`` in the ``MemoryOut``
+        shape."""
         def run() -> dict[str, Any]:
             rows = self._store.list_memories(project=project, limit=limit, include_bookkeeping=include_bookkeeping,
-                                            kind=kind, include_forgotten=include_forgotten)
+                                            kind=kind, include_forgotten=include_forgotten, tags=tags)
             now = time.time()
             return {"results": [_memory_item(row, now) for row in rows]}
 
@@ -501,6 +522,31 @@ class MemoryService:
         return {"sources": await anyio.to_thread.run_sync(self._store.last_captures, sources,
                                                           limiter=self._limiter)}
 
+    # -- export and restore --------------------------------------------------------------------
+    def export_lines(self, project: str | None) -> Iterator[str]:
+        """The lines of an export of ``project`` and the global memories (every project when None), read as they
+        are iterated (blocking: iterate in a worker thread; ``export.export_lines``)."""
+        return export.export_lines(self._store, project)
+
+    async def restore(self, memories: Sequence[RestoredMemory], candidates: Sequence[RestoredCandidate],
+                      deliveries: Sequence[tuple[str, int, float]], *, known: dict[int, int], merge: bool,
+                      start: bool, id_floor: int | None) -> export.RestoreReport:
+        """Write part of an export back (``export.restore``). Raises ``StoreNotEmpty`` on the ``start`` of a plain
+        (not ``merge``) restore into a store that holds memories or candidates."""
+        def run() -> export.RestoreReport:
+            if start and not merge and not export.is_empty(self._store):
+                counts = self._store.counts()
+                raise StoreNotEmpty(f"this store is not empty ({counts['memories']} memories in "
+                                    f"{self._locations.root}): an export is restored into an empty store only. "
+                                    "Pass --merge to add what it lacks (records held already are skipped), or "
+                                    "point MEMCUE_HOME at an empty folder")
+            report = export.restore(self._store, memories, candidates, deliveries, known=known, merge=merge,
+                                    id_floor=id_floor)
+            self._worker.wake()
+            return report
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
     # -- recall --------------------------------------------------------------------------------
     def recall(self, request: RecallRequest) -> dict[str, Any]:
         """Run the recall pipeline and shape the results by ``request.depth`` and ``request.max_tokens``
@@ -546,7 +592,14 @@ class MemoryService:
     # -- hooks ---------------------------------------------------------------------------------
     async def hook(self, harness: str, event: str, payload: dict[str, Any], *, budget_s: float, max_tokens: int,
                    max_chars: int) -> HookResult:
-        """Serve one hook call (``HookService.handle``)."""
+        """Serve one hook call (``HookService.handle``); a session start first reads its project's native memory
+        files (``NativeSync.sync``, within ``NATIVE_SYNC_S`` of the budget)."""
+        if event == "session-start" and payload.get("project"):
+            started = time.perf_counter()
+            with anyio.move_on_after(min(NATIVE_SYNC_S, budget_s / 2)):
+                await anyio.to_thread.run_sync(self._native.sync, str(payload["project"]), abandon_on_cancel=True,
+                                               limiter=self._limiter)
+            budget_s -= time.perf_counter() - started
         return await self._hooks.handle(harness, event, payload, budget_s=budget_s, max_tokens=max_tokens,
                                        max_chars=max_chars)
 
@@ -556,6 +609,32 @@ class MemoryService:
         return await self._hooks.session_block(harness, session_id, project, budget_s=budget_s,
                                               max_tokens=max_tokens, max_chars=max_chars)
 
+    # -- native memory sources ---------------------------------------------------------------------
+    async def sources(self) -> dict[str, Any]:
+        """The native memory sources (``NativeSync.listing``): ``{"sources": [...], "watch": status}``."""
+        listing = await anyio.to_thread.run_sync(self._native.listing, limiter=self._limiter)
+        return {"sources": listing, "watch": self._native.watch_status}
+
+    async def set_source(self, name: str, enabled: bool) -> dict[str, Any]:
+        """Turn native source ``name`` on or off, kept in ``config.toml`` (``[sources] off``), and return the
+        listing. Raises ``KeyError`` for an unknown name, ``ValueError``/``OSError`` when the config file cannot
+        be changed (nothing changed then)."""
+        def run() -> None:
+            off = set(self._native.off) | {name} if not enabled else set(self._native.off) - {name}
+            if name not in SOURCES:
+                raise KeyError(name)
+            write_sources_off(self._locations.config_file, sorted(off))
+            self._native.set_enabled(name, enabled)
+
+        await anyio.to_thread.run_sync(run, limiter=self._limiter)
+        return await self.sources()
+
+    def _native_changed(self, ids: list[int]) -> None:
+        """A native sync superseded or forgot ``ids``: they leave every working set; new rows get vectors."""
+        for memory_id in ids:
+            self._recall_services.working_sets.forget(memory_id)
+        self._worker.wake()
+
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` (``TokenCounter``)."""
         return self._tokens.count(text)
@@ -563,6 +642,14 @@ class MemoryService:
     def doc_count(self, project: str) -> int:
         """Memories the session-start pointer counts for ``project`` (``Store.doc_count``; blocking)."""
         return self._store.doc_count(project)
+
+    def keyword_rows(self, match: str, *, project: str, limit: int, exclude_kinds: Sequence[str] = ()
+                     ) -> list[dict[str, Any]]:
+        """Rows of the keyword index's best ``limit`` matches of ``match`` (``Store.bm25`` then ``Store.fetch``),
+        best first; blocking."""
+        ranked = self._store.bm25(match, project=project, limit=limit, exclude_kinds=exclude_kinds)
+        rows = self._store.fetch(i for i, _ in ranked)
+        return [rows[i] for i, _ in ranked if i in rows]
 
     def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
         """Store rows newest first (``Store.list_memories``; blocking)."""
@@ -592,4 +679,5 @@ def _memory_item(row: dict[str, Any], now: float) -> dict[str, Any]:
         "forgotten_at": row.get("forgotten_at"),
         "superseded_by": row["superseded_by"],
         "seen_count": row.get("seen_count") or 1,
+        "tags": row.get("tags") or [],
     }

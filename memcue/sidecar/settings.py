@@ -20,6 +20,8 @@ Known config keys (all optional)::
                                   # the model must already be in fastembed's cache under <data>/models
     [sidecar]
     idle_exit_minutes = 120      # exit after this long without a request (0: never; env MEMCUE_IDLE_EXIT_S, s)
+    [sources]
+    off = ["hermes"]             # native memory sources not read (``memcue sources --off NAME`` writes this)
     [distill]                     # optional model distillation of session transcripts, off without this
     base_url = "http://127.0.0.1:8080/v1"     # or kind = "command" with command = ["claude", "-p"]
     model = "qwen2.5-7b-instruct"
@@ -40,8 +42,10 @@ default silently.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,6 +93,8 @@ ENV_DISABLE_VEC = "MEMCUE_DISABLE_VEC"
 ENV_RANKING = "MEMCUE_RANKING"
 #: Seconds without a request after which the sidecar exits (0: never); overrides ``[sidecar] idle_exit_minutes``.
 ENV_IDLE_EXIT_S = "MEMCUE_IDLE_EXIT_S"
+#: The home folder native memory sources look in (``~/.claude``, ``~/.codex``, ``~/.hermes``); default: the user's.
+ENV_NATIVE_HOME = "MEMCUE_NATIVE_HOME"
 
 
 @dataclass(frozen=True)
@@ -106,10 +112,11 @@ class Settings:
     only), ``no_model`` (keyword-only service), ``model_name`` / ``model_path`` (the embedding model: a fastembed
     name and an optional local folder; "" = the packaged default), ``reindex_delay_s`` (s, tests only),
     ``disable_vec`` (sqlite-vec off). Lifecycle: ``idle_exit_s`` (s without a request before the sidecar exits;
-    0 never). ``error``: why the file or some of its entries were ignored ("" when fine). ``ranking`` reaches
-    recall through ``recall_options``; ``disable_vec`` is read here so that every ``MEMCUE_*`` value is in one
-    place, while ``store/sqlite/db.py`` still reads the variable itself (same name, same value) for every
-    connection it opens, the service's and a benchmark's alike."""
+    0 never). Native memory sources: ``sources_off`` (names not read, ``[sources] off``) and ``native_home``
+    (``MEMCUE_NATIVE_HOME``, "" = the user's home). ``error``: why the file or some of its entries were ignored
+    ("" when fine). ``ranking`` reaches recall through ``recall_options``; ``disable_vec`` is read here so that
+    every ``MEMCUE_*`` value is in one place, while ``store/sqlite/db.py`` still reads the variable itself (same
+    name, same value) for every connection it opens, the service's and a benchmark's alike."""
 
     support_gate: bool = True
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -134,6 +141,8 @@ class Settings:
     reindex_delay_s: float = 0.0
     disable_vec: bool = False
     idle_exit_s: float = IDLE_EXIT_S
+    sources_off: tuple[str, ...] = ()
+    native_home: str = ""
     error: str = ""
 
     def recall_options(self) -> RecallOptions:
@@ -189,6 +198,7 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
     problems.extend(block_problems)
     idle_exit_s = _idle_exit(data.get("sidecar", {}), env, problems)
     model_name, model_path = _embedding_model(data.get("model", {}), env, problems)
+    sources_off = _sources_off(data.get("sources", {}), problems)
     error = f"{path}: " + "; ".join(problems) if problems else ""
     if error:
         log.error("config problems, ignored: %s", error)
@@ -204,8 +214,9 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
         recall_delay_s=max(0.0, _number(env, ENV_RECALL_DELAY_S, 0.0)),
         embedding_cache_size=cache_size_from_env(env),
         model_load_delay_s=_number(env, ENV_MODEL_LOAD_DELAY_S, 0.0), no_model=env.get(ENV_NO_MODEL) == "1",
-        disable_vec=env.get(ENV_DISABLE_VEC) == "1", idle_exit_s=idle_exit_s, model_name=model_name,
-        model_path=model_path, reindex_delay_s=max(0.0, _number(env, ENV_REINDEX_DELAY_S, 0.0)), error=error)
+        disable_vec=env.get(ENV_DISABLE_VEC) == "1", idle_exit_s=idle_exit_s, sources_off=sources_off,
+        native_home=env.get(ENV_NATIVE_HOME, "").strip(), model_name=model_name, model_path=model_path,
+        reindex_delay_s=max(0.0, _number(env, ENV_REINDEX_DELAY_S, 0.0)), error=error)
 
 
 def _embedding_model(table: object, env: Mapping[str, str], problems: list[str]) -> tuple[str, str]:
@@ -230,6 +241,44 @@ def _embedding_model(table: object, env: Mapping[str, str], problems: list[str])
         problems.append("model.path is set without model.name (the fastembed model its files are); ignored")
         path = ""
     return name, str(Path(path).expanduser()) if path else ""
+
+
+def _sources_off(table: object, problems: list[str]) -> tuple[str, ...]:
+    """``[sources] off``: the native sources not read (a list of names); a wrong entry is named and ignored."""
+    off = table.get("off", []) if isinstance(table, dict) else None
+    if not isinstance(off, list) or not all(isinstance(n, str) for n in off):
+        problems.append("[sources] off must be a list of source names")
+        return ()
+    return tuple(dict.fromkeys(off))
+
+
+def write_sources_off(path: Path, names: list[str]) -> None:
+    """Set ``[sources] off = names`` in the config file ``path`` (made when missing), every other line kept as
+    it was: the ``off`` line is replaced in place, or added under ``[sources]``, or a ``[sources]`` table is
+    appended. Raises ``ValueError`` when the file does not parse before or after, ``OSError`` when it cannot be
+    read or written."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    tomllib.loads(text)  # a file that does not parse is not touched
+    value = "off = [" + ", ".join(json.dumps(n) for n in names) + "]"
+    lines = text.splitlines()
+    header = next((i for i, ln in enumerate(lines) if ln.strip() == "[sources]"), None)
+    if header is None:
+        lines += ["", "[sources]", value] if lines else ["[sources]", value]
+    else:
+        end = next((i for i in range(header + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        at = next((i for i in range(header + 1, end) if re.match(r"\s*off\s*=", lines[i])), None)
+        if at is None:
+            lines.insert(header + 1, value)
+        else:
+            last = at
+            while "]" not in lines[last].split("#")[0] and last + 1 < end:
+                last += 1
+            lines[at:last + 1] = [value]
+    out = "\n".join(lines) + "\n"
+    if tomllib.loads(out).get("sources", {}).get("off") != names:
+        raise ValueError(f"{path}: could not set [sources] off")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(out, encoding="utf-8")
 
 
 def _idle_exit(table: object, env: Mapping[str, str], problems: list[str]) -> float:

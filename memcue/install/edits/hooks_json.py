@@ -2,11 +2,12 @@
 
 Both read ``{"hooks": {"<Event>": [{"matcher"?, "hooks": [{"type": "command", "command": ..., "timeout": <s>}]}]}}``
 (Codex: ``command`` is one shell string and ``timeout`` must be an integer, or it discards the whole file).
-memcue adds one group per event, without a matcher (so SessionStart covers every source), with an explicit
-integer timeout. Our hooks are recognised by our hook command (``memcue/hooks/launch.py`` or ``-m
-memcue.hooks``), so a changed interpreter path is updated in place rather than added twice. Every other key,
-group and hook is kept as it is, in order. The file is read as strict JSON (a UTF-8 byte-order mark is kept;
-an empty file counts as ``{}``); anything else is refused with a clear error and no write (case C12).
+memcue adds one group per event, without a matcher (so SessionStart covers every source) except where the
+registry names one (PreToolUse: the edit and shell tools only), with an explicit integer timeout. Our hooks are
+recognised by our hook command (``memcue/hooks/launch.py`` or ``-m memcue.hooks``), so a changed interpreter
+path is updated in place rather than added twice. Every other key, group and hook is kept as it is, in order.
+The file is read as strict JSON (a UTF-8 byte-order mark is kept; an empty file counts as ``{}``); anything
+else is refused with a clear error and no write (case C12).
 """
 
 from __future__ import annotations
@@ -112,24 +113,28 @@ def _groups(settings: dict[str, Any], event: str, path: Path, create: bool) -> l
 
 
 def install(settings: dict[str, Any], path: Path, harness: str, events: dict[str, tuple[str, int]],
-            python: str | None = None, background: frozenset[str] = frozenset()) -> dict[str, Any]:
+            python: str | None = None, background: frozenset[str] = frozenset(),
+            matchers: dict[str, str] | None = None) -> dict[str, Any]:
     """``settings`` with memcue's hooks for ``events`` (harness event -> (memcue event, timeout s)) present and
     current (edited in place and returned); the events named in ``background`` get ``"async": true`` (Claude
-    Code runs them without blocking the agent). Raises ``InstallError`` when the hooks section has an unexpected
-    shape."""
+    Code runs them without blocking the agent); the groups of events in ``matchers`` (harness event -> tool-name
+    pattern) get that ``"matcher"``. Raises ``InstallError`` when the hooks section has an unexpected shape."""
     for event, (ours, timeout) in events.items():
         groups = _groups(settings, event, path, create=True)
         assert groups is not None
         want: dict[str, Any] = {"type": "command", "command": hook_command(harness, ours, python), "timeout": timeout}
         if event in background:
             want["async"] = True
-        mine = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+        matcher = (matchers or {}).get(event)
+        mine = [(g, h) for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
                 for h in g["hooks"] if is_ours(h)]
         if mine:
-            for hook in mine:  # update in place: same position, other keys of the entry kept
+            for group, hook in mine:  # update in place: same position, other keys of the entry kept
                 hook.update(want)
+                if matcher:
+                    group["matcher"] = matcher
         else:
-            groups.append({"hooks": [want]})
+            groups.append({"matcher": matcher, "hooks": [want]} if matcher else {"hooks": [want]})
     return settings
 
 

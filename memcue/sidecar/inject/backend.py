@@ -47,6 +47,12 @@ class HookBackend(Protocol):
         """Memories the session-start pointer counts for ``project`` (blocking)."""
         ...
 
+    def keyword_rows(self, match: str, *, project: str, limit: int, exclude_kinds: Sequence[str] = ()
+                     ) -> list[dict[str, Any]]:
+        """Store rows (``Store.fetch``'s) of the keyword index's best ``limit`` matches of the FTS5 expression
+        ``match`` in ``project`` and global rows, best first, without ``exclude_kinds`` (blocking)."""
+        ...
+
     def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
         """Store rows newest first (``Store.list_memories`` filters; blocking)."""
         ...

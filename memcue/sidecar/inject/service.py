@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +35,12 @@ from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
 from memcue.sidecar.inject.timings import HookTimings
+from memcue.sidecar.inject.tool_context import tool_context
 from memcue.sidecar.recall import RecallRequest, age_label
 from memcue.sidecar.store import STANDING_KINDS, NewMemory
 
+#: ``(harness, items) -> items`` it does not load itself (``HookService``'s ``native_filter``).
+NativeFilter = Callable[[str, Sequence[dict[str, Any]]], list[dict[str, Any]]]
 #: Newest memories offered at session start, before the budget cut.
 SESSION_RECENT = 8
 #: The session-start block offers the standing rules (``store.STANDING_KINDS``) before the newest memories,
@@ -110,12 +114,16 @@ class HookService:
     """Serves hook calls and session-start blocks (see the module docstring) over ``backend``.
 
     ``prompt_block``: "full" or "compact" (the sidecar's settings); ``prompt_limit``: results a prompt hook
-    asks recall for (1..100). ``ledger``: what each session was already shown; ``timings``: the latest calls."""
+    asks recall for (1..100). ``ledger``: what each session was already shown; ``timings``: the latest calls.
+    ``native_filter(harness, items)``: ``items`` without the memories ``harness`` loads from its own files already
+    (``capture.native``: no duplicate tokens); applied to a prompt's results and to the session-start rows."""
 
-    def __init__(self, backend: HookBackend, *, prompt_block: str = "full", prompt_limit: int = PROMPT_LIMIT) -> None:
+    def __init__(self, backend: HookBackend, *, prompt_block: str = "full", prompt_limit: int = PROMPT_LIMIT,
+                 native_filter: NativeFilter = lambda harness, items: list(items)) -> None:
         self.backend = backend
         self.prompt_block = prompt_block
         self.prompt_limit = prompt_limit
+        self.native_filter = native_filter
         #: Per session: its one full session-start block (case C15) and the memories already injected.
         self.ledger = SessionLedger()
         self.timings = HookTimings()
@@ -132,6 +140,8 @@ class HookService:
             out = await self.session_block(harness, str(event.get("session_id") or ""),
                                            str(event.get("project") or ""), session_source(event), budget_s=budget_s,
                                            max_tokens=max_tokens, max_chars=max_chars, started=started)
+        elif event_name == "pre-tool-use":
+            out = await self._tool(harness, event, budget_s, max_tokens, max_chars, started)
         else:
             out = _nothing(started)
         self.timings.record(harness, event_name, out.retrieval_time_ms, out.answered_by, out.included)
@@ -166,7 +176,7 @@ class HookService:
             return _nothing(started)
         key = self.ledger.key(harness, session_id)
         shown = self.ledger.injected(key)  # already in the conversation: not repeated
-        supported = injectable(answer, limit)
+        supported = self.native_filter(harness, injectable(answer, limit))
         results = [r for r in supported if r["memory_id"] not in shown]
         if self.prompt_block == "compact":
             block = render_compact(results, session_id=session_id, query_id=answer["query_id"],
@@ -182,6 +192,15 @@ class HookService:
             backend.record_served(answer["query_id"], session_id, "hook", [], self.prompt_block,
                                   skipped=_skip_reason(answer, supported, results))
         return _injected(block, answered_by, answer["tier"], started, answer["query_id"])
+
+    async def _tool(self, harness: str, ev: dict[str, Any], budget_s: float, max_tokens: int, max_chars: int,
+                    started: float) -> HookResult:
+        """The memories that name a tool call's file or command (``tool_context``), each once per session."""
+        answer = await tool_context(self.backend, self.ledger, harness, ev, budget_s=budget_s, max_tokens=max_tokens,
+                                    max_chars=max_chars)
+        if not answer.block.text:
+            return _nothing(started, answer.query_id)
+        return _injected(answer.block, "keyword", "supported", started, answer.query_id)
 
     async def session_block(self, harness: str, session_id: str, project: str, source: str = "startup", *,
                             budget_s: float, max_tokens: int, max_chars: int,
@@ -216,6 +235,7 @@ class HookService:
             with anyio.move_on_after(budget_s):
                 rows = await anyio.to_thread.run_sync(self._session_rows, project, abandon_on_cancel=True,
                                                       limiter=self.backend.limiter)
+                rows = self.native_filter(harness, rows)
             # Past the budget the rows are abandoned: the note alone (it needs no store).
             block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens,
                                  max_tokens=max_tokens, max_chars=max_chars, preface=STANDING_NOTE)

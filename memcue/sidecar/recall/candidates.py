@@ -87,7 +87,8 @@ def gather(store: Store, embedder: Embedder | None, req: RecallRequest, services
     vector = _embed(store, embedder, req)
     ctx = ChannelContext(store=store, query=req.query, keywords=searched, project=req.project,
                          k=CHANNEL_DEPTH * (3 if filters.active else 1),
-                         exclude_kinds=qc.excluded_kinds(req.include_requests),
+                         exclude_kinds=tuple(k for k in qc.excluded_kinds(req.include_requests)
+                                             if k != filters.kind),  # a kind asked for by name is searched
                          now=now, vector=vector, embedder=embedder, include_superseded=filters.include_superseded,
                          vectors=services.vectors)
     names = tuple(n for n in ALL_CHANNELS

@@ -60,6 +60,7 @@ def result_item(row: dict[str, Any], score: float, tier: str, now: float, channe
         "age_label": age_label(row["created_at"], now),
         "seen_count": row.get("seen_count", 1),
         "superseded_by": row.get("superseded_by"),
+        "tags": row.get("tags") or [],
         "channel_scores": channel_scores,
         "cue_terms": cues,
     }

@@ -91,14 +91,15 @@ def _newest(store: Store, req: RecallRequest, qc: QueryClass, now: float, starte
     """Answer "what am I working on?" (``kind`` None) from the project's newest real memories (no bookkeeping,
     no prompts, no episodes); "what did I ask for?" (``kind`` "request") or "what did we do?" ("episode"),
     naming no topic, from the newest rows of that kind; only rows written in ``window`` (Unix s) when given,
-    never the question's own captured copy."""
+    never the question's own captured copy (unless the request asks for captured prompts)."""
     read = _NEWEST_READ if window is None else _NEWEST_READ_WINDOW
     if kind:
         rows = store.list_memories(project=req.project, limit=read, include_bookkeeping=False, kind=kind)
     else:
         rows = store.list_memories(project=req.project, limit=read, include_bookkeeping=False,
                                    kinds_excluded=tuple(ASKED_KINDS.values()))
-    rows = [r for r in rows if req.filters.keeps(r) and not own_prompt(r["kind"], r["content"], req.query)
+    rows = [r for r in rows if req.filters.keeps(r)
+            and (req.include_requests or not own_prompt(r["kind"], r["content"], req.query))
             and (window is None or window[0] <= r["created_at"] < window[1])][:min(PRESENT_LIMIT, req.limit)]
     if rows:
         rows = [r for r in rows if r["created_at"] >= rows[0]["created_at"] - PRESENT_SPAN_S]

@@ -77,9 +77,9 @@ ALL_KEYS_COVERAGE = 0.75
 ALL_KEYS_MIN = 3
 #: How far (cosine) the closest memory must stand out above the next one to be support by standing out.
 STANDOUT_GAP = 0.10
-#: Cosine a memory that stands out needs: a question's paraphrase, and a task touching a constraining memory
-#: (which must also share a word with the prompt: BM25 found it).
-STANDOUT_COSINE = 0.40
+#: Cosine a task's constraining memory needs when it stands out and shares a word with the prompt (BM25 found
+#: it). A question's closest memory that stands out needs the closeness of support (``SUPPORT_COSINE``) without
+#: carrying the question's words: a paraphrase.
 TASK_COSINE = 0.30
 #: Cross-encoder score (logit) above which the reranker alone supports a memory (ms-marco models: > 0
 #: means more likely relevant than not).
@@ -214,7 +214,7 @@ def _judge_meaning(s: Support) -> tuple[str, str]:
         return SUPPORTED, "close"
     if s.asked_kind and worded and near:  # "what did I ask about the importer?": a prompt naming the importer
         return SUPPORTED, "words"
-    if stands_out and s.cosine is not None and s.cosine >= STANDOUT_COSINE:
+    if stands_out and close:
         return SUPPORTED, "standout"
     if near and len(s.key_terms) >= ALL_KEYS_MIN and s.key_coverage >= ALL_KEYS_COVERAGE:
         return SUPPORTED, "words"

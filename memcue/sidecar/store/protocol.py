@@ -12,7 +12,7 @@ in ``vector_journal``. Writes take a ``NewMemory`` and prepare it (``store.write
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from memcue.sidecar.store.write import (
@@ -24,6 +24,9 @@ from memcue.sidecar.store.write import (
     NewMemory,
     PreparedWrite,
     PurgeResult,
+    Restored,
+    RestoredCandidate,
+    RestoredMemory,
     ServedRecall,
     VectorJournal,
     WriteResult,
@@ -105,8 +108,8 @@ class StoreProtocol(Protocol):
     def remember_many(self, memories: Iterable[NewMemory | PreparedWrite]) -> list[WriteResult]:
         """Store memories in one transaction; the same text again in a project (or a known ``source_id``) is a
         ``duplicate``. Raises ``ValueError`` for text empty after preparation."""
-    def reinforce(self, memory_id: int) -> None:
-        """Count one more sighting of ``memory_id`` (a near-duplicate)."""
+    def reinforce(self, memory_id: int, tags: Sequence[str] = ()) -> None:
+        """Count one more sighting of ``memory_id`` (a near-duplicate) and add ``tags`` (normalised) to it."""
     def update(self, memory_id: int, memory: NewMemory, *, carry_source_id: bool = False) -> WriteResult:
         """Write ``memory`` as a new version of ``memory_id`` (``carry_source_id``: the new version takes
         ``memory.source_id`` over from the row holding it). Raises ``KeyError`` (unknown id), ``ValueError``
@@ -130,7 +133,7 @@ class StoreProtocol(Protocol):
     def list_memories(
         self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
         kinds_excluded: Sequence[str] = (), pinned_only: bool = False, kind: str | None = None,
-        include_forgotten: bool = False,
+        include_forgotten: bool = False, tags: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
         """Rows newest first, filtered as the arguments say."""
     def counts(self) -> dict[str, int]:
@@ -252,3 +255,26 @@ class StoreProtocol(Protocol):
         """Ledger rows newest first (``id`` plus ``DistillEntry``'s fields), filtered when given."""
     def distill_spent(self, since: float) -> int:
         """Tokens (prompt plus completion) the ledger's rows since ``since`` spent."""
+
+    # -- export and restore (``sidecar.export``)
+    def export_memories(self, after_id: int, limit: int, project: str | None) -> list[dict[str, Any]]:
+        """Rows in scope (``project`` and global ones; every project when None) with an id above ``after_id``,
+        ascending, at most ``limit``."""
+    def export_version_links(self, project: str | None) -> dict[int, int]:
+        """Old version id -> the id of the version that replaced it, for the superseded rows in scope."""
+    def export_candidates(self, after_id: int, limit: int, project: str | None) -> list[dict[str, Any]]:
+        """Candidates in scope with an id above ``after_id``, ascending (``get_candidate``'s fields)."""
+    def export_deliveries(self, after: str, limit: int, project: str | None) -> list[dict[str, Any]]:
+        """Source ids counted as a duplicate delivery of a memory in scope (``source_id``, ``memory_id``,
+        ``created_at``), above ``after``, ascending."""
+    def restore_memories(self, items: Sequence[RestoredMemory], *, merge: bool,
+                         known: Mapping[int, int]) -> list[Restored]:
+        """Write exported memory versions back with their ids (when free), times, flags, links and tags; with
+        ``merge`` those held already are ``present``. ``superseded_by`` names an export id that ``known`` (export
+        id -> id here) or an earlier item maps. One outcome per item, in order."""
+    def restore_candidates(self, items: Sequence[RestoredCandidate], *, merge: bool) -> list[Restored]:
+        """Write exported candidates back with their review state. One outcome per item, in order."""
+    def restore_deliveries(self, items: Sequence[tuple[str, int, float]]) -> list[Restored]:
+        """Record delivered source ids ``(source_id, memory id, created_at)`` again."""
+    def raise_id_floor(self, memory_id: int) -> None:
+        """Never give out a memory id at or below ``memory_id`` (ids purged where an export came from)."""

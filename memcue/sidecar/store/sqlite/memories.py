@@ -13,10 +13,19 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import apsw
+
 from memcue.sidecar.store.sqlite.db import Database
 from memcue.sidecar.store.sqlite.graph import link_entities
-from memcue.sidecar.store.sqlite.rows import COLUMNS, row_dict, scope_conditions
+from memcue.sidecar.store.sqlite.rows import COLUMNS, row_dict, scope_conditions, tags_condition
 from memcue.sidecar.store.write import CAPTURED_KINDS, NewMemory, PreparedWrite, WriteResult, prepare_write
+
+
+def _tag(writer: apsw.Connection, memory_id: int, tags: Sequence[str]) -> None:
+    """Put ``tags`` (normalised) on ``memory_id`` (inside the caller's transaction); tags it has already stay."""
+    writer.executemany("INSERT OR IGNORE INTO memory_tags(memory_id, tag) VALUES (?, ?)",
+                       [(memory_id, t) for t in tags])
+
 
 #: ``embedded`` values: 0 waiting for a vector, 1 has one, 2 never embedded (bookkeeping rows).
 PENDING, EMBEDDED, SKIPPED = 0, 1, 2
@@ -64,6 +73,7 @@ class MemoryRows:
                     db.writer.execute(
                         "UPDATE memories SET seen_count = seen_count + 1, updated_at = ? WHERE id = ?",
                         (now, same[0][0]))
+                    _tag(db.writer, int(same[0][0]), p.tags)  # the same text tagged anew carries both tags
                     if p.memory.source_id:  # the same delivery again is then no second sighting (issue 13)
                         db.writer.execute("INSERT OR IGNORE INTO delivered_ids(source_id, memory_id, created_at)"
                                           " VALUES (?, ?, ?)", (p.memory.source_id, same[0][0], now))
@@ -89,17 +99,19 @@ class MemoryRows:
              json.dumps(p.metadata, ensure_ascii=False), p.digest, m.valid_from, m.valid_to),
         )
         new_id = writer.last_insert_rowid()
+        _tag(writer, new_id, p.tags)
         if not p.bookkeeping:
             link_entities(writer, new_id, list(p.entities))
         return WriteResult(new_id, p.bookkeeping, redacted=p.redacted)
 
-    def reinforce(self, memory_id: int) -> None:
-        """Count one more sighting of ``memory_id`` (``seen_count`` + 1, ``updated_at`` now), as writing the same
-        text again does; used for near-duplicates (``sidecar.dedup``)."""
+    def reinforce(self, memory_id: int, tags: Sequence[str] = ()) -> None:
+        """Count one more sighting of ``memory_id`` (``seen_count`` + 1, ``updated_at`` now) and add ``tags``
+        (normalised), as writing the same text again does; used for near-duplicates (``sidecar.dedup``)."""
         db = self._db
         with db.write_lock, db.writer:
             db.writer.execute("UPDATE memories SET seen_count = seen_count + 1, updated_at = ? WHERE id = ?",
                               (time.time(), int(memory_id)))
+            _tag(db.writer, int(memory_id), tags)
             db.generation += 1
 
     def update(self, memory_id: int, memory: NewMemory, *, carry_source_id: bool = False) -> WriteResult:
@@ -123,6 +135,8 @@ class MemoryRows:
             memory.valid_from = now
         if not memory.project:
             memory.project = old["project"]
+        if not memory.tags:  # a new version keeps the tags of the one it replaces
+            memory.tags = tuple(old["tags"])
         source_id = memory.source_id if carry_source_id else None
         memory.source_id = source_id
         db = self._db
@@ -165,10 +179,11 @@ class MemoryRows:
     def list_memories(
         self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
         kinds_excluded: Sequence[str] = (), pinned_only: bool = False, kind: str | None = None,
-        include_forgotten: bool = False,
+        include_forgotten: bool = False, tags: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
         """Newest first. ``project`` None means every project; a project also gets global ("") rows; ``kind``
-        keeps only rows of that kind. Forgotten rows only with ``include_forgotten``."""
+        keeps only rows of that kind, ``tags`` (normalised) only rows carrying every one of them. Forgotten rows
+        only with ``include_forgotten``."""
         where, args = scope_conditions(project=project, exclude_kinds=kinds_excluded,
                                        include_bookkeeping=include_bookkeeping, include_forgotten=include_forgotten)
         if pinned_only:
@@ -176,6 +191,10 @@ class MemoryRows:
         if kind is not None:
             where.append("kind = ?")
             args.append(kind)
+        if tags:
+            condition, tag_args = tags_condition(tags)
+            where.append(condition)
+            args.extend(tag_args)
         sql = f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?"
         return [row_dict(r) for r in self._db.reader().execute(sql, [*args, limit]).fetchall()]
 

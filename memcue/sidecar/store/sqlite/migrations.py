@@ -295,6 +295,20 @@ def m015_candidate_vectors(conn: apsw.Connection) -> None:
 
 
 @migration
+def m016_memory_tags(conn: apsw.Connection) -> None:
+    # Tags on memories (``store.write.tags``): one row per (memory, tag); memory_tags_tag finds the memories of a
+    # tag for ``list --tag`` without reading every memory's tags.
+    conn.execute(
+        """
+        CREATE TABLE memory_tags (
+            memory_id INTEGER NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (memory_id, tag)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_tags_tag ON memory_tags(tag, memory_id);
+        """
+    )
+
+
+@migration
 def m018_reindex_vectors(conn: apsw.Connection) -> None:
     # A re-index to another embedding model (store/sqlite/reindex.py): each memory's new vector and baseline, kept
     # apart from memories_vec (the old model's vectors stay whole until the swap), so a stopped re-index resumes

@@ -77,6 +77,7 @@ def _delete(conn: apsw.Connection, ids: list[int], *, vec: bool) -> None:
     conn.execute(f"DELETE FROM candidates WHERE memory_id IN ({marks})", ids)
     conn.execute(f"DELETE FROM recall_items WHERE memory_id IN ({marks})", ids)
     conn.execute(f"DELETE FROM delivered_ids WHERE memory_id IN ({marks})", ids)
+    conn.execute(f"DELETE FROM memory_tags WHERE memory_id IN ({marks})", ids)
     conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", ids)
 
 

@@ -5,13 +5,13 @@ recall-usage log.
 thread), migrates it, and delegates each public method to the part that owns its SQL: ``memories`` (rows),
 ``keywords`` (FTS5), ``vectors`` (vec0), ``graph`` (entities), ``timeline`` (time and session reads),
 ``forgetting``, ``usage`` (the usage log), ``candidates`` (capture candidates), ``sessions`` (a session's
-receipt, capture freshness) and ``meta``.
+receipt, capture freshness), ``transfer`` (export reads, restore writes) and ``meta``.
 It satisfies ``store.protocol.StoreProtocol``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from memcue.sidecar.store.sqlite.purging import Purging
 from memcue.sidecar.store.sqlite.reindex import ReindexRows
 from memcue.sidecar.store.sqlite.sessions import SessionReads
 from memcue.sidecar.store.sqlite.timeline import Timeline
+from memcue.sidecar.store.sqlite.transfer import Transfer
 from memcue.sidecar.store.sqlite.usage import UsageLog
 from memcue.sidecar.store.sqlite.vectors import ScopeFields, VectorRows
 from memcue.sidecar.store.write import (
@@ -42,6 +43,9 @@ from memcue.sidecar.store.write import (
     NewMemory,
     PreparedWrite,
     PurgeResult,
+    Restored,
+    RestoredCandidate,
+    RestoredMemory,
     ServedRecall,
     VectorJournal,
     WriteResult,
@@ -72,6 +76,7 @@ class Store:
         self._sessions = SessionReads(db)
         self._ledger = DistillLedger(db)
         self._reindex = ReindexRows(db, self._meta)
+        self._transfer = Transfer(db)
 
     # -- the file and its state --------------------------------------------------------------
     @property
@@ -187,9 +192,9 @@ class Store:
         """See ``MemoryRows.remember_many``."""
         return self._memories.remember_many(memories)
 
-    def reinforce(self, memory_id: int) -> None:
+    def reinforce(self, memory_id: int, tags: Sequence[str] = ()) -> None:
         """See ``MemoryRows.reinforce``."""
-        self._memories.reinforce(memory_id)
+        self._memories.reinforce(memory_id, tags)
 
     def update(self, memory_id: int, memory: NewMemory, *, carry_source_id: bool = False) -> WriteResult:
         """See ``MemoryRows.update``."""
@@ -223,12 +228,12 @@ class Store:
     def list_memories(
         self, *, project: str | None = None, limit: int = 50, include_bookkeeping: bool = True,
         kinds_excluded: Sequence[str] = (), pinned_only: bool = False, kind: str | None = None,
-        include_forgotten: bool = False,
+        include_forgotten: bool = False, tags: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
         """See ``MemoryRows.list_memories``."""
         return self._memories.list_memories(
             project=project, limit=limit, include_bookkeeping=include_bookkeeping, kinds_excluded=kinds_excluded,
-            pinned_only=pinned_only, kind=kind, include_forgotten=include_forgotten)
+            pinned_only=pinned_only, kind=kind, include_forgotten=include_forgotten, tags=tags)
 
     def counts(self) -> dict[str, int]:
         """See ``MemoryRows.counts``."""
@@ -433,3 +438,37 @@ class Store:
     def distill_spent(self, since: float) -> int:
         """See ``DistillLedger.spent``."""
         return self._ledger.spent(since)
+
+    # -- export and restore ------------------------------------------------------------------
+    def export_memories(self, after_id: int, limit: int, project: str | None) -> list[dict[str, Any]]:
+        """See ``Transfer.memories_after``."""
+        return self._transfer.memories_after(after_id, limit, project)
+
+    def export_version_links(self, project: str | None) -> dict[int, int]:
+        """See ``Transfer.version_links``."""
+        return self._transfer.version_links(project)
+
+    def export_candidates(self, after_id: int, limit: int, project: str | None) -> list[dict[str, Any]]:
+        """See ``Transfer.candidates_after``."""
+        return self._transfer.candidates_after(after_id, limit, project)
+
+    def export_deliveries(self, after: str, limit: int, project: str | None) -> list[dict[str, Any]]:
+        """See ``Transfer.deliveries_after``."""
+        return self._transfer.deliveries_after(after, limit, project)
+
+    def restore_memories(self, items: Sequence[RestoredMemory], *, merge: bool,
+                         known: Mapping[int, int]) -> list[Restored]:
+        """See ``Transfer.restore_memories``."""
+        return self._transfer.restore_memories(items, merge=merge, known=known)
+
+    def restore_candidates(self, items: Sequence[RestoredCandidate], *, merge: bool) -> list[Restored]:
+        """See ``Transfer.restore_candidates``."""
+        return self._transfer.restore_candidates(items, merge=merge)
+
+    def restore_deliveries(self, items: Sequence[tuple[str, int, float]]) -> list[Restored]:
+        """See ``Transfer.restore_deliveries``."""
+        return self._transfer.restore_deliveries(items)
+
+    def raise_id_floor(self, memory_id: int) -> None:
+        """See ``Transfer.raise_id_floor``."""
+        self._transfer.raise_id_floor(memory_id)

@@ -24,10 +24,14 @@ from memcue.sidecar.store.write.records import (
     NewCandidate,
     NewMemory,
     PurgeResult,
+    Restored,
+    RestoredCandidate,
+    RestoredMemory,
     ServedRecall,
     WriteResult,
 )
 from memcue.sidecar.store.write.strip import strip_injected
+from memcue.sidecar.store.write.tags import MAX_TAGS, TAG_PATTERN, normalize_tags
 
 __all__ = [
     "CANDIDATE_STATES", "CANDIDATE_TTL_S", "CandidateAdded", "NewCandidate",
@@ -36,4 +40,5 @@ __all__ = [
     "ServedRecall", "VectorJournal", "WriteResult", "extract_entities", "prepare_write", "redact", "sanitize_text",
     "strip_injected", "CONSTRAINING_KINDS", "STANDING_KINDS",
     "KIND_PATTERN", "MarkResult", "PurgeResult", "ROLE_MARKER", "instruction_like",
+    "MAX_TAGS", "TAG_PATTERN", "normalize_tags", "Restored", "RestoredCandidate", "RestoredMemory",
 ]

@@ -31,6 +31,7 @@ from memcue.sidecar.store.write.bookkeeping import is_bookkeeping, is_trivial_an
 from memcue.sidecar.store.write.entities import extract_entities
 from memcue.sidecar.store.write.records import CAPTURED_KINDS, EPISODE, RECORD_KINDS, NewMemory
 from memcue.sidecar.store.write.strip import strip_injected
+from memcue.sidecar.store.write.tags import normalize_tags
 
 __all__ = ["CAPTURE_MAX_CHARS", "PRECUT_CHARS", "PRECUT_GUARD_CHARS", "PreparedWrite", "prepare_write"]
 
@@ -40,7 +41,8 @@ class PreparedWrite:
     """A memory ready to store: ``memory`` as given (its ``source_id``, ``pinned``, times), the cleaned fields,
     ``bookkeeping`` (never recalled, never embedded), ``digest`` (sha1 hex of kind and content),
     ``redacted`` (secrets replaced in the content) and ``entities`` (``(name, kind)`` pairs of
-    ``extract_entities``; none for a bookkeeping row). ``content`` may be empty (the store refuses it then)."""
+    ``extract_entities``; none for a bookkeeping row), ``tags`` normalised (``store.write.tags``). ``content`` may be
+    empty (the store refuses it then)."""
 
     memory: NewMemory
     content: str
@@ -53,10 +55,12 @@ class PreparedWrite:
     digest: str
     redacted: int
     entities: tuple[tuple[str, str], ...] = ()
+    tags: tuple[str, ...] = ()
 
 
 def prepare_write(memory: NewMemory) -> PreparedWrite:
-    """``memory`` through the steps of the module docstring. Never raises on any ``str`` fields."""
+    """``memory`` through the steps of the module docstring. Never raises on any ``str`` fields; raises
+    ``ValueError`` for a tag that is not one (``store.write.tags.normalize_tags``)."""
     content = sanitize_text(memory.content)
     # A captured prompt: memcue's own injected block is not stored again. A prompt that was only such a
     # block is kept as it was, as a bookkeeping row (never recalled, never embedded).
@@ -79,6 +83,7 @@ def prepare_write(memory: NewMemory) -> PreparedWrite:
         digest=hashlib.sha1(f"{memory.kind}\x00{content}".encode()).hexdigest(),
         redacted=secrets.count,
         entities=() if bookkeeping else tuple(extract_entities(content)),
+        tags=normalize_tags(memory.tags),
     )
 
 

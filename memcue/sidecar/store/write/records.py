@@ -39,7 +39,8 @@ KIND_PATTERN = r"[a-z_-]{1,32}"
 
 @dataclass
 class NewMemory:
-    """A memory to write. Times are Unix seconds; ``source_id`` makes a write idempotent (spool, import)."""
+    """A memory to write. Times are Unix seconds; ``source_id`` makes a write idempotent (spool, import);
+    ``tags`` as given (the store keeps them normalised: ``store.write.tags``)."""
 
     content: str
     kind: str = "note"
@@ -52,6 +53,7 @@ class NewMemory:
     metadata: dict[str, Any] = field(default_factory=dict)
     valid_from: float | None = None
     valid_to: float | None = None
+    tags: tuple[str, ...] = ()
 
 
 #: How long a pending candidate waits for a confirming signal before it expires (s): 30 days.
@@ -143,3 +145,63 @@ class ServedRecall:
     items: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
     tokens: int = 0
     skipped: str = ""
+
+
+@dataclass
+class RestoredMemory:
+    """A memory version as an export holds it (``sidecar.export``), to be written back as it was: its ``id``
+    (kept when free in the store), times (Unix s) and flags as stored; ``superseded_by`` the id of its newer
+    version *in this store* (already restored, or None); ``tags`` normalised."""
+
+    id: int
+    content: str
+    kind: str
+    project: str
+    session_id: str
+    created_at: float
+    updated_at: float
+    pinned: bool
+    bookkeeping: bool
+    source: str
+    source_id: str | None
+    metadata: dict[str, Any]
+    seen_count: int
+    valid_from: float | None = None
+    valid_to: float | None = None
+    superseded_by: int | None = None
+    superseded_at: float | None = None
+    forgotten_at: float | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass
+class RestoredCandidate:
+    """A capture candidate as an export holds it, to be written back with its review state: ``memory_id`` the
+    memory it was promoted to *in this store* (None: none)."""
+
+    id: int
+    content: str
+    kind: str
+    project: str
+    session_id: str
+    harness: str
+    turn: str
+    signal: str
+    evidence: dict[str, Any]
+    created_at: float
+    expires_at: float
+    state: str
+    reason: str = ""
+    decided_at: float | None = None
+    memory_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Restored:
+    """Outcome of restoring one record: ``status`` ``restored`` (written; ``renumbered`` when its id was taken and
+    it got ``id`` instead), ``present`` (the store holds it already, as ``id``) or ``bad`` (``error`` says why)."""
+
+    status: str
+    id: int | None = None
+    renumbered: bool = False
+    error: str = ""

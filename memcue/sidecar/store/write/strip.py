@@ -2,10 +2,10 @@
 
 A user may paste (or a harness may echo) what memcue injected: the session-start block's standing note (one
 line; a copy a terminal wrapped into several lines goes whole, each piece being a part of the note); a full
-block: its header (``PROMPT_HEADER`` / ``SESSION_HEADER``, recognised by its lead, wrapped pieces of its
-``DATA_NOTE`` too) and the ``<memcue-memories>…</memcue-memories>`` element (a copy cut before its closing tag
-loses the lines that look like the block's: ``<memory …>`` lines, the left-out line), or the one-line session
-pointer; the compact block ``<memcue-recall session_id="…" query_id="…">…</memcue-recall>``
+block: its header (``PROMPT_HEADER`` / ``SESSION_HEADER`` / ``TOOL_HEADER``, recognised by its lead, wrapped
+pieces of its ``DATA_NOTE`` too) and the ``<memcue-memories>…</memcue-memories>`` element (a copy cut before its
+closing tag loses the lines that look like the block's: ``<memory …>`` lines, the left-out line), or the one-line
+session pointer; the compact block ``<memcue-recall session_id="…" query_id="…">…</memcue-recall>``
 (``render.render_compact``; likewise when cut); or Hermes' ``<memory-context>…</memory-context>`` wrapper
 around a prefetch result. ``strip_injected`` removes those and keeps everything else of the prompt.
 
@@ -27,9 +27,10 @@ from memcue.core.blocks import (
     PROMPT_LEAD,
     SESSION_LEAD,
     STANDING_NOTE,
+    TOOL_LEAD,
 )
 
-_HEADERS = re.compile(r"^[ \t>]*(?:" + "|".join(re.escape(h) for h in (PROMPT_LEAD, SESSION_LEAD)) + r")")
+_HEADERS = re.compile(r"^[ \t>]*(?:" + "|".join(re.escape(h) for h in (PROMPT_LEAD, SESSION_LEAD, TOOL_LEAD)) + r")")
 _DATA_NOTE_WORDS = " ".join(DATA_NOTE.split())
 _POINTER = re.compile(r"^[ \t>]*" + re.escape(POINTER_START) + r".*$")
 #: The standing note with its spaces collapsed, which a wrapped piece of a pasted copy is part of.
