@@ -268,6 +268,15 @@ def test_C17_switching_back_before_the_reindex_restores_hybrid_recall_at_once(
     assert answer["channel_status"]["semantic"] == "ok"
     assert MEANING in [r["content"] for r in answer["results"]]
     assert len(_stored_vectors(home, MODEL_ID, MODEL_DIM, ids)) == N_MEMORIES
+    nothing = _cli(home, "reindex", "--json")
+    assert json.loads(nothing.communicate(timeout=60)[0])["data"]["state"] == "none" and nothing.returncode == 0
+    sc.stop()
+
+    _configure(home, SAME_FILES_NAME, models["same_files"])  # the other model again: its re-index was kept
+    sc = start_sidecar(home)
+    sidecars.append(sc)
+    health = _model_settled(sc)
+    assert health["reindex"]["state"] == "paused" and health["reindex"]["done"] >= 32
 
 
 def test_C17_a_configured_model_missing_from_the_cache_is_a_clear_error_and_keyword_recall(
