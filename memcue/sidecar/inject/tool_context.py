@@ -9,13 +9,14 @@ answer is not a semantic recall: a memory is given only when its text carries on
 - a shell term (``make check``, ``alembic``, ``--force``, ``DATABASE_URL``): the same words, case and all, not
   inside a longer identifier (``pytest`` does not match ``pytest-cov``).
 
-Candidates come from the keyword index (one FTS5 query of the identifiers' words, ``CANDIDATES`` best), which
-never holds bookkeeping rows, and skips superseded and forgotten ones and the captured kinds (prompts, answers,
-session events: ``CAPTURED_KINDS``); each candidate is then checked word for word. Kinds that say how to work
-(``FIRST_KINDS``: decisions, preferences, bugs, conventions, procedures) come first, then the closer match, then
-the newest. A memory already injected in the session (by the prompt hook, the session-start block or an earlier
-tool call: the shared ``SessionLedger``) is not given again. At most ``MAX_MEMORIES``, rendered under the hook's
-token budget (300 by default) with the same untrusted-data framing as every block (``TOOL_HEADER``).
+Candidates come from the keyword index (one FTS5 query of the identifiers' words, ``CANDIDATES`` best), which never
+holds bookkeeping rows, and skips superseded and forgotten ones and the captured kinds (prompts, answers, session
+events: ``CAPTURED_KINDS``); each candidate is then checked word for word. Kinds that say how to work
+(``store.CONSTRAINING_KINDS``: decisions, preferences, conventions, bugs, lessons, procedures) come first, then the
+closer match, then the newest. A memory already injected in the session (by the prompt hook, the session-start
+block or an earlier tool call: the shared ``SessionLedger``) is not given again. At most ``MAX_MEMORIES``, rendered
+under the hook's token budget (300 by default) with the same untrusted-data framing as every block
+(``TOOL_HEADER``).
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ from memcue.sidecar.inject.backend import HookBackend
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.render import Block, render_block
 from memcue.sidecar.recall import age_label
-from memcue.sidecar.store.write import CAPTURED_KINDS
+from memcue.sidecar.store.write import CAPTURED_KINDS, CONSTRAINING_KINDS
 
-#: Kinds given first, in this order: what a memory says about how to work with the file or command.
-FIRST_KINDS = ("decision", "preference", "bug", "convention", "procedure")
+#: Kinds given first, in this order: what a memory says about how to work with the file or command (the kinds a
+#: task can run into, as the prompt hook's task rule reads them).
+FIRST_KINDS = CONSTRAINING_KINDS
 #: Memories given beside one tool call at most.
 MAX_MEMORIES = 3
 #: Keyword candidates checked word for word.
