@@ -191,8 +191,8 @@ def _judge_meaning(s: Support) -> tuple[str, str]:
     strong = close and s.cosine is not None and s.cosine >= STRONG_COSINE
     worded = s.key_coverage >= MIN_KEY_COVERAGE
     near = s.cosine is None or s.cosine >= COSINE_FLOOR - WORDED_COSINE_SLACK
-    if s.temporal and s.question and (worded or close or not s.key_terms):
-        return SUPPORTED, "time"  # written in the question's time window, on its topic (or it asks only "when")
+    if s.temporal and s.question and (worded or close or s.asked_kind or not s.key_terms):
+        return SUPPORTED, "time"  # written in the question's time window, on its topic (or what it asks for)
     if s.gibberish:
         return RELATED, ""
     if s.rerank is not None:
