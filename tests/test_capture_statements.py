@@ -40,6 +40,8 @@ POSITIVES = [
     ("any schema change goes through Marta. she reviews every migration", "decision",
      "any schema change goes through Marta. she reviews every migration"),
     ("btw Kenji owns the release calendar", "note", "btw Kenji owns the release calendar"),
+    ("oh and heads up: the EU bucket is in eu-central-2, not Frankfurt", "note",
+     "oh and heads up: the EU bucket is in eu-central-2, not Frankfurt"),
     ("FYI: the nightly dumps land in /var/backups/pg on db-03", "note",
      "FYI: the nightly dumps land in /var/backups/pg on db-03"),
 ]

@@ -49,7 +49,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
     ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
     ("decision", r"\b(?:has|have|needs?) to (?:stay|remain)\b|\bmust (?:stay|remain)\b|"
                  r"\bgoes through (?:me|him|her|them|[A-Z][\w'-]+)\b"),
-    ("note", r"^(?:fyi|btw|heads[- ]up|for the record|just so you know)\b[,:!]?\s+(?=.*\b(?:is|are|was|were|has|"
+    ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|btw|heads[- ]up|for the record|just so you know)\b"
+             r"[,:!]?\s+(?=.*\b(?:is|are|was|were|has|"
              r"have|lives?|lands?|sits?|owns?|runs?|uses?|stays?|must|needs?|goes|comes?|belongs?|points?|depends?|"
              r"means?)\b)"),
 ))
