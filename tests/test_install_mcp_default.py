@@ -118,3 +118,20 @@ def test_doctor_says_registered_and_whether_allowed(tmp_path: Path) -> None:
     assert found["status"] == "ok" and found["mcp_allowed"] is True
     assert "MCP server registered and its tools allowed" in found["message"]
     assert "mcp__memcue__*" in json.loads(path.read_text())["permissions"]["allow"]
+
+
+def test_a_dry_run_shows_what_registering_the_server_would_do_and_changes_nothing(tmp_path: Path) -> None:
+    config = tmp_path / "codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "o5"\n')
+    run = _cli(tmp_path, "install", "codex", "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert f"codex: MCP server: would append to {config}:" in run.stdout
+    assert "[mcp_servers.memcue]" in run.stdout and f'MEMCUE_HOME = "{tmp_path / "home"}"' in run.stdout
+    assert config.read_text() == 'model = "o5"\n', "a dry run writes nothing"
+    claude = _cli(tmp_path, "install", "claude-code", "--dry-run")
+    assert "claude-code: MCP server: would run `claude mcp add -s user memcue" in claude.stdout
+    assert "`claude` is not on PATH" in claude.stdout
+    assert not (tmp_path / "claude" / "settings.json").exists()
+    assert "not registered" not in _cli(tmp_path, "install", "codex", "--dry-run", "--no-mcp").stdout
+    assert "MCP server" not in _cli(tmp_path, "install", "codex", "--dry-run", "--no-mcp").stdout

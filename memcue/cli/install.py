@@ -148,6 +148,14 @@ def _run(args: argparse.Namespace, action: str) -> int:
     return code
 
 
+def _mcp_preview(harness: str) -> str:
+    """What registering memcue's MCP server with ``harness`` would do (``installer.mcp_preview``), nothing run."""
+    from memcue.core.paths import locations
+    from memcue.install import installer, mcp_servers
+
+    return installer(harness).mcp_preview(mcp_servers.server_command(), locations().root)
+
+
 def _placement_warning() -> str:
     """The warning when the hooks this memcue writes point into a source checkout (``install.placement``)."""
     from memcue.install import placement
@@ -161,11 +169,10 @@ def _said(r: dict[str, Any], action: str, args: argparse.Namespace) -> str:
     files = r.get("files") or []
     if args.dry_run:
         out = r["diff"] or f"{r['path']}: no change\n"
-        later = (["the MCP server's registration"] if action == "install" and _mcp_wanted(r["harness"], args)
-                 else []) + (["--trust"] if getattr(args, "trust", False) else [])
-        if later:
-            out += (f"{r['harness']}: {' and '.join(later)} not shown: the harness itself makes those changes "
-                    "when you run the install\n")
+        if action == "install" and _mcp_wanted(r["harness"], args) and (preview := _mcp_preview(r["harness"])):
+            out += f"{r['harness']}: MCP server: {preview}\n"
+        if getattr(args, "trust", False):
+            out += f"{r['harness']}: --trust is not part of this preview (it is applied when you run the install)\n"
     elif not r["changed"]:
         out = (f"{r['harness']}: {r['path']} already {'has' if action == 'install' else 'lacks'} memcue; "
                "nothing changed\n")

@@ -43,3 +43,8 @@ def no_mcp_server() -> dict[str, Any] | None:
 def nothing_to_remove(state_dir: Path) -> str:
     """"": no MCP server of memcue's to remove."""
     return ""
+
+
+def nothing_to_preview(argv: list[str], home: Path) -> str:
+    """"": no MCP server is registered, so a dry run has nothing to show."""
+    return ""

@@ -189,5 +189,10 @@ def mcp_remove(state_dir: Path) -> str:
     return mcp_servers.cli_remove(NAME)
 
 
+def mcp_preview(argv: list[str], home: Path) -> str:
+    """The ``claude mcp add`` command ``mcp_add`` would run (``mcp_servers.cli_preview``)."""
+    return mcp_servers.cli_preview(NAME, argv, home)
+
+
 files = base.no_files
 install_note = base.no_note

@@ -99,6 +99,11 @@ def mcp_add(state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:
     return f"MCP server '{mcp_servers.SERVER}' added to {path} (`{' '.join(argv)}`, MEMCUE_HOME={home})"
 
 
+def mcp_preview(argv: list[str], home: Path) -> str:
+    """The table ``mcp_add`` would append to ``config.toml`` (nothing is written)."""
+    return f"would append to {config_path()}:\n{_table(argv, home).decode().strip()}"
+
+
 def mcp_remove(state_dir: Path) -> str:
     """Take memcue's table off ``config.toml``: the appended bytes when they are still the file's end, else
     through ``codex mcp remove``. Raises ``InstallError`` when Codex refuses."""

@@ -142,8 +142,10 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
              finding(name, OK, f"hooks current in {path}", path=str(path), version=program_version, installed=True))
     found["mcp"] = _mcp_server(name)
     found["runs"] = _runs(name, settings)
-    found["message"] += ("; MCP server registered" if found["mcp"] else
-                         f"; MCP server not registered (`memcue install {name}` registers it)")
+    found["message"] = found["message"].rstrip(".") + (
+        "; MCP server registered" if found["mcp"] else
+        f"; MCP server not registered: the agent cannot save or recall through memcue's tools (`memcue install "
+        f"{name}` registers it, with the harness's program on PATH)")
     return found
 
 

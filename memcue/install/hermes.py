@@ -232,3 +232,4 @@ project_settings_path = base.no_project_settings
 keep_out_of_git = base.nothing_to_keep_out
 mcp_registered = base.no_mcp_server
 mcp_remove = base.nothing_to_remove
+mcp_preview = base.nothing_to_preview

@@ -126,6 +126,17 @@ def cli_add(harness: str, state_dir: Path, argv: list[str], home: Path, replace:
     return f"MCP server '{SERVER}' registered (`{' '.join(argv)}`, MEMCUE_HOME={home})"
 
 
+def cli_preview(harness: str, argv: list[str], home: Path) -> str:
+    """The ``<program> mcp add`` command ``cli_add`` would run for ``harness``, and whether the program is there
+    to run it (nothing is run)."""
+    name = HARNESSES[harness].program
+    command = f"{name} mcp add -s user {SERVER} -e MEMCUE_HOME={home} -- {' '.join(argv)}"
+    if shutil.which(name) is None:
+        return (f"would run `{command}`, but `{name}` is not on PATH: the install will skip the MCP server and say "
+                "so (hooks still work)")
+    return f"would run `{command}`"
+
+
 def cli_remove(harness: str) -> str:
     """Remove memcue's server through the harness's own CLI (``<program> mcp remove -s user memcue``). Raises
     ``InstallError`` when the program is missing or refuses."""

@@ -90,3 +90,8 @@ class Installer(Protocol):
     def mcp_remove(self, state_dir: Path) -> str:
         """Remove memcue's MCP server registered by ``mcp_add``; returns what was done ("" for nothing)."""
         ...
+
+    def mcp_preview(self, argv: list[str], home: Path) -> str:
+        """What ``mcp_add`` would do, for a dry run (a command it would run, the text it would append), changing
+        nothing; "" when it would do nothing."""
+        ...
