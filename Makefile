@@ -49,6 +49,7 @@ install: $(UV_STAMP)
 
 uninstall: $(UV_STAMP)
 	-"$$($(UV) tool dir --bin)/memcue" uninstall all
+	-"$$($(UV) tool dir --bin)/memcue" stop
 	$(UV) tool uninstall memcue
 
 harnesses: $(HARNESS_STAMP)

@@ -135,15 +135,17 @@ def test_spool_lines_that_could_not_be_read_are_in_the_receipt(home: Path, tmp_p
         sc.stop()
 
 
-def test_an_unknown_session_is_a_clear_error(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
+def test_an_unknown_session_is_an_error_and_no_session_yet_is_not(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
     run = _cli("receipt", "no-such-session")
     assert run.returncode == 1 and "no session 'no-such-session'" in run.stderr, run.stderr
     run = _cli("receipt", "--json", "no-such-session")
     assert run.returncode == 1 and json.loads(run.stdout)["success"] is False
     empty = tmp_path / "nothing-here"
     empty.mkdir()
-    run = _cli("receipt", cwd=empty)
-    assert run.returncode == 1 and "no session of this project" in run.stderr
+    run = _cli("receipt", cwd=empty)  # a fresh install: nothing to show yet, which is not an error
+    assert run.returncode == 0 and "No session of this project has stored anything yet" in run.stdout, run.stderr
+    run = _cli("receipt", "--json", cwd=empty)
+    assert run.returncode == 0 and json.loads(run.stdout)["data"]["session_id"] is None
 
 
 def _doctor(tmp_path: Path, home: Path) -> dict[str, dict[str, Any]]:

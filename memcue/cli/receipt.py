@@ -124,6 +124,12 @@ def render_sessions(sessions: list[dict[str, Any]]) -> str:
                      f"  {s['project'] or '(global)'}" for s in sessions)
 
 
+#: What ``memcue receipt`` says before any harness session has run in the project (not an error: a fresh install).
+NO_SESSION = ("No session of this project has stored anything yet. A receipt appears once a harness session runs "
+              "here with memcue's hooks (`memcue install all` wires them; `memcue receipt --list --all-projects` "
+              "lists sessions elsewhere).")
+
+
 def cmd_receipt(args: argparse.Namespace) -> int:
     """``memcue receipt [SESSION] [--list]``."""
     from memcue.client import Client
@@ -134,6 +140,8 @@ def cmd_receipt(args: argparse.Namespace) -> int:
         if args.list:
             out = client.sessions(project=project, limit=args.limit)
             return emit(out, args.json, render_sessions(out["results"]))
+        if not args.session and not client.sessions(project=project, limit=1)["results"]:
+            return emit({"session_id": None, "note": NO_SESSION}, args.json, NO_SESSION)
         out = client.receipt(args.session or None, project=project)
     return emit(out, args.json, render(out, args.full))
 
