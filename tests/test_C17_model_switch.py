@@ -180,7 +180,7 @@ def test_C17_mismatch_is_detected_nothing_dropped_and_reindex_resumes(
     _configure(home, TINY_NAME, models["tiny"])
 
     # restart with the other model: mismatch at start, keyword-only, loud everywhere, nothing dropped
-    sc = start_sidecar(home, MEMCUE_REINDEX_DELAY_S="0.4")
+    sc = start_sidecar(home, MEMCUE_REINDEX_DELAY_S="1.0")
     sidecars.append(sc)
     health = _model_settled(sc)
     assert health["model"] == {"id": TINY_NAME, "state": "ready", "error": ""}
@@ -246,7 +246,7 @@ def test_C17_switching_back_before_the_reindex_restores_hybrid_recall_at_once(
         home: Path, models: dict[str, Path], sidecars: list[Sidecar]) -> None:
     ids = _index_with_default(home)
     _configure(home, SAME_FILES_NAME, models["same_files"])  # same 384 dims, another model id
-    sc = start_sidecar(home, MEMCUE_REINDEX_DELAY_S="0.4")
+    sc = start_sidecar(home, MEMCUE_REINDEX_DELAY_S="1.0")
     sidecars.append(sc)
     health = _model_settled(sc)
     assert health["model"]["id"] == SAME_FILES_NAME and not health["vector_search"]
