@@ -38,8 +38,11 @@ def _stop_at(home: Path, delay_ms: int, sig: signal.Signals) -> tuple[int, str]:
     # PYTHONFAULTHANDLER: a sidecar that hangs is ended with SIGABRT, which makes Python print every thread's
     # stack to stderr: the failure message then says where it was stuck.
     env = os.environ | {"MEMCUE_HOME": str(home), "OPENBLAS_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
+    # SIGINT's default action in the child, whatever this test runs under: a background job of a
+    # non-interactive shell inherits SIGINT ignored, and a SIGINT sent before the sidecar installs its handler
+    # would then be dropped (a Ctrl-C that cannot reach the process).
     proc = subprocess.Popen([sys.executable, "-m", "memcue.sidecar"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(delay_ms / 1000)
     proc.send_signal(sig)
     try:
@@ -96,8 +99,11 @@ def test_issue13_stop_during_start_up_at_any_point_is_clean(home: Path) -> None:
 def test_issue13_memcue_stop_as_soon_as_the_pid_file_appears(home: Path) -> None:
     loc = Locations(home)
     env = os.environ | {"MEMCUE_HOME": str(home), "OPENBLAS_NUM_THREADS": "1"}
+    # SIGINT's default action in the child, whatever this test runs under: a background job of a
+    # non-interactive shell inherits SIGINT ignored, and a SIGINT sent before the sidecar installs its handler
+    # would then be dropped (a Ctrl-C that cannot reach the process).
     proc = subprocess.Popen([sys.executable, "-m", "memcue.sidecar"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 30
         while not loc.pid_file.exists():
