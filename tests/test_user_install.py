@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, context_of, prompt_payload, wait_until
 from model_stubs import ModelStub
-from real_harness import program, project_dir
+from real_harness import CODEX_STUB_PROVIDER, program, project_dir
 
 import memcue
 from memcue.install import placement
@@ -184,6 +184,47 @@ def test_real_claude_code_runs_the_user_install(tool: Tool, tmp_path: Path) -> N
         assert len(turns) == 1 and turns[0].text.count(FACT) == 1, [r.text[-500:] for r in stub.requests]
         undone = subprocess.run(["memcue", "uninstall", "claude-code"], env=user, capture_output=True, timeout=120)
         assert undone.returncode == 0 and not (tmp_path / "claude" / "settings.json").exists()
+    finally:
+        subprocess.run(["memcue", "stop"], env=user, capture_output=True, timeout=60)
+
+
+@pytest.mark.slow
+@pytest.mark.real_harness
+def test_real_codex_runs_the_user_install(tool: Tool, tmp_path: Path) -> None:
+    """The real ``codex exec`` with memcue wired and trusted by the installed ``memcue`` (hooks and MCP server
+    in ``$CODEX_HOME``): its hooks and MCP server run the tool environment's interpreter, doctor passes, the
+    fact reaches the model once, and uninstall gives ``config.toml`` back byte for byte."""
+    codex = program("codex")
+    user = {**_private(tmp_path, f"{tool.bin_dir}:{codex.parent}:/usr/bin:/bin"), "STUB_API_KEY": "loopback"}
+    codex_home = tmp_path / "home" / ".codex"
+    codex_home.mkdir(parents=True)
+    project = project_dir(tmp_path)
+    question = "why is httpx pinned?"
+    try:
+        with ModelStub("responses") as stub:
+            config = (f'model = "stub-model"\nmodel_provider = "stub"\ncheck_for_update_on_startup = false\n\n'
+                      f"{CODEX_STUB_PROVIDER.format(url=stub.url)}\n[features]\nplugins = false\n\n"
+                      "[analytics]\nenabled = false\n")
+            (codex_home / "config.toml").write_text(config)
+            wired = subprocess.run(["memcue", "install", "codex", "--trust", "--json"], env=user,
+                                   capture_output=True, text=True, timeout=120)
+            report = json.loads(wired.stdout)
+            assert wired.returncode == 0 and report["data"][0]["mcp_registered"] and not report["warnings"], report
+            hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
+            commands = [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]]
+            assert commands and all(shlex.split(c)[0] == str(tool.python) for c in commands), commands
+            assert f'command = "{tool.python}"' in (codex_home / "config.toml").read_text()  # the MCP server
+            code, found = _doctor(["memcue"], user)
+            assert code == 0 and found["codex"]["status"] == "ok", found["codex"]
+            assert found["memcue install"]["status"] == "ok", found["memcue install"]
+            assert _remember(user, project)
+            proc = subprocess.run([str(codex), "exec", "--skip-git-repo-check", question], cwd=project, env=user,
+                                  capture_output=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        turns = stub.turns(question)
+        assert turns and turns[-1].text.count(FACT) == 1, [r.text[-500:] for r in stub.requests]
+        undone = subprocess.run(["memcue", "uninstall", "codex"], env=user, capture_output=True, timeout=120)
+        assert undone.returncode == 0 and (codex_home / "config.toml").read_text() == config
     finally:
         subprocess.run(["memcue", "stop"], env=user, capture_output=True, timeout=60)
 
