@@ -15,12 +15,12 @@ Imported by ``coding_hook.py`` (the script runs as a file, with ``benchmarks`` o
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from _common import REPO
+from coding_data import DataError, read_jsonl
 
 DATA_ROOT = REPO / "benchmarks" / "data" / "coding2"
 SPLITS = ("dev", "test")
@@ -28,10 +28,6 @@ KINDS = ("decision", "preference", "bug", "convention", "procedure", "note", "re
 CATEGORIES = ("question", "paraphrase", "task_conflict", "identifier", "no_answer")
 #: Kinds whose rows must never be injected for these prompts (captured prompts and tool receipts).
 NOISE_KINDS = ("request", "bookkeeping")
-
-
-class DataError(ValueError):
-    """A split's files are missing or malformed; the message names the file and line."""
 
 
 @dataclass(frozen=True)
@@ -86,29 +82,13 @@ class Split:
 
 
 def _rows(path: Path, need_reference: bool = True) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
-    """The meta header and the other rows with their line numbers; ``need_reference``: the header must carry
-    ``reference_unix`` (a number of Unix s). Raises ``DataError``."""
-    if not path.is_file():
-        raise DataError(f"{path} not found")
-    meta: dict[str, Any] | None = None
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{n}: not JSON: {exc}") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{path}:{n}: expected an object")
-        if "meta" in row and meta is None and not rows:
-            meta = row["meta"]
-        else:
-            rows.append((n, row))
-    ref = (meta or {}).get("reference_unix")
+    """The meta header and the other rows with their line numbers (``coding_data.read_jsonl``); ``need_reference``:
+    the header must carry ``reference_unix`` (a number of Unix s). Raises ``DataError``."""
+    meta, rows = read_jsonl(path)
+    ref = meta.get("reference_unix")
     if need_reference and (not isinstance(ref, int | float) or isinstance(ref, bool)):
         raise DataError(f"{path}: the first line must be {{\"meta\": {{\"reference_unix\": <int>, ...}}}}")
-    return meta or {}, rows
+    return meta, [(row.pop("_line"), row) for row in rows]
 
 
 def _field(path: Path, n: int, row: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
