@@ -38,9 +38,6 @@ from memcue.sidecar.inject.render import Block, render_block
 from memcue.sidecar.recall import age_label
 from memcue.sidecar.store.write import CAPTURED_KINDS, CONSTRAINING_KINDS
 
-#: Kinds given first, in this order: what a memory says about how to work with the file or command (the kinds a
-#: task can run into, as the prompt hook's task rule reads them).
-FIRST_KINDS = CONSTRAINING_KINDS
 #: Memories given beside one tool call at most.
 MAX_MEMORIES = 3
 #: Keyword candidates checked word for word.
@@ -163,7 +160,7 @@ class Lookup:
 
 def _rank(row: dict[str, Any], strength: int) -> tuple[int, int, float]:
     kind = str(row.get("kind") or "")
-    first = FIRST_KINDS.index(kind) if kind in FIRST_KINDS else len(FIRST_KINDS)
+    first = CONSTRAINING_KINDS.index(kind) if kind in CONSTRAINING_KINDS else len(CONSTRAINING_KINDS)
     return first, -strength, -float(row.get("created_at") or 0.0)
 
 

@@ -21,7 +21,6 @@ from memcue.sidecar.recall.contract import (
     contract_response,
     result_item,
 )
-from memcue.sidecar.recall.filters import own_prompt
 from memcue.sidecar.recall.ranking import ranking_on, rerank_by_ranking
 from memcue.sidecar.recall.request import RecallRequest, RecallServices
 from memcue.sidecar.recall.rerank import Reranked
@@ -91,11 +90,9 @@ def finish(store: Store, req: RecallRequest, services: RecallServices, qc: Query
     otherwise they, and episodes (for "what did we do…"), rank below saved memories (``QueryClass.rank_group``).
     While ``warming``, the results are shown unjudged
     (``shortcuts.warming_answer``). A supported answer is offered to the session's working set (not for
-    synthetic sessions). The question's own captured copy is left out (``filters.own_prompt``) unless
-    the request asks for captured prompts (``include_requests``: a search for a prompt finds it). ``now``: asking
+    synthetic sessions). The question's own captured copy is left out (``RecallRequest.own_copy``). ``now``: asking
     time (Unix s); ``started``: ``time.perf_counter()`` at the start."""
-    items = [r for r in judged.items
-             if req.include_requests or not own_prompt(r["memory_kind"], r["content"], req.query)]
+    items = [r for r in judged.items if not req.own_copy(r["memory_kind"], r["content"])]
     items.sort(key=lambda r: qc.rank_group(r["memory_kind"]))
     supported = _supported(items, now, ranking_on(services.config.ranking))
     if warming and (supported or items):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memcue.sidecar.recall.channels import ALL_CHANNELS, BM25, SEMANTIC, VectorIndex
-from memcue.sidecar.recall.filters import Filters
+from memcue.sidecar.recall.filters import Filters, own_prompt
 from memcue.sidecar.recall.rerank import Reranker
 from memcue.sidecar.recall.working_set import WorkingSets
 
@@ -66,6 +66,12 @@ class RecallRequest:
     def keyword_only(self) -> bool:
         """True when the semantic channel is not asked for (``mode`` keyword: ``memcue search``)."""
         return SEMANTIC not in self.channels
+
+    def own_copy(self, kind: str, content: str) -> bool:
+        """True when a memory of ``kind`` with ``content`` is this question's own captured copy and must not
+        answer it (``filters.own_prompt``); a request that asks for captured prompts (``include_requests``: a
+        search for a prompt) finds it."""
+        return not self.include_requests and own_prompt(kind, content, self.query)
 
     @property
     def result_limit(self) -> int:

@@ -22,7 +22,6 @@ from memcue.sidecar.recall.classify import (
     QueryClass,
 )
 from memcue.sidecar.recall.contract import NOTE_NO_CANDIDATES, NOTE_WARMING, contract_response, result_item
-from memcue.sidecar.recall.filters import own_prompt
 from memcue.sidecar.recall.query import TIME_WORDS, keyword_query
 from memcue.sidecar.recall.request import RecallRequest
 from memcue.sidecar.recall.support import RELATED, SUPPORTED
@@ -98,8 +97,7 @@ def _newest(store: Store, req: RecallRequest, qc: QueryClass, now: float, starte
     else:
         rows = store.list_memories(project=req.project, limit=read, include_bookkeeping=False,
                                    kinds_excluded=tuple(ASKED_KINDS.values()))
-    rows = [r for r in rows if req.filters.keeps(r)
-            and (req.include_requests or not own_prompt(r["kind"], r["content"], req.query))
+    rows = [r for r in rows if req.filters.keeps(r) and not req.own_copy(r["kind"], r["content"])
             and (window is None or window[0] <= r["created_at"] < window[1])][:min(PRESENT_LIMIT, req.limit)]
     if rows:
         rows = [r for r in rows if r["created_at"] >= rows[0]["created_at"] - PRESENT_SPAN_S]

@@ -173,10 +173,11 @@ def judge(s: Support) -> tuple[str, str]:
     carried a supported/weak label: "identifier" (it carries the query's identifier whole), "close" (meaning),
     "words" (it carries the query's rare words), "time" (in the question's time window, on topic), "reranker",
     "context" (session neighbour), "owner" (someone else's words), or "" for related."""
-    if s.identified and (s.question or s.exact_term) and s.in_window is not False:
+    asked = s.question or s.exact_term  # the identifier is what the prompt asks about (not a task naming it)
+    if s.identified and asked and s.in_window is not False:
         return SUPPORTED, "identifier"
     label, reason = _judge_meaning(s)
-    if (s.identifier_query and (s.question or s.exact_term) or s.sibling) and label == SUPPORTED:
+    if (s.identifier_query and asked or s.sibling) and label == SUPPORTED:
         return WEAK, reason  # another memory carries the identifier asked about, or this one names its sibling
     return label, reason
 
