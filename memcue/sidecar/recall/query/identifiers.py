@@ -75,7 +75,8 @@ def siblings(query_identifiers: list[str], content: str) -> list[str]:
     """The identifiers ``content`` names that are of the family of one of ``query_identifiers`` (``family``)
     without being one of them, lowercase, in order; ``[]`` when it names none."""
     families = {f for f in map(family, query_identifiers) if f}
-    if not families:
-        return []
+    low = content.lower()
+    if not any(_VERSION_LIKE.search(low) if f == "version" else f in low for f in families):
+        return []  # no text of the family: no entity extraction needed
     asked = set(query_identifiers)
     return [ident for ident in identifiers(content) if ident not in asked and family(ident) in families]
