@@ -8,35 +8,38 @@ pattern is compiled at import: each rule names literal triggers and is compiled 
 measures it per record shape).
 
 What is found:
-- blocks and rows: PEM private keys (the whole block, also when cut before its END line), cloud credential CSVs
-  (a header naming a secret column such as ``Secret access key``, ``Password`` or ``client_secret``, quoted or
-  not: those columns of every row), ``.netrc`` entries, ``.pgpass`` lines (``host:port:db:user:password``);
+- blocks and rows: PEM private keys (the whole block, also when cut before its END line), cloud credential CSVs (a
+  header naming a secret column such as ``Secret access key``, ``Password`` or ``client_secret``, quoted or not:
+  those columns of every row), ``.netrc`` entries, ``.pgpass`` lines (``host:port:db:user:password``);
 - vendor formats with a prefix, as the vendors document them and gitleaks encodes them: AWS (access key ids; a
-  secret key after its id or next to an ``aws_secret_access_key``-like name), GCP API keys, Azure storage keys
-  and SAS signatures, GitHub, GitLab, Slack (tokens, webhook URLs), OpenAI, Anthropic, Stripe (keys and
-  ``whsec_`` webhook secrets), npm, PyPI, RubyGems, Docker Hub, Hugging Face, SendGrid, Twilio (``SK`` key ids;
-  ``AC`` account ids when the text names Twilio), Mailgun, HashiCorp Vault, Doppler, Telegram and Discord bot
-  tokens (a Discord token's first part must be a user id in base64) and Discord webhook URLs, DigitalOcean,
-  Netlify, Fly.io, Shopify, Linear, Notion, NuGet, Atlassian, Postman, 1Password service accounts, age keys,
-  Grafana, Sentry, Supabase, Databricks, New Relic, JWTs; a legacy ``s.`` Vault token when the text names Vault;
+  secret key after its id or next to an ``aws_secret_access_key``-like name), GCP API keys, Azure storage keys and
+  SAS signatures, GitHub, GitLab, Slack (tokens, webhook URLs), OpenAI, Anthropic, Stripe (keys and ``whsec_``
+  webhook secrets), npm, PyPI, RubyGems, Docker Hub, Hugging Face, SendGrid, Twilio (``SK`` key ids; ``AC`` account
+  ids when the text names Twilio), Mailgun, HashiCorp Vault, Doppler, Telegram and Discord bot tokens (a Discord
+  token's first part must be a user id in base64) and Discord webhook URLs, DigitalOcean, Netlify, Fly.io, Shopify,
+  Linear, Notion, NuGet, Atlassian, Postman, 1Password service accounts, age keys, Grafana, Sentry, Supabase,
+  Databricks, New Relic, Microsoft Entra client secrets (``…Q~…``), JWTs; a legacy ``s.`` Vault token when the text
+  names Vault;
 - credentials by their place: ``Authorization: Bearer|Basic|Token …``, the password of ``scheme://user:pw@host``
-  (also with an empty user, ``redis://:pw@host``), ``curl -u user:pw`` / ``--user user:pw``, flags such as
-  ``--token X``, ``--api-key=X``, ``--password X`` (``--token-file path`` is a path), ``mysql -p'pw'``,
-  ``sshpass -p pw``, ``ldapsearch -w pw``, a Kubernetes ``- name: DB_PASSWORD`` / ``value: …`` pair, an XML
-  ``<add key="ClearTextPassword" value="…"/>`` pair or ``<password>…</password>`` element, a query parameter
-  such as ``?appid=``/``&api_key=`` with a generated-looking value;
-- assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``secret``,
-  ``token``, ``api_key``, ``PGPASSWORD``, ``client_secret`` …), quoted or not, in code, JSON, YAML (nested
-  blocks such as compose ``environment:``), ``.env`` files and shell ``export``; the name is kept. An
-  environment-style name (``POSTGRES_PASSWORD``) or a config line (the name opens the line, the value ends it)
-  is trusted with a short value; in prose a value must look like one (a digit, a symbol or mixed case). A
-  ``*_KEY`` name (``STRIPE_KEY``) needs a key-like value (16+ characters, letters and digits); so does an
-  environment name with a secret word inside (``SECRET_KEY_BASE``: 16+ characters mixing digits and both cases,
-  or 32+ hex digits). A header or pair inside a quoted string (``-H "X-Api-Key: …"``, a JSON-encoded command) is
-  an assignment too.
+  (also with an empty user, ``redis://:pw@host``), ``curl -u user:pw`` / ``--user user:pw``, flags such as ``--token
+  X``, ``--api-key=X``, ``--password X`` (``--token-file path`` is a path), ``mysql -p'pw'``, ``sshpass -p pw``,
+  ``docker login``/``az login``/``oc login`` ``-p pw``, ``ldapsearch -w pw``, a Kubernetes ``- name: DB_PASSWORD`` /
+  ``value: …`` pair, an XML ``<add key="ClearTextPassword" value="…"/>`` pair or ``<password>…</password>`` element,
+  a query parameter such as ``?appid=``/``&api_key=`` with a generated-looking value;
+- assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``secret``, ``token``,
+  ``api_key``, ``PGPASSWORD``, ``client_secret`` …), quoted or not, in code, JSON, YAML (nested blocks such as
+  compose ``environment:``), ``.env`` files and shell ``export``; the name is kept. An environment-style name
+  (``POSTGRES_PASSWORD``) or a config line (the name opens the line, the value ends it) is trusted with a short
+  value; in prose a value must look like one (a digit, a symbol or mixed case). A ``*_KEY`` name (``STRIPE_KEY``)
+  needs a key-like value (16+ characters, letters and digits); so does an environment name with a secret word inside
+  (``SECRET_KEY_BASE``: 16+ characters mixing digits and both cases, or 32+ hex digits). A header or pair inside a
+  quoted string (``-H "X-Api-Key: …"``, a JSON-encoded command) is an assignment too.
 
-Not secrets, kept as written: placeholders and references (``${VAR}``, ``<token>``, ``get_token()``,
-``settings.SECRET_KEY``, f-string fields ``{cfg['pw']}``, YAML tags ``!vault``, identifiers that name a secret
+Not secrets, kept as written: examples (``sk-...``, ``YOUR_API_KEY``, ``django-insecure-change-me``), a flag
+named in prose (``use --password via stdin``), a shell expansion (``${DB_PASSWORD:?set it}``), an ARN's
+``secret:`` part, placeholders and references (``${VAR}``, ``<token>``, ``get_token()``,
+``settings.SECRET_KEY``: a dotted name only where code can stand, not in a quoted string, a URL or a shell
+argument), f-string fields ``{cfg['pw']}``, YAML tags ``!vault``, identifiers that name a secret
 such as ``--secret=db-password``, the rest of an ``==``), paths (``PWD=/home/me/src``), numbers and durations
 (``TOKEN_TTL=3600``, ``timeout: 30s``; a password of 6+ digits is still a password), lower-case identifiers in
 prose or YAML (``pass: test_login_flow``), names that only start with a secret word (``password_reset_url``,
@@ -150,6 +153,16 @@ _PLACEHOLDER_WORDS = frozenset(
     "none null nil true false yes no undefined required optional empty redacted changeme secret password passwd "
     "pass pw pwd token string str int bytes ... … replace_me replaceme replace-me placeholder todo tbd "
     "your_token your-token your_password your-password your_api_key your-api-key".split())
+#: English words that follow a flag or a secret's name in prose, not a value (``use --password via stdin``,
+#: ``Set --api-key from the environment``).
+_PROSE_WORDS = frozenset(
+    "a an the and or but if is are was be to of in on at by for from via with without into instead only when "
+    "then this that these those it its as must should will can may not never always here there first".split())
+#: Words that mark a made-up value in an example (``django-insecure-change-me``, ``REPLACE_WITH_YOUR_KEY``,
+#: ``your-api-key-here``), compared with the value's ``_``/``-`` separated words, lower-cased.
+_EXAMPLE_WORDS = frozenset(
+    "your yours my replace change changeme me here example examples sample placeholder insecure dummy todo "
+    "tbd xxx xxxx redacted".split())
 #: ... and prefixes of variables, templates and command substitutions (``$VAR``, ``${{ … }}``, ``$(gh auth
 #: token)``, ``{{ .Values.x }}``, ``{t['pw']}``, ``<your-token>``, ``%(name)s``, a marker already there), and the
 #: rest of an ``==`` (``tiktoken==0.12.0``).
@@ -157,10 +170,12 @@ _PLACEHOLDER_PREFIXES = ("$", "`", "{", "<", "%(", "%s", "[REDACTED:", "=")
 _PATH_CHARS = frozenset("_.@+-/~")
 
 
-def _is_reference(value: str) -> bool:
+def _is_reference(value: str, *, code: bool = True) -> bool:
     """A code reference or a path: ``get_token()``, ``os.environ[...]``, ``settings.SECRET_KEY``, ``{name}``,
     ``[CLS]``, ``/home/me/src``, ``~/.ssh/id_rsa``, ``./token.txt``, ``C:\\Users\\me`` (plain string work: no
-    pattern to compile in a hook process)."""
+    pattern to compile in a hook process). ``code`` False: the value stands where code cannot (a quoted string,
+    a YAML value, a URL, a shell argument), so a dotted name (``Copper89.Tundra``) is no attribute access there;
+    a call or an index still is. A dotted name with a part that mixes digits and both cases is never code."""
     if value.startswith(("/", "~/", "./", "../")):
         return all(c.isalnum() or c in _PATH_CHARS for c in value)
     if value[1:3] == ":\\":
@@ -171,8 +186,26 @@ def _is_reference(value: str) -> bool:
     cuts = [i for i in (value.find("("), value.find("[")) if i > 0]
     head = value[:min(cuts)].rstrip() if cuts else value
     parts = head.replace("?.", ".").split(".")  # JavaScript's optional chaining: a?.b is a.b
-    return ((bool(cuts) or "." in head) and all(part.isidentifier() for part in parts)
-            and not any(_random_looking(part) for part in parts))
+    return ((bool(cuts) or ("." in head and code)) and all(part.isidentifier() for part in parts)
+            and not any(_random_looking(part) or _password_part(part) for part in parts))
+
+
+def _password_part(word: str) -> bool:
+    """A 6+ character word mixing digits with upper- and lower-case letters (``Copper89``, ``L1LgZk``)."""
+    return (len(word) >= 6 and any(c.isdigit() for c in word) and any(c.isupper() for c in word)
+            and any(c.islower() for c in word))
+
+
+def _example_value(value: str) -> bool:
+    """A made-up value in an example or a doc: elided (``sk-...``, ``123456:ABC-DEF…``), an upper-case
+    ``WORD_WORD`` name standing for a value (``YOUR_SENDGRID_API_KEY``), or words only (letters joined by ``_``,
+    ``-``, ``.``) one of which marks an example (``_EXAMPLE_WORDS``: ``django-insecure-change-me``)."""
+    if "..." in value or "\u2026" in value:
+        return True
+    words = value.replace("-", "_").replace(".", "_").split("_")
+    if len(words) < 2 or not all(w.isalpha() for w in words):
+        return False
+    return value.replace("_", "").isupper() or any(w.lower() in _EXAMPLE_WORDS for w in words)
 
 
 def _random_looking(word: str) -> bool:
@@ -181,10 +214,14 @@ def _random_looking(word: str) -> bool:
             and any(c.islower() for c in word))
 
 
-def _not_a_value(value: str) -> bool:
-    """True when ``value`` names a secret rather than being one (placeholder words, variables, templates, code
-    references, paths), or is masked (``****``, ``xxx``)."""
-    if value.lower() in _PLACEHOLDER_WORDS or value.startswith(_PLACEHOLDER_PREFIXES):
+def _not_a_value(value: str, *, code: bool = True) -> bool:
+    """True when ``value`` names a secret rather than being one (placeholder words, prose words, examples,
+    variables, templates, code references, paths), or is masked (``****``, ``xxx``). ``code``: as in
+    ``_is_reference``."""
+    low = value.lower()
+    if low in _PLACEHOLDER_WORDS or low in _PROSE_WORDS or value.startswith(_PLACEHOLDER_PREFIXES):
+        return True
+    if _example_value(value):
         return True
     if len(value) >= 3 and (set(value) == {"*"} or set(value.lower()) == {"x"}):
         return True
@@ -192,7 +229,7 @@ def _not_a_value(value: str) -> bool:
         return True
     if re.match(_IDENTIFIER, value) and any(word in value for word in _NAMING_WORDS):
         return True
-    return _is_reference(value)
+    return _is_reference(value, code=code)
 
 
 #: A number, or a duration: ``3600``, ``30s``, ``1.5h``.
@@ -207,11 +244,12 @@ _YAML_TAG = r"^!!?[A-Za-z]+$"
 _ENV_NAME = r"^[A-Z][A-Z0-9_]*$"
 
 
-def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, key_only: bool) -> bool:
+def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, key_only: bool,
+               literal: bool = False) -> bool:
     """Whether an assigned ``value`` looks like a secret of ``kind`` (see the module docstring). ``env``: the
     name is an environment variable's; ``config``: the assignment is a config line; ``key_only``: the name only
-    ends in ``key``."""
-    if not value or _not_a_value(value):
+    ends in ``key``; ``literal``: the value stands where no code can (a YAML value on its own lines)."""
+    if not value or _not_a_value(value, code=not (quoted or literal)):
         return False
     if re.match(_NUMBER, value):
         return kind == "password" and value.isdigit() and len(value) >= 6
@@ -320,7 +358,7 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
             # closes right after the separator ('"PGPASSWORD=" + x') is code.
             m = pattern.match(text, at + 1)
             m = m if m is not None and m.group("q") is None else None
-        if m is None:
+        if m is None or _not_an_assignment(m):
             continue
         named = _name_kind(m.group("name"))
         if named is None:
@@ -346,13 +384,22 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
     return "".join(out)
 
 
+def _not_an_assignment(m: re.Match[str]) -> bool:
+    """A name and separator that are part of something else: a shell expansion (``${DB_PASSWORD:?set it}``)
+    or a colon-separated resource name (``arn:aws:secretsmanager:…:secret:prod/db``)."""
+    text, at = m.string, m.start()
+    if text[max(0, at - 2):at] == "${":
+        return True
+    return m.group("sep") == ":" and at > 0 and text[at - 1] == ":"
+
+
 # -- the rules' replacements -----------------------------------------------------------------------------------
 def _keep_prefix(kind: str, group: str = "pre") -> Replace:
     return lambda m: m.group(group) + _marker(kind)
 
 
 def _url_password(m: re.Match[str]) -> str | None:
-    if _not_a_value(m.group("pw")):
+    if _not_a_value(m.group("pw"), code=False):
         return None
     return f"{m.group('pre')}{_marker('url-password')}@"
 
@@ -370,7 +417,7 @@ def _valued(kind: str) -> Replace:
     marker unless it is a placeholder, a path, a variable, a number or another flag."""
     def replace(m: re.Match[str]) -> str | None:
         value = m.groupdict().get("qval") or m.group("val") or ""
-        if not value or _not_a_value(value) or value.startswith("-") or re.match(_NUMBER, value):
+        if not value or _not_a_value(value, code=False) or value.startswith("-") or re.match(_NUMBER, value):
             return None
         q = m.group("q") or ""
         return f"{m.group('pre')}{q}{_marker(kind)}{q}"
@@ -459,7 +506,7 @@ def _yaml_block(m: re.Match[str]) -> str | None:
     value = " ".join(lines)
     env = bool(re.match(_ENV_NAME, m.group("name")))
     if not _plausible(value if len(lines) == 1 else value.replace(" ", ""), quoted=False, kind=kind, env=env,
-                      config=True, key_only=key_only):
+                      config=True, key_only=key_only, literal=True):
         return None
     body = m.group("body")
     first_indent = body[:len(body) - len(body.lstrip(" \t"))]
@@ -548,9 +595,14 @@ _RULES: tuple[_Rule, ...] = (
           fold=True, replace=_valued("basic-auth")),
     _Rule("password", r"(?P<pre>\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,300}?[ \t]-p)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("mysql", "mariadb"), replace=_valued("password")),
-    _Rule("password", r"(?P<pre>\b(?:sshpass|docker[ \t]+login|podman[ \t]+login)\b[^\n|;&]{0,300}?[ \t]-p[ \t]*)"
+    _Rule("password", r"(?P<pre>\b(?:sshpass|[a-z][\w\-]*(?:[ \t]+[a-z][\w\-]*)?[ \t]+login)\b[^\n|;&]{0,300}?"
+          r"[ \t]-p[ \t]*)"
           r"(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)",
           ("sshpass", "login"), replace=_valued("password")),
+    # Microsoft Entra (Azure AD) client secrets: three characters, a digit, ``Q~``, then 31-34 more (gitleaks'
+    # azure-ad-client-secret rule).
+    _Rule("azure-client-secret", r"(?<![\w~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![\w~.\-])",
+          ("Q~",)),
     _Rule("password", r"(?P<pre>\bldap\w*\b[^\n|;&]{0,300}?[ \t]-w[ \t]*)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("ldap",), replace=_valued("password")),
     _Rule("secret", r"(?P<pre>(?<![\w\-])--(?:password|passwd|pass|token|api-?key|api-token|auth-token|"
