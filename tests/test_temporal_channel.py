@@ -136,6 +136,15 @@ def test_false_positives_make_no_window(query: str) -> None:
     assert parse_time(query, NOW) is None
 
 
+@pytest.mark.parametrize("query", [
+    "the gateways switch to UTC next week. will the stale check still be right?",
+    "we're adding two loggers next month, anything to change?", "what should I deploy tomorrow?",
+])
+def test_a_future_period_is_a_plan_not_a_window(query: str) -> None:
+    """No memory was written next week: a question about a plan keeps every memory in play."""
+    assert parse_time(query, NOW) is None
+
+
 @pytest.mark.parametrize("query", ["May I ask about the cache?", "second retry", "now", "1 2 3 4", "may may may"])
 def test_mentions_time_ignores_everyday_words(query: str) -> None:
     assert not mentions_time(query)

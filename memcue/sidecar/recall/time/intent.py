@@ -21,7 +21,7 @@ expression                             window
 "a year ago"                           "N weeks ago" is approximate, and snapping to a calendar week
                                        would put a point near a week's edge beside a day it excludes
 "5 hours ago"                          centred on the point, half width max(1 h, half the amount)
-"last/this/next week|month|year"       that calendar period
+"last/this week|month|year"            that calendar period ("next week", "tomorrow": a plan, no window)
 "in March", "March", "March 2024"      the whole month (the most recent March not in the future)
 "March 3", "2024-03-03", "3/4/2024"    that day (numeric dates month-first, dateparser's English default)
 "in 2024", "Q3 2024"                   that year / quarter
@@ -202,9 +202,15 @@ def _order(order: str | None, oldest: Match[str] | None, newest: Match[str] | No
     return order
 
 
+def _future(span: Span, now: float) -> bool:
+    """A period that starts after ``now`` ("tomorrow", "next week", "next month"): the question is about a plan,
+    and no memory was written then, so it sets no window."""
+    return span.start is not None and span.start > now and not span.bound
+
+
 @lru_cache(maxsize=4096)
 def _parse_cached(text: str, base_minute: int) -> TimeIntent | None:
-    spans = [s for s in find_spans(text) if resolve_span(s, base_minute)]
+    spans = [s for s in find_spans(text) if resolve_span(s, base_minute) and not _future(s, base_minute)]
     _mark_bounds(text, spans)
     start, end, order = _window(spans)
     anchor, relation, anchor_text = find_anchor(text, spans)
