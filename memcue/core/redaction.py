@@ -15,25 +15,28 @@ What is found:
   secret key after its id or next to an ``aws_secret_access_key``-like name), GCP API keys, Azure storage keys and
   SAS signatures, GitHub, GitLab, Slack (tokens, webhook URLs), OpenAI, Anthropic, Stripe (keys and ``whsec_``
   webhook secrets), npm, PyPI, RubyGems, Docker Hub, Hugging Face, SendGrid, Twilio (``SK`` key ids; ``AC`` account
-  ids when the text names Twilio), Mailgun, HashiCorp Vault, Doppler, Telegram and Discord bot tokens (a Discord
-  token's first part must be a user id in base64) and Discord webhook URLs, DigitalOcean, Netlify, Fly.io, Shopify,
-  Linear, Notion, NuGet, Atlassian, Postman, 1Password service accounts, age keys, Grafana, Sentry, Supabase,
-  Databricks, New Relic, Microsoft Entra client secrets (``…Q~…``), JWTs; a legacy ``s.`` Vault token when the text
-  names Vault;
+  ids when the text names Twilio; an API secret right after its ``SK`` id), Resend, MessageBird (by name), Mailgun,
+  HashiCorp Vault, Doppler, Telegram and Discord bot tokens (a Discord token's first part must be a user id in
+  base64) and Discord webhook URLs, DigitalOcean, Netlify, Fly.io, Shopify, Linear, Notion, NuGet, Atlassian,
+  Postman, 1Password service accounts, age keys, Grafana, Sentry, Supabase, Databricks, New Relic, Microsoft Entra
+  client secrets (``…Q~…``), JWTs; a legacy ``s.`` Vault token when the text names Vault;
 - credentials by their place: ``Authorization: Bearer|Basic|Token …``, the password of ``scheme://user:pw@host``
   (also with an empty user, ``redis://:pw@host``), ``curl -u user:pw`` / ``--user user:pw``, flags such as ``--token
   X``, ``--api-key=X``, ``--password X`` (``--token-file path`` is a path), ``mysql -p'pw'``, ``sshpass -p pw``,
   ``docker login``/``az login``/``oc login`` ``-p pw``, ``ldapsearch -w pw``, a Kubernetes ``- name: DB_PASSWORD`` /
   ``value: …`` pair, an XML ``<add key="ClearTextPassword" value="…"/>`` pair or ``<password>…</password>`` element,
-  a query parameter such as ``?appid=``/``&api_key=`` with a generated-looking value;
+  a query parameter such as ``?appid=``/``&api_key=`` with a generated-looking value, a Terraform variable named as
+  a secret (its ``default``), a password in a sentence (``the db password is …``, ``user admin, pass …``: the word
+  after must look like a value);
 - assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``secret``, ``token``,
   ``api_key``, ``PGPASSWORD``, ``client_secret`` …), quoted or not, in code, JSON, YAML (nested blocks such as
   compose ``environment:``), ``.env`` files and shell ``export``; the name is kept. An environment-style name
   (``POSTGRES_PASSWORD``) or a config line (the name opens the line, the value ends it) is trusted with a short
   value; in prose a value must look like one (a digit, a symbol or mixed case). A ``*_KEY`` name (``STRIPE_KEY``)
-  needs a key-like value (16+ characters, letters and digits); so does an environment name with a secret word inside
-  (``SECRET_KEY_BASE``: 16+ characters mixing digits and both cases, or 32+ hex digits). A header or pair inside a
-  quoted string (``-H "X-Api-Key: …"``, a JSON-encoded command) is an assignment too.
+  needs a key-like value (16+ characters, letters and digits), a lower-case one (``routing_key``) a
+  generated-looking one; so does an environment name with a secret word inside (``SECRET_KEY_BASE``: 16+ characters
+  mixing digits and both cases, or 32+ hex digits). A header or pair inside a quoted string (``-H "X-Api-Key: …"``,
+  a JSON-encoded command) is an assignment too.
 
 Not secrets, kept as written: examples (``sk-...``, ``YOUR_API_KEY``, ``django-insecure-change-me``), a flag
 named in prose (``use --password via stdin``), a shell expansion (``${DB_PASSWORD:?set it}``), an ARN's
@@ -137,6 +140,8 @@ class _Rule:
             return self.scan(self.pattern, text, kinds)
 
         def sub(m: re.Match[str]) -> str:
+            if self.replace is None and _example_value(m.group(0)):
+                return m.group(0)  # a vendor prefix on a made-up body: ghp_XXXX…, xoxb-your-token
             out = _marker(self.kind) if self.replace is None else self.replace(m)
             if out is None:
                 return m.group(0)
@@ -152,12 +157,15 @@ class _Rule:
 _PLACEHOLDER_WORDS = frozenset(
     "none null nil true false yes no undefined required optional empty redacted changeme secret password passwd "
     "pass pw pwd token string str int bytes ... … replace_me replaceme replace-me placeholder todo tbd "
-    "your_token your-token your_password your-password your_api_key your-api-key".split())
+    "your_token your-token your_password your-password your_api_key your-api-key read write enabled disabled "
+    "inherit auto default".split())
 #: English words that follow a flag or a secret's name in prose, not a value (``use --password via stdin``,
 #: ``Set --api-key from the environment``).
 _PROSE_WORDS = frozenset(
     "a an the and or but if is are was be to of in on at by for from via with without into instead only when "
-    "then this that these those it its as must should will can may not never always here there first".split())
+    "then this that these those it its as must should will can may not never always here there first so "
+    "because since unless until while where which who what how why do does did has have had you we they it's "
+    "also too just than like".split())
 #: Words that mark a made-up value in an example (``django-insecure-change-me``, ``REPLACE_WITH_YOUR_KEY``,
 #: ``your-api-key-here``), compared with the value's ``_``/``-`` separated words, lower-cased.
 _EXAMPLE_WORDS = frozenset(
@@ -180,6 +188,9 @@ def _is_reference(value: str, *, code: bool = True) -> bool:
         return all(c.isalnum() or c in _PATH_CHARS for c in value)
     if value[1:3] == ":\\":
         return " " not in value
+    if len(value) > 2 and value[0] == value[-1] == "%" and value[1:-1].replace("_", "a").isalnum():
+        return True  # a Windows environment variable: %NUGET_PASSWORD%
+    value = value.replace("::", ".")  # Rust, C++ and PHP paths: std::env::var(…)
     if value[:1] in "{[" and value[-1:] in "}]":
         inner = value[1:-1]
         return not inner or inner.replace("_", "a").isalpha()
@@ -196,12 +207,24 @@ def _password_part(word: str) -> bool:
             and any(c.islower() for c in word))
 
 
+#: Four or more of one masking letter: ``sk_test_xxxxxxxx``, ``ghp_XXXXXXXX``.
+_MASK_RUN = r"(?:x{4,}|X{4,})(?![A-Za-z0-9]*[A-WYZa-wyz0-9])"
+#: First words of an instruction standing where a value would (``fill in``, ``paste your token``).
+_FILL_WORDS = frozenset("fill paste insert enter put set add fixme tbd todo see use ask".split())
+
+
 def _example_value(value: str) -> bool:
     """A made-up value in an example or a doc: elided (``sk-...``, ``123456:ABC-DEF…``), an upper-case
     ``WORD_WORD`` name standing for a value (``YOUR_SENDGRID_API_KEY``), or words only (letters joined by ``_``,
-    ``-``, ``.``) one of which marks an example (``_EXAMPLE_WORDS``: ``django-insecure-change-me``)."""
-    if "..." in value or "\u2026" in value:
+    ``-``, ``.``) one of which marks an example (``_EXAMPLE_WORDS``: ``django-insecure-change-me``); masked
+    (``hf_***``, a run of ``xxxx`` to its end); an instruction (``TODO: set in vault``)."""
+    if "..." in value or "\u2026" in value or "***" in value or re.search(_MASK_RUN, value):
         return True
+    if "<" in value and ">" in value or "your" in re.split(r"[^a-z]+", value.lower()):
+        return True  # r8_<paste-your-token>, xoxb-your-token
+    first = re.split(r"[^A-Za-z]+", value, maxsplit=1)[0].lower()
+    if " " in value and first in _EXAMPLE_WORDS | _FILL_WORDS:
+        return True  # "TODO: set in vault", "paste your token here"
     words = value.replace("-", "_").replace(".", "_").split("_")
     if len(words) < 2 or not all(w.isalpha() for w in words):
         return False
@@ -238,10 +261,16 @@ _NUMBER = r"^\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y|sec|min)?$"
 _IDENTIFIER = r"^[a-z]+(?:[_-][a-z]+)+$"
 #: An identifier holding one of these names a secret (``--secret=db-password``, ``secret: api-token``).
 _NAMING_WORDS = ("password", "passwd", "secret", "token", "key", "credential")
+#: Capitalised words run together without a digit (``NotPresent``, ``ConnectionRefused``): a code name.
+_PASCAL_CASE = r"^(?:[A-Z][a-z]+){2,}$"
 #: A YAML tag standing where a value would (``password: !vault |``, ``secret: !Ref DbSecretArn``).
 _YAML_TAG = r"^!!?[A-Za-z]+$"
 #: An environment-variable name (``POSTGRES_PASSWORD``, ``PGPASSWORD``).
 _ENV_NAME = r"^[A-Z][A-Z0-9_]*$"
+
+
+#: A version or a version range (``^9.0.2``, ``~2.4``, ``>=1.2``, ``v3.1.0``): a dependency, not a secret.
+_VERSION = r"^(?:[\^~<>=!]=?|v)?\d+(?:\.(?:\d+|x|\*))+(?:[-+.][0-9A-Za-z.\-]+)?$"
 
 
 def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, key_only: bool,
@@ -249,16 +278,18 @@ def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, 
     """Whether an assigned ``value`` looks like a secret of ``kind`` (see the module docstring). ``env``: the
     name is an environment variable's; ``config``: the assignment is a config line; ``key_only``: the name only
     ends in ``key``; ``literal``: the value stands where no code can (a YAML value on its own lines)."""
-    if not value or _not_a_value(value, code=not (quoted or literal)):
+    if not value or _not_a_value(value, code=not (quoted or literal)) or re.match(_VERSION, value):
         return False
     if re.match(_NUMBER, value):
         return kind == "password" and value.isdigit() and len(value) >= 6
+    if key_only and not env:  # ``routing_key``, ``sort_key``: only a generated-looking value is a secret
+        return _random_looking(value) or (len(value) >= 32 and all(c in "0123456789abcdef" for c in value.lower()))
     if key_only:
         return (len(value) >= 16 and " " not in value and any(c.isdigit() for c in value)
                 and any(c.isalpha() for c in value))
     if quoted or env:
         return len(value) >= 3
-    if re.match(_IDENTIFIER, value):
+    if re.match(_IDENTIFIER, value) or re.match(_PASCAL_CASE, value):
         return False
     if config:
         return len(value) >= 3
@@ -297,7 +328,7 @@ def _name_kind(name: str) -> tuple[str, bool] | None:
     for ending, kind in _SECRET_ENDINGS:
         if parts[-1].endswith(ending):
             return kind, False
-    if parts[-1] == "key" and len(parts) >= 2 and re.match(_ENV_NAME, name):
+    if parts[-1] == "key" and len(parts) >= 2:
         return "api-key", True
     return None
 
@@ -370,8 +401,11 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
         value = m.group("qval") if quoted else m.group("val")
         start = m.start("qval") if quoted else m.start("val")
         end = start + len(value)
-        env = bool(re.match(_ENV_NAME, m.group("name")))
-        config = not env and _config_line(m, end + (1 if quoted else 0))
+        config = _config_line(m, end + (1 if quoted else 0))
+        # An environment name trusts a short value when it is set (``=``) or opens a config line; after a colon in
+        # a log line or prose (``missing env var API_TOKEN: NotPresent``) the value must look like one.
+        env = bool(re.match(_ENV_NAME, m.group("name"))) and ("=" in m.group("sep") or config)
+        config = config and not env
         if not _plausible(value, quoted=quoted, kind=kind, env=env, config=config, key_only=key_only):
             continue
         out.append(text[done:start])
@@ -448,6 +482,30 @@ def _discord(m: re.Match[str]) -> str | None:
     if all(c in _DIGITS_B64[i % 4] for i, c in enumerate(part[:whole])):
         return _marker("discord-token")
     return None
+
+
+def _prose_password(m: re.Match[str]) -> str | None:
+    """A password given in a sentence (``the db password is Xy7-kq2p``, ``user admin, pass Blue62!``): kept
+    unless the word after it looks like a value (6+ characters with a digit, a symbol or mixed case)."""
+    value = m.group("val")
+    if value.startswith("-") or not _plausible(value, quoted=bool(m.group("q")), kind="password", env=False,
+                                               config=False, key_only=False):
+        return None
+    if not m.group("q") and not (any(c.isdigit() for c in value) or not value.isalnum()
+                                 or (any(c.isupper() for c in value) and any(c.islower() for c in value))):
+        return None
+    return f"{m.group('pre')}{m.group('q')}{_marker('password')}{m.group('q')}"
+
+
+def _hcl_variable(m: re.Match[str]) -> str | None:
+    """A Terraform ``variable "db_password" {… default = "…"}``: the default of a variable named as a secret."""
+    named = _name_kind(m.group("name"))
+    value = m.group("val")
+    if named is None or not _plausible(value, quoted=True, kind=named[0], env=False, config=True,
+                                       key_only=named[1]):
+        return None
+    at = m.start("val") - m.start()
+    return m.group(0)[:at] + _marker(named[0]) + m.group(0)[at + len(value):]
 
 
 def _auth_header(m: re.Match[str]) -> str:
@@ -556,7 +614,12 @@ _RULES: tuple[_Rule, ...] = (
     # The auth token goes with the account SID: the 32-hex value given right after one (``Client("AC…", "…")``).
     _Rule("twilio-auth-token", rf"(?P<pre>\bAC{_HEX}{{32}}[\"']?\s*,\s*[\"']?){_HEX}{{32}}\b", ("AC",),
           replace=_keep_prefix("twilio-auth-token")),
+    _Rule("twilio-api-secret", r"(?P<pre>\[REDACTED:twilio-key\][\"']?\s*,\s*[\"']?)[A-Za-z0-9]{32}\b",
+          ("twilio-key",), replace=_keep_prefix("twilio-api-secret")),
     _Rule("twilio-account", rf"\bAC{_HEX}{{32}}\b", ("twilio",), fold=True),
+    _Rule("resend-key", r"\bre_[A-Za-z0-9]{8,}_[A-Za-z0-9]{20,}\b", ("re_",)),
+    # MessageBird access keys: 25 letters and digits, known by the vendor's name nearby (gitleaks' rule).
+    _Rule("messagebird-key", r"(?<=[\"'`=: ])[A-Za-z0-9]{25}(?=[\"'`\s,;)]|$)", ("messagebird",), fold=True),
     _Rule("mailgun-key", rf"(?<![\w\-])key-{_HEX}{{32}}\b", ("key-",)),
     _Rule("vault-token", r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
     _Rule("vault-token", r"(?<![\w.\-])s\.[A-Za-z0-9]{24}" + _TOKEN_END, ("vault",), fold=True),
@@ -586,12 +649,15 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("newrelic-key", r"\bNRAK-[A-Z0-9]{27}\b", ("NRAK-",)),
     _Rule("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", ("eyJ",)),
     _Rule("auth-token", r"(?P<pre>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
-          r"(?P<scheme>basic|token|digest|apikey|api-key|key|sso-key)\s+)(?!\[REDACTED:)[A-Za-z0-9+/=._~:\-]{8,}",
+          r"(?P<scheme>basic|token|digest|apikey|api-key|key|sso-key|accesskey|access-key|ghostkey|klaviyo-api-key|"
+          r"dsn|signature|credential|hmac|negotiate|ntlm)\s+)(?!\[REDACTED:)[A-Za-z0-9+/=._~:\-]{8,}",
           ("authorization",), fold=True, flags=re.IGNORECASE, replace=_auth_header),
     _Rule("bearer-token", r"(?P<pre>\b[Bb]earer\s+)(?!\[REDACTED:)[A-Za-z0-9._~+/\-]{20,}=*", ("earer",),
           fold=True, replace=_keep_prefix("bearer-token")),
-    _Rule("basic-auth", r"(?P<pre>\b(?:curl|http|https|xh)\b[^\n|;&]{0,300}?[ \t](?:-u|--user|-a|--auth)(?:[ \t]+|=)"
-          r"(?P<q>[\"'])?[^\s:\"']*:)(?P<val>(?(q)[^\"'\n]+|[^\s\"'@`;|&)]+))(?(q)(?P=q))", ("curl", "http", "xh "),
+    # A command may go on over lines ending in a backslash.
+    _Rule("basic-auth", r"(?P<pre>\b(?:curl|http|https|xh)\b(?:[^\n|;&\\]|\\\n|\\){0,300}?[ \t]"
+          r"(?:-u|--user|-a|--auth)(?:[ \t]+|=)(?P<q>[\"'])?[^\s:\"']*:)"
+          r"(?P<val>(?(q)[^\"'\n]+|[^\s\"'@`;|&)]+))(?(q)(?P=q))", ("curl", "http", "xh "),
           fold=True, replace=_valued("basic-auth")),
     _Rule("password", r"(?P<pre>\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,300}?[ \t]-p)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("mysql", "mariadb"), replace=_valued("password")),
@@ -627,6 +693,13 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api-key", r"(?P<pre>[?&](?i:appid|app_?key|api_?key|access_?token|auth_?token|token|key|client_?secret|"
           r"secret|signature)=)(?P<q>)(?P<val>[A-Za-z0-9_\-.~%]{16,})",
           ("appid=", "key=", "token=", "secret=", "signature="), fold=True, replace=_key_like("api-key")),
+    _Rule("secret", r"\bvariable\s+\"(?P<name>[\w\-]+)\"\s*\{[^{}]{0,600}?\bdefault\s*=\s*\"(?P<val>[^\"\n]+)\"",
+          ("variable",), replace=_hcl_variable),
+    # A password in a sentence: "the staging db password is …", "the wifi password for the lab is "…"".
+    _Rule("password", r"(?P<pre>(?<![\w\-=./])(?i:(?:password|passwd|passphrase|pass|pwd|pw)\b)"
+          r"(?:[ \t]+(?:for|of|on|to)[ \t]+[\w.\-]+(?:[ \t]+[\w.\-]+){0,3}?[ \t]+(?:is|was|=)|[ \t]+(?:is|was|=))?"
+          r"[ \t]+)(?P<q>[\"'`]?)"
+          r"(?P<val>[^\s\"'`]*[^\s\"'`.,;:)])(?P=q)", ("pass", "pwd", "pw "), fold=True, replace=_prose_password),
     _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
           scan=_scan_assignments),
 )
