@@ -145,7 +145,8 @@ class StoreProtocol(Protocol):
         """Keyword search for a safe FTS5 expression: ``(id, score)``, best first, score > 0."""
     def doc_frequencies(self, terms: Sequence[str], cap: int = ..., *, project: str | None = None
                         ) -> dict[str, int]:
-        """Memories in scope containing each plain-word term, counted up to ``cap`` (the backend's default)."""
+        """Memories in scope that can answer (current, not bookkeeping, not captured prompts, answers or events;
+        episodes count) containing each plain-word term, counted up to ``cap`` (the backend's default)."""
     def doc_count(self, project: str | None = None) -> int:
         """Memories in scope that can answer: current, not bookkeeping, not captured (prompts, answers, events)."""
 

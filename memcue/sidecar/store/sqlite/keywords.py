@@ -13,6 +13,10 @@ from collections.abc import Sequence
 from memcue.sidecar.store.sqlite.db import Database
 from memcue.sidecar.store.sqlite.rows import scope_conditions
 from memcue.sidecar.store.write import CAPTURED_KINDS
+from memcue.sidecar.store.write.records import EPISODE
+
+#: Captured rows that never answer a recall (an ``episode`` may): left out of document frequencies.
+_NOT_ANSWERING = tuple(k for k in CAPTURED_KINDS if k != EPISODE)
 
 #: ``doc_frequencies`` stops counting here: a word in this many memories is common.
 DF_CAP = 1000
@@ -52,9 +56,11 @@ class KeywordIndex:
 
     def doc_frequencies(self, terms: Sequence[str], cap: int = DF_CAP, *, project: str | None = None
                         ) -> dict[str, int]:
-        """How many indexed memories (in ``project`` and global rows; all projects when None) contain each
-        term, through FTS5's own tokenizer. Counts stop at ``cap``: past that a word is simply common.
-        ``terms`` must be plain words.
+        """How many memories that can answer (in ``project`` and global rows; all projects when None; current,
+        not bookkeeping, not a captured prompt, answer or session event) contain each term, through FTS5's own
+        tokenizer. Counts stop at ``cap``: past that a word is simply common. ``terms`` must be plain words. A
+        captured prompt does not count: every word of a question would otherwise be carried by the question's
+        own copy, and none would be unknown.
 
         Counts above zero are reused for ``DF_CACHE_TTL_S`` (s) even across writes: a word's frequency barely
         moves in that time, and counting a common word costs about a millisecond per recall. A word no
@@ -62,6 +68,7 @@ class KeywordIndex:
         conn = self._db.reader()
         out = {}
         now = time.monotonic()
+        where, args = scope_conditions("m", project=project, exclude_kinds=_NOT_ANSWERING)
         for term in terms:
             key = (project, cap, term)
             hit = self._df_cache.get(key)
@@ -69,13 +76,10 @@ class KeywordIndex:
                 out[term] = hit[0]
                 continue
             phrase = '"' + term.replace('"', '""') + '"'
-            if project is None:
-                sql, args = "SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?", (phrase, cap)
-            else:
-                sql = ("SELECT 1 FROM memories_fts f CROSS JOIN memories m ON m.id = f.rowid"
-                       " WHERE memories_fts MATCH ? AND m.project IN (?, '') LIMIT ?")
-                args = (phrase, project, cap)
-            count = out[term] = int(conn.execute(f"SELECT count(*) FROM ({sql})", args).fetchall()[0][0])
+            sql = ("SELECT 1 FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid"
+                   f" WHERE memories_fts MATCH ? AND {' AND '.join(where)} LIMIT ?")
+            count = out[term] = int(conn.execute(f"SELECT count(*) FROM ({sql})", [phrase, *args, cap]
+                                                 ).fetchall()[0][0])
             if count > 0:
                 with self._df_lock:
                     self._df_cache[key] = (count, now)
