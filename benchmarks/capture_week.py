@@ -2,8 +2,8 @@
 in one session come back into the model's context when a later session, often in the other harness, needs
 them, through the real Claude Code and Codex binaries with memcue's default install and no model of memcue's?
 
-Run: ``.venv/bin/python benchmarks/capture_week.py [--split dev|test|test2|all]`` (``make bench-week``; needs ``make
-harnesses``; about a minute per split). Scripts: ``benchmarks/data/week/<split>.json`` (format in
+Run: ``.venv/bin/python benchmarks/capture_week.py [--split dev|test|test2|test3|all]`` (``make bench-week``;
+needs ``make harnesses``; about a minute per split). Scripts: ``benchmarks/data/week/<split>.json`` (format in
 benchmarks/README.md); ``all`` runs every split present, each in its own fresh week. Writes
 ``benchmarks/results/capture_week.{json,md}``.
 
@@ -30,7 +30,7 @@ from capture_week_run import run_week  # noqa: E402
 from capture_week_score import SIGNALS, summarise  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "week"
-SPLITS = ("dev", "test", "test2")
+SPLITS = ("dev", "test", "test2", "test3")
 TARGET_BACK, TARGET_NOISE = 0.90, 0.10
 LATENCY_FILE = RESULTS_DIR / "tool_hook_latency.json"
 
