@@ -2,7 +2,7 @@
 lines, per kind and per split, for ``memcue.core.redaction.redact``.
 
 Run: ``.venv/bin/python benchmarks/redaction_quality.py`` (under a second). Reads
-``benchmarks/data/redaction/{dev,test,test2,test3}_{secrets,ordinary}.jsonl``; writes
+``benchmarks/data/redaction/{dev,test,test2,test3,test4}_{secrets,ordinary}.jsonl``; writes
 ``benchmarks/results/redaction_quality.{json,md}``. ``--split dev`` (or ``test``) runs one split.
 
 Sets: ``*_secrets.jsonl`` rows are ``{"text", "secret", "kind"}`` (a line or short block holding one FAKE
@@ -35,7 +35,7 @@ from _common import RESULTS_DIR, git_commit, git_dirty, write_results  # noqa: E
 from memcue.core.redaction import redact  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "redaction"
-SPLITS = ("dev", "test", "test2", "test3")
+SPLITS = ("dev", "test", "test2", "test3", "test4")
 WINDOW = 8
 MARKER = "[REDACTED"
 #: A marker as the redactor writes it; its kind name (``rubygems-token``) is no part of the secret.
