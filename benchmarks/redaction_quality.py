@@ -3,12 +3,12 @@ lines, per kind and per split, for ``memcue.core.redaction.redact``.
 
 Run: ``.venv/bin/python benchmarks/redaction_quality.py`` (under a second). Reads
 ``benchmarks/data/redaction/{dev,test,test2,test3,test4}_{secrets,ordinary}.jsonl``; writes
-``benchmarks/results/redaction_quality.{json,md}``. ``--split dev`` (or ``test``) runs one split.
+``benchmarks/results/redaction_quality.{json,md}``. ``--split NAME`` runs one split.
 
 Sets: ``*_secrets.jsonl`` rows are ``{"text", "secret", "kind"}`` (a line or short block holding one FAKE
 secret; ``secret`` is its exact value as it appears in ``text``; ``kind`` its shape); ``*_ordinary.jsonl`` rows
-are ``{"text"}`` (a technical line with no secret). The test split was written from the vendors' documented
-formats before the redactor's rules were read, and is not used to tune them; the dev split is.
+are ``{"text"}`` (a technical line with no secret). Each test split was written without reading the redactor's
+rules or the other splits, measured once held out, and then had its kinds fixed (benchmarks/README.md).
 
 Scoring: a **miss** is a secret whose value, or any 8-character run of it, is still in the redacted text. Runs
 that also occur in the text around the secret (a user name, a host) are not counted, nor a leading part of the

@@ -364,3 +364,49 @@ def test_kinds_the_third_held_out_split_found() -> None:
                  "vault kv get -field=password secret/shop/db", "Remember to pass --no-verify only for hotfixes.",
                  "the password is required", "cache_key: user-profile-v2", "sort_key = created_at"):
         assert redact(kept).text == kept, kept
+
+
+def test_kinds_the_fourth_held_out_split_found() -> None:
+    """The redaction benchmark's test4 split, when it was held out. Misses: SQL ``IDENTIFIED BY``, a PDO
+    password given third, ``#`` in a URL password, ``redis-cli -a``, a Docker ``auths`` entry, a secret set "to"
+    a value in a sentence, Brevo/MessageBird/Cohere keys, a Teams webhook, a Sentry DSN key, Honeycomb's header,
+    an Azure storage key listed by ``az``, ``creds: user / pw``, any Authorization scheme (Bot, SSWS, Splunk,
+    GenieKey, FCM ``key=``), a ``['SECRET_KEY']`` subscript. Changes: ``PASS`` in test output, flags named in
+    prose, ``@file`` values, rule lists, secret-store paths, an empty PEM block, a constructor call."""
+    pw = "Gr4f4na-Q1x"
+    b64 = "YWNtZWJ1aWxkOmRja3JfcGF0X0ZBS0V4OFlx"
+    for text, secret in (
+            (f"mysql> CREATE USER 'grafana'@'%' IDENTIFIED BY '{pw}';", pw),
+            (f"$pdo = new PDO('mysql:host=localhost;dbname=wp', 'wp_user', '{pw}');", pw),
+            ("failed to connect to ftp://backup:ftpQ#2025x@ftp.acme.example/nightly/", "ftpQ#2025x"),
+            (f"redis-cli -h cache.internal -a {pw} INFO memory", pw),
+            (f'{{"auths": {{"https://index.docker.io/v1/": {{"auth": "{b64}"}}}}}}', b64),
+            ("Set the webhook secret to saFdndMoQHx4deeZryX8rQMqP in the repo settings.", "saFdndMoQHx4deeZryX8"),
+            ("sib.setApiKey(k, 'xkeysib-" + "ab12" * 16 + "-bTaQJ2GGdrQxjf9k');", "ab12ab12ab12"),
+            ("messagebird.initClient('live_Jrsmhmi2vx2FjYqMpHM08vKab');", "Jrsmhmi2vx2FjYqM"),
+            ('co = cohere.Client("DCnoz55yJxOUMgWYqGfRRkqlMvDQ9zat55Kco12x")', "DCnoz55yJxOUMgWY"),
+            ("https://acme.webhook.office.com/webhookb2/5a0b43bf@591fa98e/IncomingWebhook/4715b0fd76921f94/V2rQ",
+             "4715b0fd76921f94"),
+            ('Sentry.init({ dsn: "https://' + "0c0be4df" * 4 + '@o450123.ingest.sentry.io/55" });', "0c0be4df"),
+            ("headers:\n  x-honeycomb-team: AyaQhd97nQxLoZlvJGe", "AyaQhd97nQxLoZlvJGe"),
+            ('az storage account keys list:\n[{"keyName": "key1", "value": "' + "JRnJVa3w5A4Y" * 7 + 'Ab=="}]',
+             "JRnJVa3w5A4Y"),
+            ("creds: admin / Adm1nQ#77", "Adm1nQ#77"),
+            ("I set `MQ_PASSWORD` to rabb1tQx! in the compose file", "rabb1tQx!"),
+            ("I've set the password for `deploy@prod` to dEpl0y#Qx and stored it.", "dEpl0y#Qx"),
+            ('curl -H "Authorization: SSWS 00aDNxQkfXaluUJTGtQbkUknWVK" https://acme.okta.com', "00aDNxQkfXaluUJT"),
+            ("Authorization: Splunk 2af09ef2-a25f-4067-af9f-ad43c635f252", "2af09ef2-a25f"),
+            ("Authorization: key=AAAAYCcQx:APA91bFy6JHDI7I1tmKCZ_zeRBSRFZen", "APA91bFy6JHDI7I1"),
+            ("app.config['SECRET_KEY'] = 'rsF4e0RZoe4OrqaDzvm2wZZ1K9y'", "rsF4e0RZoe4OrqaD")):
+        assert secret not in redact(text).text, text
+    for kept in ("PASS  src/auth/__tests__/token.test.ts (4.12 s)", "--- PASS: TestPasswordHash/argon2 (0.31s)",
+                 "The --token flag is deprecated; set GITLAB_TOKEN instead.",
+                 "vault kv put secret/app password=@pw.txt",
+                 "$request->validate(['password' => 'required|string|min:12|confirmed']);",
+                 "docker build --secret id=npmrc,src=$HOME/.npmrc -t acme/web .", "DB_PASSWORD: prod/db/password",
+                 "      ~ password = (sensitive value)", "SECRET_KEY=dev",
+                 "-----BEGIN OPENSSH PRIVATE KEY-----\n[redacted]\n-----END OPENSSH PRIVATE KEY-----",
+                 "private_key = ed25519.Ed25519PrivateKey.generate()",
+                 "    at validateLogin (/app/src/auth/login.ts:23:19)", "Successfully stored secret 'prod/api/db'",
+                 'Error: UPGRADE FAILED: secret "app-db" not found', "Authorization: please authenticate first"):
+        assert redact(kept).text == kept, kept

@@ -1,12 +1,10 @@
 """Redaction quality on the benchmark's sets (issue 16, finding 2): ``benchmarks/redaction_quality.py`` over
 ``benchmarks/data/redaction``, so a rule change that lets a listed kind through or rewrites ordinary text fails.
 
-The dev and test splits meet the targets (0 misses, <= 1% false positives) and are held to them; the test split
-missed four items when it was held out (a Twilio auth token passed positionally, a ``REPLACE_ME`` placeholder, a
-psql ``:'var'`` variable, a JavaScript expression after ``token =``), whose kinds were then fixed, so it is no
-longer held out. The second test split (test2), written later without reading the rules or the other splits,
-is held out: today it misses 3 of 128 secrets and changes 9 of 417 ordinary lines (targets not met), and is held
-to those numbers as a floor: it may get better, never worse.
+Each test split (test, test2, test3, test4) was written by someone who read neither the rules nor the other
+splits, run once while held out, and then had the kinds it found fixed (the first-run numbers are in
+benchmarks/README.md), so none is held out any more: dev, test, test2 and test4 are held to the targets (0
+misses, <= 1% false positives); test3 to its floor (one password given as ``admin / …`` with no word naming it).
 """
 
 from __future__ import annotations
@@ -31,20 +29,20 @@ LISTED_KINDS = {
 }
 
 
-#: Held-out test2 split, today's numbers: at most this many misses and changed ordinary lines.
-TEST2_FLOOR = {"missed": 3, "changed": 9}
+#: test3's numbers today: at most this many misses and changed ordinary lines.
+TEST3_FLOOR = {"missed": 1, "changed": 0}
 
 
-@pytest.mark.parametrize("split", ["dev", "test", "test2"])
+@pytest.mark.parametrize("split", ["dev", "test", "test2", "test3", "test4"])
 def test_sets_cover_the_listed_kinds(split: str) -> None:
     secrets, ordinary = load(split, "secrets"), load(split, "ordinary")
     assert len(secrets) >= 60 and len(ordinary) >= 200
-    if split != "test2":  # written apart, with its own names for the same kinds
+    if split in ("dev", "test"):  # the later splits were written apart, with its own names for the same kinds
         assert LISTED_KINDS <= {row["kind"] for row in secrets}
     assert all(row["secret"] in row["text"] for row in secrets)
 
 
-@pytest.mark.parametrize("split", ["dev", "test"])
+@pytest.mark.parametrize("split", ["dev", "test", "test2", "test4"])
 def test_split_meets_the_targets(split: str) -> None:
     result = run_split(split)
     misses = [(m["kind"], m["output"]) for m in result["secrets"]["misses"]]
@@ -53,10 +51,10 @@ def test_split_meets_the_targets(split: str) -> None:
     assert result["ordinary"]["fp_rate"] <= 1.0, changed
 
 
-def test_held_out_split_holds_its_floor() -> None:
-    result = run_split("test2")
-    assert result["secrets"]["missed"] <= TEST2_FLOOR["missed"], result["secrets"]["misses"]
-    assert result["ordinary"]["changed"] <= TEST2_FLOOR["changed"], result["ordinary"]["false_positives"]
+def test_test3_holds_its_floor() -> None:
+    result = run_split("test3")
+    assert result["secrets"]["missed"] <= TEST3_FLOOR["missed"], result["secrets"]["misses"]
+    assert result["ordinary"]["changed"] <= TEST3_FLOOR["changed"], result["ordinary"]["false_positives"]
 
 
 def test_a_kept_vendor_prefix_is_no_leak_but_a_kept_tail_is() -> None:

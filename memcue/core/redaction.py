@@ -15,19 +15,23 @@ What is found:
   secret key after its id or next to an ``aws_secret_access_key``-like name), GCP API keys, Azure storage keys and
   SAS signatures, GitHub, GitLab, Slack (tokens, webhook URLs), OpenAI, Anthropic, Stripe (keys and ``whsec_``
   webhook secrets), npm, PyPI, RubyGems, Docker Hub, Hugging Face, SendGrid, Twilio (``SK`` key ids; ``AC`` account
-  ids when the text names Twilio; an API secret right after its ``SK`` id), Resend, MessageBird (by name), Mailgun,
-  HashiCorp Vault, Doppler, Telegram and Discord bot tokens (a Discord token's first part must be a user id in
-  base64) and Discord webhook URLs, DigitalOcean, Netlify, Fly.io, Shopify, Linear, Notion, NuGet, Atlassian,
-  Postman, 1Password service accounts, age keys, Grafana, Sentry, Supabase, Databricks, New Relic, Microsoft Entra
-  client secrets (``…Q~…``), JWTs; a legacy ``s.`` Vault token when the text names Vault;
-- credentials by their place: ``Authorization: Bearer|Basic|Token …``, the password of ``scheme://user:pw@host``
-  (also with an empty user, ``redis://:pw@host``), ``curl -u user:pw`` / ``--user user:pw``, flags such as ``--token
-  X``, ``--api-key=X``, ``--password X`` (``--token-file path`` is a path), ``mysql -p'pw'``, ``sshpass -p pw``,
-  ``docker login``/``az login``/``oc login`` ``-p pw``, ``ldapsearch -w pw``, a Kubernetes ``- name: DB_PASSWORD`` /
-  ``value: …`` pair, an XML ``<add key="ClearTextPassword" value="…"/>`` pair or ``<password>…</password>`` element,
-  a query parameter such as ``?appid=``/``&api_key=`` with a generated-looking value, a Terraform variable named as
-  a secret (its ``default``), a password in a sentence (``the db password is …``, ``user admin, pass …``: the word
-  after must look like a value);
+  ids when the text names Twilio; an API secret right after its ``SK`` id), Resend, MessageBird and Cohere (by
+  name), Brevo, Mailgun, HashiCorp Vault, Doppler, Telegram and Discord bot tokens (a Discord token's first part
+  must be a user id in base64) and Discord webhook URLs, DigitalOcean, Netlify, Fly.io, Shopify, Linear, Notion,
+  NuGet, Atlassian, Postman, 1Password service accounts, age keys, Grafana, Sentry, Supabase, Databricks, New Relic,
+  Microsoft Entra client secrets (``…Q~…``), Teams webhooks, Sentry DSN keys, Honeycomb keys, Azure storage keys
+  where the text is about storage keys, JWTs; a legacy ``s.`` Vault token when the text names Vault;
+- credentials by their place: ``Authorization: <any scheme> …`` (``Bot``, ``SSWS`` …; a scheme memcue does not know
+  needs a generated-looking credential) and FCM's ``key=``, ``"auths"`` entries of a Docker config, SQL ``IDENTIFIED
+  BY '…'`` / ``PASSWORD '…'``, a password given third to ``new PDO(…)``/``mysqli(…)``, ``redis-cli -a``, the
+  password of ``scheme://user:pw@host`` (also with an empty user, ``redis://:pw@host``), ``curl -u user:pw`` /
+  ``--user user:pw``, flags such as ``--token X``, ``--api-key=X``, ``--password X`` (``--token-file path`` is a
+  path), ``mysql -p'pw'``, ``sshpass -p pw``, ``docker login``/``az login``/``oc login`` ``-p pw``, ``ldapsearch -w
+  pw``, a Kubernetes ``- name: DB_PASSWORD`` / ``value: …`` pair, an XML ``<add key="ClearTextPassword"
+  value="…"/>`` pair or ``<password>…</password>`` element, a query parameter such as ``?appid=``/``&api_key=`` with
+  a generated-looking value, a Terraform variable named as a secret (its ``default``), a password in a sentence
+  (``the db password is …``, ``user admin, pass …``, ``set `MQ_PASSWORD` to …``, ``the webhook secret is …``,
+  ``creds: admin / …``: the word after must look like a value);
 - assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``secret``, ``token``,
   ``api_key``, ``PGPASSWORD``, ``client_secret`` …), quoted or not, in code, JSON, YAML (nested blocks such as
   compose ``environment:``), ``.env`` files and shell ``export``; the name is kept. An environment-style name
@@ -38,17 +42,18 @@ What is found:
   mixing digits and both cases, or 32+ hex digits). A header or pair inside a quoted string (``-H "X-Api-Key: …"``,
   a JSON-encoded command) is an assignment too.
 
-Not secrets, kept as written: examples (``sk-...``, ``YOUR_API_KEY``, ``django-insecure-change-me``), a flag
-named in prose (``use --password via stdin``), a shell expansion (``${DB_PASSWORD:?set it}``), an ARN's
-``secret:`` part, placeholders and references (``${VAR}``, ``<token>``, ``get_token()``,
-``settings.SECRET_KEY``: a dotted name only where code can stand, not in a quoted string, a URL or a shell
-argument), f-string fields ``{cfg['pw']}``, YAML tags ``!vault``, identifiers that name a secret
-such as ``--secret=db-password``, the rest of an ``==``), paths (``PWD=/home/me/src``), numbers and durations
-(``TOKEN_TTL=3600``, ``timeout: 30s``; a password of 6+ digits is still a password), lower-case identifiers in
-prose or YAML (``pass: test_login_flow``), names that only start with a secret word (``password_reset_url``,
-``token_count``), git SHAs, UUIDs and sha256 digests (no rule matches bare hex). ``tests/test_redaction.py``
-holds both lists; ``benchmarks/redaction_quality.py`` measures misses and false positives on a dev and a
-held-out test set.
+Not secrets, kept as written: examples (``sk-...``, ``YOUR_API_KEY``, ``django-insecure-change-me``, ``ghp_XXXX…``,
+``hf_***``, a PEM block with no key in it), a flag named in prose (``use --password via stdin``, ``the --token
+flag``), ``@file`` values, validation rule lists (``required|min:12``), secret-store paths (``prod/db/password``),
+versions (``^9.0.2``), test output (``--- PASS: TestX``), a shell expansion (``${DB_PASSWORD:?set it}``), an ARN's
+``secret:`` part, placeholders and references (``${VAR}``, ``<token>``, ``get_token()``, ``settings.SECRET_KEY``: a
+dotted name only where code can stand, not in a quoted string, a URL or a shell argument), f-string fields
+``{cfg['pw']}``, YAML tags ``!vault``, identifiers that name a secret such as ``--secret=db-password``, the rest of
+an ``==``), paths (``PWD=/home/me/src``), numbers and durations (``TOKEN_TTL=3600``, ``timeout: 30s``; a password of
+6+ digits is still a password), lower-case identifiers in prose or YAML (``pass: test_login_flow``), names that only
+start with a secret word (``password_reset_url``, ``token_count``), git SHAs, UUIDs and sha256 digests (no rule
+matches bare hex). ``tests/test_redaction.py`` holds both lists; ``benchmarks/redaction_quality.py`` measures misses
+and false positives on a dev split and held-out splits.
 
 Why not detect-secrets (1.5.0, evaluated in a scratch venv): it is built to scan files for review, not to
 rewrite text. (1) It reports a secret's value, not its span, and for several kinds not even the whole value:
@@ -158,14 +163,14 @@ _PLACEHOLDER_WORDS = frozenset(
     "none null nil true false yes no undefined required optional empty redacted changeme secret password passwd "
     "pass pw pwd token string str int bytes ... … replace_me replaceme replace-me placeholder todo tbd "
     "your_token your-token your_password your-password your_api_key your-api-key read write enabled disabled "
-    "inherit auto default".split())
+    "inherit auto default dev test local demo wrong invalid bad incorrect".split())
 #: English words that follow a flag or a secret's name in prose, not a value (``use --password via stdin``,
 #: ``Set --api-key from the environment``).
 _PROSE_WORDS = frozenset(
     "a an the and or but if is are was be to of in on at by for from via with without into instead only when "
     "then this that these those it its as must should will can may not never always here there first so "
     "because since unless until while where which who what how why do does did has have had you we they it's "
-    "also too just than like".split())
+    "also too just than like flag option argument parameter variable setting field".split())
 #: Words that mark a made-up value in an example (``django-insecure-change-me``, ``REPLACE_WITH_YOUR_KEY``,
 #: ``your-api-key-here``), compared with the value's ``_``/``-`` separated words, lower-cased.
 _EXAMPLE_WORDS = frozenset(
@@ -174,7 +179,7 @@ _EXAMPLE_WORDS = frozenset(
 #: ... and prefixes of variables, templates and command substitutions (``$VAR``, ``${{ … }}``, ``$(gh auth
 #: token)``, ``{{ .Values.x }}``, ``{t['pw']}``, ``<your-token>``, ``%(name)s``, a marker already there), and the
 #: rest of an ``==`` (``tiktoken==0.12.0``).
-_PLACEHOLDER_PREFIXES = ("$", "`", "{", "<", "%(", "%s", "[REDACTED:", "=")
+_PLACEHOLDER_PREFIXES = ("$", "`", "{", "<", "%(", "%s", "[REDACTED:", "=", "(")
 _PATH_CHARS = frozenset("_.@+-/~")
 
 
@@ -198,7 +203,7 @@ def _is_reference(value: str, *, code: bool = True) -> bool:
     head = value[:min(cuts)].rstrip() if cuts else value
     parts = head.replace("?.", ".").split(".")  # JavaScript's optional chaining: a?.b is a.b
     return ((bool(cuts) or ("." in head and code)) and all(part.isidentifier() for part in parts)
-            and not any(_random_looking(part) or _password_part(part) for part in parts))
+            and (bool(cuts) or not any(_random_looking(part) or _password_part(part) for part in parts)))
 
 
 def _password_part(word: str) -> bool:
@@ -207,6 +212,11 @@ def _password_part(word: str) -> bool:
             and any(c.islower() for c in word))
 
 
+#: Shapes that stand where a value would without being one: a file given with ``@`` (``@password.txt``), a
+#: validation rule list (``required|string|min:12``), a sub-option (``id=npmrc,src=…``).
+_NOT_VALUE_SHAPES = r"^(?:@[\w./~\-]+$|[a-z_]+(?::[\w,.]+)?(?:\|[a-z_]+(?::[\w,.]+)?)+$|[a-z]+=[^\s]*,)"
+#: Lower-case words joined by ``/`` (``prod/db/password``).
+_STORE_PATH = r"^[a-z][a-z0-9_\-]*(?:/[a-z0-9_\-]+)+$"
 #: Four or more of one masking letter: ``sk_test_xxxxxxxx``, ``ghp_XXXXXXXX``.
 _MASK_RUN = r"(?:x{4,}|X{4,})(?![A-Za-z0-9]*[A-WYZa-wyz0-9])"
 #: First words of an instruction standing where a value would (``fill in``, ``paste your token``).
@@ -244,8 +254,10 @@ def _not_a_value(value: str, *, code: bool = True) -> bool:
     low = value.lower()
     if low in _PLACEHOLDER_WORDS or low in _PROSE_WORDS or value.startswith(_PLACEHOLDER_PREFIXES):
         return True
-    if _example_value(value):
+    if _example_value(value) or re.match(_NOT_VALUE_SHAPES, value):
         return True
+    if re.match(_STORE_PATH, value) and any(word in value for word in _NAMING_WORDS):
+        return True  # a path in a secret store: prod/db/password
     if len(value) >= 3 and (set(value) == {"*"} or set(value.lower()) == {"x"}):
         return True
     if re.match(_YAML_TAG, value):
@@ -319,7 +331,7 @@ def _name_kind(name: str) -> tuple[str, bool] | None:
     only a ``*_KEY`` ending made it one; None when the name does not end in a secret word (``max_tokens``,
     ``token_count``, ``compass``, ``password_reset_url``)."""
     parts = [p.lower() for p in re.findall(_NAME_PARTS, name)]
-    if not parts:
+    if not parts or name == "PASS":  # a test runner's verdict (``--- PASS: TestX``), not a name
         return None
     if len(parts) >= 2 and (parts[-2], parts[-1]) in _SECRET_PAIRS:
         return _SECRET_PAIRS[(parts[-2], parts[-1])], False
@@ -337,7 +349,7 @@ def _name_kind(name: str) -> tuple[str, bool] | None:
 #: no secret is still seen) its value.
 _ASSIGNMENT = (
     r"""(?<![A-Za-z0-9_.\-])(?P<nq>["']?)
-        (?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key))(?P=nq)
+        (?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key))(?P=nq)\]?
         (?P<sep>[ \t]*(?::=|=>|[:=])[ \t]*)
         (?=(?!["'`]?\[REDACTED:)
           (?:(?P<q>["'`])(?P<qval>[^"'`\n]{1,512})(?P=q)            # a quoted value
@@ -358,7 +370,7 @@ def _config_line(m: re.Match[str], value_end: int) -> bool:
 
 #: Where an assignment's name may end: a secret word, maybe a closing quote, then the separator. Found first (a
 #: cheap scan), so the full pattern runs only where a secret's name may be.
-_HINT = r"""(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key)["']?[ \t]*(?::=|=>|[:=])"""
+_HINT = r"""(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key)["']?\]?[ \t]*(?::=|=>|[:=])"""
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _hint: list[re.Pattern[str]] = []
 
@@ -488,6 +500,9 @@ def _prose_password(m: re.Match[str]) -> str | None:
     """A password given in a sentence (``the db password is Xy7-kq2p``, ``user admin, pass Blue62!``): kept
     unless the word after it looks like a value (6+ characters with a digit, a symbol or mixed case)."""
     value = m.group("val")
+    said = m.group("pre").lower()
+    if not re.search(r"\b(?:is|was|to)\b|=|pass|pw|creds|credentials|login", said):
+        return None  # "stored secret 'prod/db'": a secret or token is given only with is/was/to/=
     if value.startswith("-") or not _plausible(value, quoted=bool(m.group("q")), kind="password", env=False,
                                                config=False, key_only=False):
         return None
@@ -508,8 +523,26 @@ def _hcl_variable(m: re.Match[str]) -> str | None:
     return m.group(0)[:at] + _marker(named[0]) + m.group(0)[at + len(value):]
 
 
-def _auth_header(m: re.Match[str]) -> str:
-    kind = "basic-auth" if m.group("scheme").lower() == "basic" else "auth-token"
+def _private_key(m: re.Match[str]) -> str | None:
+    """The whole PEM block, unless its body holds no key material (``[redacted]``, ``...``: 40 characters at
+    least, a short RSA key has hundreds)."""
+    body = re.sub(r"\s", "", m.group("body"))
+    return None if len(body) < 40 or _example_value(body) else _marker("private-key")
+
+
+#: Authorization schemes whose credential may be any 8+ characters; another word's credential must look
+#: generated (a digit, or both cases) so that prose after "Authorization:" stays.
+_AUTH_SCHEMES = frozenset("basic token digest apikey api-key key sso-key accesskey access-key bot ssws splunk "
+                          "geniekey dsn signature credential hmac negotiate ntlm".split())
+
+
+def _auth_header(m: re.Match[str]) -> str | None:
+    scheme = (m.group("scheme") or "key=").lower()
+    cred = m.group("cred")
+    if scheme not in _AUTH_SCHEMES and scheme != "key=" and not (
+            any(c.isdigit() for c in cred) or (any(c.isupper() for c in cred) and any(c.islower() for c in cred))):
+        return None
+    kind = "basic-auth" if scheme == "basic" else "auth-token"
     return m.group("pre") + _marker(kind)
 
 
@@ -573,13 +606,14 @@ def _yaml_block(m: re.Match[str]) -> str | None:
 
 
 _RULES: tuple[_Rule, ...] = (
-    _Rule("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?"
-          r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)", ("PRIVATE KEY",), flags=re.DOTALL),
+    _Rule("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?P<body>.*?)"
+          r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)", ("PRIVATE KEY",), flags=re.DOTALL,
+          replace=_private_key),
     _Rule("cloud-credential", rf"(?im)^(?P<header>(?:{_CSV_CELL},)*[ \t]*[\"']?(?:{_CSV_COLUMNS})[\"']?[ \t]*"
           r"(?:,[^\n]*)?)\n(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)",
           _CSV_TRIGGERS, fold=True, replace=_credential_csv),
     _Rule("password", _YAML_BLOCK, ("pass", "pwd", "secret", "token", "key"), fold=True, replace=_yaml_block),
-    _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?#@]+)@",
+    _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?@]+)@",
           ("://",), replace=_url_password),
     _Rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
           ("hooks.slack.com",)),
@@ -619,7 +653,23 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("twilio-account", rf"\bAC{_HEX}{{32}}\b", ("twilio",), fold=True),
     _Rule("resend-key", r"\bre_[A-Za-z0-9]{8,}_[A-Za-z0-9]{20,}\b", ("re_",)),
     # MessageBird access keys: 25 letters and digits, known by the vendor's name nearby (gitleaks' rule).
-    _Rule("messagebird-key", r"(?<=[\"'`=: ])[A-Za-z0-9]{25}(?=[\"'`\s,;)]|$)", ("messagebird",), fold=True),
+    _Rule("messagebird-key", r"(?<=[\"'`=: ])(?:live_|test_)?[A-Za-z0-9]{25}(?=[\"'`\s,;)]|$)", ("messagebird",),
+          fold=True),
+    # Cohere keys: 40 letters and digits, known by the vendor's name nearby (gitleaks' rule).
+    _Rule("cohere-key", r"(?<=[\"'`=: ])[A-Za-z0-9]{40}(?=[\"'`\s,;)]|$)", ("cohere", "co_api_key"), fold=True),
+    _Rule("brevo-key", r"\bx(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}\b", ("sib-",)),
+    _Rule("teams-webhook", r"https://[\w\-]+\.webhook\.office\.com/webhookb2/[\w\-@/]+", ("webhook.office.com",)),
+    # A Sentry DSN's key (``https://<key>@o1.ingest.sentry.io/2``); the host and project are kept.
+    _Rule("sentry-dsn", r"(?P<pre>https://)[0-9a-f]{32}(?::[0-9a-f]{32})?(?=@[\w.\-]*sentry)", ("sentry",),
+          fold=True, replace=_keep_prefix("sentry-dsn")),
+    _Rule("honeycomb-key", r"(?P<pre>\bx-honeycomb-team[\"']?\s*[:=]\s*)(?P<q>[\"']?)(?P<val>[A-Za-z0-9]{16,})(?P=q)",
+          ("honeycomb-team",), fold=True, replace=_valued("honeycomb-key")),
+    # An Azure storage account key (86 base64 characters and ``==``) where the text is about storage keys.
+    _Rule("azure-storage-key", r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])", ("storage", "keyname"),
+          fold=True),
+    # A registry's ``"auth"`` in ~/.docker/config.json: base64 of user:password.
+    _Rule("docker-auth", r"(?P<pre>\"auths?\"\s*:\s*\")(?P<q>)(?P<val>[A-Za-z0-9+/]{16,}={0,2})(?=\")", ("auths",),
+          replace=_valued("docker-auth")),
     _Rule("mailgun-key", rf"(?<![\w\-])key-{_HEX}{{32}}\b", ("key-",)),
     _Rule("vault-token", r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
     _Rule("vault-token", r"(?<![\w.\-])s\.[A-Za-z0-9]{24}" + _TOKEN_END, ("vault",), fold=True),
@@ -648,9 +698,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("databricks-token", rf"\bdapi{_HEX}{{32}}(?:-\d)?\b", ("dapi",)),
     _Rule("newrelic-key", r"\bNRAK-[A-Z0-9]{27}\b", ("NRAK-",)),
     _Rule("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", ("eyJ",)),
+    # Any scheme word (Bot, SSWS, Splunk, GenieKey …) or FCM's ``key=``; Bearer has its own rule below.
     _Rule("auth-token", r"(?P<pre>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
-          r"(?P<scheme>basic|token|digest|apikey|api-key|key|sso-key|accesskey|access-key|ghostkey|klaviyo-api-key|"
-          r"dsn|signature|credential|hmac|negotiate|ntlm)\s+)(?!\[REDACTED:)[A-Za-z0-9+/=._~:\-]{8,}",
+          r"(?:(?!bearer\b)(?P<scheme>[a-z][\w\-]{1,24})\s+|key=))(?!\[REDACTED:)(?P<cred>[A-Za-z0-9+/=._~:\-]{8,})",
           ("authorization",), fold=True, flags=re.IGNORECASE, replace=_auth_header),
     _Rule("bearer-token", r"(?P<pre>\b[Bb]earer\s+)(?!\[REDACTED:)[A-Za-z0-9._~+/\-]{20,}=*", ("earer",),
           fold=True, replace=_keep_prefix("bearer-token")),
@@ -669,6 +719,18 @@ _RULES: tuple[_Rule, ...] = (
     # azure-ad-client-secret rule).
     _Rule("azure-client-secret", r"(?<![\w~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![\w~.\-])",
           ("Q~",)),
+    _Rule("password", r"(?P<pre>\bredis-cli\b[^\n|;&]{0,300}?[ \t]-a[ \t]+)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("redis-cli",), replace=_valued("password")),
+    # SQL: CREATE USER … IDENTIFIED BY '…', CREATE ROLE … PASSWORD '…'.
+    _Rule("password", r"(?P<pre>(?<![\w\-])(?i:identified[ \t]+by|password)[ \t]+)(?P<q>')(?P<val>[^'\n]+)'",
+          ("identified", "password"), fold=True, replace=_valued("password")),
+    # A database connection's password given third: new PDO(dsn, user, password), mysqli(host, user, password).
+    _Rule("password", r"(?P<pre>\b(?:PDO|mysqli|mysqli_connect|pg_connect)\s*\(\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,"
+          r"\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,\s*)(?P<q>['\"])(?P<val>[^'\"\n]+)(?P=q)", ("PDO", "mysqli"),
+          replace=_valued("password")),
+    # A user and a password after "creds:" / "login:" (``creds: admin / Adm1n#77``).
+    _Rule("password", r"(?P<pre>(?<![\w./\-])(?i:creds|credentials|login)[ \t]*[:=][ \t]*[\w.@\-]+[ \t]*/[ \t]*)(?P<q>)"
+          r"(?P<val>[^\s\"'`]+)", ("creds", "credentials", "login"), fold=True, replace=_prose_password),
     _Rule("password", r"(?P<pre>\bldap\w*\b[^\n|;&]{0,300}?[ \t]-w[ \t]*)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("ldap",), replace=_valued("password")),
     _Rule("secret", r"(?P<pre>(?<![\w\-])--(?:password|passwd|pass|token|api-?key|api-token|auth-token|"
@@ -696,10 +758,11 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("secret", r"\bvariable\s+\"(?P<name>[\w\-]+)\"\s*\{[^{}]{0,600}?\bdefault\s*=\s*\"(?P<val>[^\"\n]+)\"",
           ("variable",), replace=_hcl_variable),
     # A password in a sentence: "the staging db password is …", "the wifi password for the lab is "…"".
-    _Rule("password", r"(?P<pre>(?<![\w\-=./])(?i:(?:password|passwd|passphrase|pass|pwd|pw)\b)"
-          r"(?:[ \t]+(?:for|of|on|to)[ \t]+[\w.\-]+(?:[ \t]+[\w.\-]+){0,3}?[ \t]+(?:is|was|=)|[ \t]+(?:is|was|=))?"
-          r"[ \t]+)(?P<q>[\"'`]?)"
-          r"(?P<val>[^\s\"'`]*[^\s\"'`.,;:)])(?P=q)", ("pass", "pwd", "pw "), fold=True, replace=_prose_password),
+    _Rule("password", r"(?P<pre>(?:(?<![\w\-=./])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw)\b"
+          r"|`[A-Za-z_]*(?:PASSWORD|SECRET|TOKEN|[Pp]assword|[Ss]ecret|[Tt]oken)`)"
+          r"(?:[ \t]+(?:for|of|on)[ \t]+[\w.\-@`]+(?:[ \t]+[\w.\-@`]+){0,3}?[ \t]+(?:is|was|=|to)"
+          r"|[ \t]+(?:is|was|=|to))?[ \t]+)(?P<q>[\"'`]?)(?P<val>[^\s\"'`]*[^\s\"'`.,;:)])(?P=q)",
+          ("pass", "pwd", "pw ", "secret", "token"), fold=True, replace=_prose_password),
     _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
           scan=_scan_assignments),
 )
