@@ -44,9 +44,22 @@ POSITIVES = [
      "oh and heads up: the EU bucket is in eu-central-2, not Frankfurt"),
     ("FYI: the nightly dumps land in /var/backups/pg on db-03", "note",
      "FYI: the nightly dumps land in /var/backups/pg on db-03"),
+    # Found by the week benchmark's test3 split: a correction opening with "No, don't", a "keep it X-only"
+    # constraint, a "whenever …" rule, a fact given as context.
+    ("No, don't pull in pandas for this, keep crumb stdlib-only: the Pi can't build those wheels anyway.",
+     "decision", "No, don't pull in pandas for this, keep crumb stdlib-only: the Pi can't build those wheels anyway."),
+    ("Rename it. And whenever the plan prints dates, write them DD.MM., like 05.12.", "decision",
+     "And whenever the plan prints dates, write them DD.MM., like 05.12."),
+    ("Some context first: the planner runs on a Pi stuck on Python 3.9. Fix the tray maths.", "note",
+     "Some context first: the planner runs on a Pi stuck on Python 3.9. Fix the tray maths."),
+    ("add the route sort, and keep everything 3.9-compatible", "decision",
+     "add the route sort, and keep everything 3.9-compatible"),
 ]
 NEGATIVES = [
     "should we always use uv?",
+    "No, don't change anything yet, just look.",
+    "keep going with the refactor",
+    "every time I run the tests it hangs, why?",
     "Do we never deploy on Fridays",
     "what did we decide about the cache?",
     "it always fails on CI",

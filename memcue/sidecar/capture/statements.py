@@ -12,7 +12,8 @@ Kinds (the memory kind a statement is written as): ``preference`` for "I/we pref
 ``correction`` for "no, use X" and "use X instead (of Y)"; ``note`` for a fact the user offers in passing, said
 as a statement ("fyi the bucket lives in eu-central-2", "btw Priya owns the thresholds"); ``decision`` for
 everything else ("from now on", "going forward", "we decided", "always", "never", "don't", "remember that",
-"has to stay", "goes through Priya"). Since the user said it, the
+"has to stay", "goes through Priya", "keep it stdlib-only", "whenever the plan prints dates, ..."); a fact given
+as context ("some context first: crumb runs on a Pi stuck on Python 3.9") is a ``note``. Since the user said it, the
 statement is its own confirming signal (``capture.prompts`` promotes it at once); one that reads like an
 injection (role markers, "ignore previous instructions", piping a download into a shell, sending secrets away)
 is ``held`` with the reason, for review (DESIGN.md section 8).
@@ -35,8 +36,8 @@ MAX_STATEMENTS = 5
 #: Sentences after a statement, on the same line, kept with it as its reason or detail (``_with_context``).
 CONTEXT_SENTENCES = 2
 
-#: A sentence that opens with "don't" ("please don't ...", "also do not ...").
-_DONT_START = r"^(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
+#: A sentence that opens with "don't" ("please don't ...", "also do not ...", "no, don't ...").
+_DONT_START = r"^(?:(?:no|nope|actually)\b[,.!]?\s+)?(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
@@ -48,8 +49,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
     ("decision", _DONT_START + r"\s+\w+"),
     ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
     ("decision", r"\b(?:has|have|needs?) to (?:stay|remain)\b|\bmust (?:stay|remain)\b|"
-                 r"\bgoes through (?:me|him|her|them|[A-Z][\w'-]+)\b"),
-    ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|btw|heads[- ]up|for the record|just so you know)\b"
+                 r"\bgoes through (?:me|him|her|them|[A-Z][\w'-]+)\b|"
+                 r"\bkeep\s+(?:\w+\s+){0,3}?[\w.]+-(?:only|compatible)\b|"
+                 r"^(?:(?:and|also|so|please)\s+)*(?:whenever|every time|each time|any time)\b"),
+    ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|btw|heads[- ]up|for the record|just so you know|"
+             r"(?:some |for |a bit of )?(?:context|background)(?: first)?)\b"
              r"[,:!]?\s+(?=.*\b(?:is|are|was|were|has|"
              r"have|lives?|lands?|sits?|owns?|runs?|uses?|stays?|must|needs?|goes|comes?|belongs?|points?|depends?|"
              r"means?)\b)"),
