@@ -236,6 +236,16 @@ def test_plugin_written_filled_in_identical_on_reinstall_and_removed_on_uninstal
     report = json.loads(run.stdout)["data"][0]
     assert report["files"] == [str(plugin)] and report["restored"]
     assert not plugin.parent.exists() and not config.exists()
+    assert not plugin.parent.parent.exists(), "plugins/ was made by memcue's install: it goes too"
+
+
+def test_uninstall_keeps_a_plugins_folder_the_user_had(tmp_path: Path) -> None:
+    plugins = _plugin(tmp_path).parent.parent
+    (plugins / "theirs").mkdir(parents=True)
+    assert _cli(tmp_path, "install", "hermes").returncode == 0
+    (plugins / "theirs").rmdir()  # now empty, but it was there before memcue
+    assert _cli(tmp_path, "uninstall", "hermes").returncode == 0
+    assert plugins.is_dir() and not _plugin(tmp_path).exists()
 
 
 def test_an_older_plugin_is_replaced_and_a_foreign_file_refused(tmp_path: Path) -> None:

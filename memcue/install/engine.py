@@ -15,6 +15,7 @@ install replaced: Hermes' previous memory provider) is kept in the record and pa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import shutil
@@ -103,6 +104,18 @@ def _file_diff(path: Path, old: bytes | None, new: bytes) -> str:
     return diff(path, old, new)
 
 
+def _missing_folders(paths: list[Path]) -> list[str]:
+    """The folders above ``paths`` that do not exist yet (writing the files will create them), deepest first:
+    what uninstall may remove again once they are empty (``$HERMES_HOME/plugins`` when memcue made it)."""
+    missing: list[str] = []
+    for path in paths:
+        folder = path.parent
+        while not folder.exists() and str(folder) not in missing and folder != folder.parent:
+            missing.append(str(folder))
+            folder = folder.parent
+    return sorted(missing, key=lambda f: f.count("/"), reverse=True)
+
+
 def _remove_file(path: Path) -> None:
     """Delete ``path``, the bytecode Python cached for it, and the folders that leaves empty (up to the
     file's own folder)."""
@@ -147,6 +160,7 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
     kept = first.get("backup")
     if config_changed and old is not None and not (kept and Path(kept).exists()):
         kept = str(backup(path))
+    made = first.get("created_dirs") or _missing_folders([p for p, _, _ in files_changed])
     for file_path, _, data in files_changed:  # the plugin before the config that names it
         write_atomic(file_path, data)
     if config_changed:
@@ -157,6 +171,8 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
         "original_sha256": first.get("original_sha256", sha256(old) if old is not None else None)}
     if owned:
         entry["files"] = {str(p): sha256(d) for p, _, d in owned}
+    if made:
+        entry["created_dirs"] = made
     state = mod.install_state(settings, first.get("state") or {})
     if state:
         entry["state"] = state
@@ -214,5 +230,8 @@ def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: 
             write_atomic(path, new)
     for file_path, _ in gone:
         _remove_file(file_path)
+    for folder in record.get("created_dirs") or []:  # deepest first, and only when left empty
+        with contextlib.suppress(OSError):
+            Path(folder).rmdir()
     drop_record(state_dir, name)
     return report
