@@ -410,3 +410,32 @@ def test_kinds_the_fourth_held_out_split_found() -> None:
                  "    at validateLogin (/app/src/auth/login.ts:23:19)", "Successfully stored secret 'prod/api/db'",
                  'Error: UPGRADE FAILED: secret "app-db" not found', "Authorization: please authenticate first"):
         assert redact(kept).text == kept, kept
+
+
+def test_kinds_the_fifth_held_out_split_found() -> None:
+    """The redaction benchmark's test5 split, when it was held out. Misses: a Kubernetes ``value:`` on the next
+    line, ``Basic`` credentials set in code, nginx or a logged request, a prefixed flag (``--os-password``), a CSV
+    column named ``AccessKey Secret``, Mailgun and Resend keys, MessageBird's shorter keys, a 1Password token in
+    base64url, a Mattermost-style ``/hooks/`` URL. Changes: a usage line's metavariable, an ``op://`` reference,
+    a public key, a YAML block holding only a comment, a file given to a flag."""
+    for text, secret in (
+            ('        - name: ADMIN_API_TOKEN\n          value:\n            "mvguTEKhCpqHKCn8QxTSCpqglNnhF6"',
+             "mvguTEKhCpqHKCn8QxTSCpqglNnhF6"),
+            ('proxy_set_header Authorization "Basic dXBzQxYW06RkFLRWk2ZW04QVdZRG4=";', "dXBzQxYW06RkFLRWk2"),
+            ('req.Header.Set("Authorization", "Basic ZWxhQxYzpGQUtFN2NoOUFkOTl5OXNa")', "ZWxhQxYzpGQUtFN2No"),
+            ("send: b'POST /h HTTP/1.1\\r\\nAuthorization: Basic Ym90QxS0VnTWkyY0JKbWNQ\\r\\n'", "Ym90QxS0VnTWkyY0JK"),
+            ("openstack --os-username ops --os-password QxnfmJKBAIvHFo server list", "QxnfmJKBAIvHFo"),
+            ("AccessKey ID,AccessKey Secret\nLTAI5t****,6oh6QxIrfdWxmyQgF8R6SYb5RuHz", "6oh6QxIrfdWxmyQgF8R6"),
+            ('mg = Client(auth=("api", "key-3ax61e872d7c32e294bc9ae8fb8230ab"))', "3ax61e872d7c32e2"),
+            ("const resend = new Resend('re_ld111D5UV2EVCeQdS6be7CQxCfCl5');", "ld111D5UV2EVCeQdS6be"),
+            ("messagebird.initClient('live_VXMKzoQxABJHVPtSSMN6');", "VXMKzoQxJHVPtSSMN6"),
+            ("OP_SERVICE_ACCOUNT_TOKEN: ops_eyJ" + "a1B2" * 20 + "-yl0ys_uScF_nG_C_FEVe7jpwxL29d5T7rfhw2ytS9F5r3",
+             "FEVe7jpwxL29d5T7rfhw"),
+            ("webhook_url: https://chat.example.com/hooks/hqxz73g8caoql42tli483fmsab", "hqxz73g8caoql42tli483")):
+        assert secret not in redact(text).text, text
+    for kept in ("Usage: deploy.sh [--token TOKEN] [--env ENV] [--dry-run]", 'DB_PASSWORD="op://Dev/postgres/password"',
+                 "PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+                 "privateKey: |\n    # injected by cert-manager, leave empty",
+                 "openvpn --config client.ovpn --auth-user-pass auth.txt", "We use Basic authentication here.",
+                 "import re\nre_compile_pattern_for_words = re.compile"):
+        assert redact(kept).text == kept, kept

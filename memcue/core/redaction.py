@@ -213,8 +213,12 @@ def _password_part(word: str) -> bool:
 
 
 #: Shapes that stand where a value would without being one: a file given with ``@`` (``@password.txt``), a
-#: validation rule list (``required|string|min:12``), a sub-option (``id=npmrc,src=…``).
-_NOT_VALUE_SHAPES = r"^(?:@[\w./~\-]+$|[a-z_]+(?::[\w,.]+)?(?:\|[a-z_]+(?::[\w,.]+)?)+$|[a-z]+=[^\s]*,)"
+#: validation rule list (``required|string|min:12``), a sub-option (``id=npmrc,src=…``), a file name
+#: (``auth.txt``, ``client.pem``).
+_NOT_VALUE_SHAPES = (r"^(?:[\w.\-/~]+\.(?:txt|json|pem|key|env|conf|cfg|ya?ml|ini|toml|gpg|asc|crt|p12|pfx|jks|ovpn)$|"
+                     r"@[\w./~\-]+$|[a-z_]+(?::[\w,.]+)?(?:\|[a-z_]+(?::[\w,.]+)?)+$|[a-z]+=[^\s]*,)")
+#: A URI with no user info: a secret manager's reference (``op://Dev/postgres/password``, ``vault://…``).
+_URI_REFERENCE = r"^[a-z][a-z0-9+.\-]*://[^\s@]*$"
 #: Lower-case words joined by ``/`` (``prod/db/password``).
 _STORE_PATH = r"^[a-z][a-z0-9_\-]*(?:/[a-z0-9_\-]+)+$"
 #: Four or more of one masking letter: ``sk_test_xxxxxxxx``, ``ghp_XXXXXXXX``.
@@ -254,7 +258,7 @@ def _not_a_value(value: str, *, code: bool = True) -> bool:
     low = value.lower()
     if low in _PLACEHOLDER_WORDS or low in _PROSE_WORDS or value.startswith(_PLACEHOLDER_PREFIXES):
         return True
-    if _example_value(value) or re.match(_NOT_VALUE_SHAPES, value):
+    if _example_value(value) or re.match(_NOT_VALUE_SHAPES, value) or re.match(_URI_REFERENCE, value):
         return True
     if re.match(_STORE_PATH, value) and any(word in value for word in _NAMING_WORDS):
         return True  # a path in a secret store: prod/db/password
@@ -331,7 +335,8 @@ def _name_kind(name: str) -> tuple[str, bool] | None:
     only a ``*_KEY`` ending made it one; None when the name does not end in a secret word (``max_tokens``,
     ``token_count``, ``compass``, ``password_reset_url``)."""
     parts = [p.lower() for p in re.findall(_NAME_PARTS, name)]
-    if not parts or name == "PASS":  # a test runner's verdict (``--- PASS: TestX``), not a name
+    if not parts or name == "PASS" or parts[-2:] == ["public", "key"]:
+        # a test runner's verdict (``--- PASS: TestX``) or a public key: not a secret's name
         return None
     if len(parts) >= 2 and (parts[-2], parts[-1]) in _SECRET_PAIRS:
         return _SECRET_PAIRS[(parts[-2], parts[-1])], False
@@ -465,6 +470,8 @@ def _valued(kind: str) -> Replace:
         value = m.groupdict().get("qval") or m.group("val") or ""
         if not value or _not_a_value(value, code=False) or value.startswith("-") or re.match(_NUMBER, value):
             return None
+        if "--" in m.group("pre") and re.fullmatch(r"[A-Z][A-Z0-9_]{1,30}[\])>]*", value):
+            return None  # a usage line's metavariable: [--token TOKEN]
         q = m.group("q") or ""
         return f"{m.group('pre')}{q}{_marker(kind)}{q}"
     return replace
@@ -536,6 +543,22 @@ _AUTH_SCHEMES = frozenset("basic token digest apikey api-key key sso-key accessk
                           "geniekey dsn signature credential hmac negotiate ntlm".split())
 
 
+def _generated(kind: str) -> Replace:
+    """The whole match becomes the marker of ``kind`` when it mixes digits with both cases (a generated key), not
+    when it is a code name (``re_compile_pattern_for_words``)."""
+    def replace(m: re.Match[str]) -> str | None:
+        return _marker(kind) if _random_looking(m.group(0).replace("_", "")) else None
+    return replace
+
+
+def _basic_credential(m: re.Match[str]) -> str | None:
+    """A ``Basic`` credential: base64 that mixes cases or holds a digit (``Basic authentication`` is prose)."""
+    cred = m.group("cred")
+    if not (any(c.isdigit() for c in cred) or (any(c.isupper() for c in cred) and any(c.islower() for c in cred))):
+        return None
+    return m.group("pre") + _marker("basic-auth")
+
+
 def _auth_header(m: re.Match[str]) -> str | None:
     scheme = (m.group("scheme") or "key=").lower()
     cred = m.group("cred")
@@ -554,7 +577,7 @@ _CSV_CELL = r"[\w \t\"'.\-]*"
 #: A secret column's name next to a comma or a header's end: a CSV header may be there.
 _CSV_TRIGGERS = tuple(f"{word}{end}" for word in ("password", "secret", "token", "key")
                       for end in (",", "\"", "\n", "\r"))
-_CSV_SECRET_COLUMN = rf"(?i)^\s*[\"']?(?:{_CSV_COLUMNS})[\"']?\s*$"
+_CSV_SECRET_COLUMN = rf"(?i)^\s*[\"']?(?:[\w.\-]+[ _])?(?:{_CSV_COLUMNS})[\"']?\s*$"
 
 
 def _credential_csv(m: re.Match[str]) -> str:
@@ -591,7 +614,7 @@ def _yaml_block(m: re.Match[str]) -> str | None:
     None (unchanged) when the name is no secret's or the lines are a nested mapping or list, not a value."""
     named = _name_kind(m.group("name"))
     lines = [line.strip() for line in m.group("body").splitlines() if line.strip()]
-    if named is None or not lines or re.match(r"^(?:-\s|[\w.\-\"']+\s*:(?:\s|$))", lines[0]):
+    if named is None or not lines or re.match(r"^(?:-\s|#|[\w.\-\"']+\s*:(?:\s|$))", lines[0]):
         return None
     kind, key_only = named
     value = " ".join(lines)
@@ -609,8 +632,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?P<body>.*?)"
           r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)", ("PRIVATE KEY",), flags=re.DOTALL,
           replace=_private_key),
-    _Rule("cloud-credential", rf"(?im)^(?P<header>(?:{_CSV_CELL},)*[ \t]*[\"']?(?:{_CSV_COLUMNS})[\"']?[ \t]*"
-          r"(?:,[^\n]*)?)\n(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)",
+    _Rule("cloud-credential", rf"(?im)^(?P<header>(?:{_CSV_CELL},)*[ \t]*[\"']?(?:[\w.\-]+[ _])?(?:{_CSV_COLUMNS})"
+          r"[\"']?[ \t]*(?:,[^\n]*)?)\n(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)",
           _CSV_TRIGGERS, fold=True, replace=_credential_csv),
     _Rule("password", _YAML_BLOCK, ("pass", "pwd", "secret", "token", "key"), fold=True, replace=_yaml_block),
     _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?@]+)@",
@@ -651,13 +674,15 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("twilio-api-secret", r"(?P<pre>\[REDACTED:twilio-key\][\"']?\s*,\s*[\"']?)[A-Za-z0-9]{32}\b",
           ("twilio-key",), replace=_keep_prefix("twilio-api-secret")),
     _Rule("twilio-account", rf"\bAC{_HEX}{{32}}\b", ("twilio",), fold=True),
-    _Rule("resend-key", r"\bre_[A-Za-z0-9]{8,}_[A-Za-z0-9]{20,}\b", ("re_",)),
+    _Rule("resend-key", r"\bre_[A-Za-z0-9_]{24,}\b", ("re_",), replace=_generated("resend-key")),
     # MessageBird access keys: 25 letters and digits, known by the vendor's name nearby (gitleaks' rule).
-    _Rule("messagebird-key", r"(?<=[\"'`=: ])(?:live_|test_)?[A-Za-z0-9]{25}(?=[\"'`\s,;)]|$)", ("messagebird",),
+    _Rule("messagebird-key", r"(?<=[\"'`=: ])(?:live_|test_)?[A-Za-z0-9]{20,30}(?=[\"'`\s,;)]|$)", ("messagebird",),
           fold=True),
     # Cohere keys: 40 letters and digits, known by the vendor's name nearby (gitleaks' rule).
     _Rule("cohere-key", r"(?<=[\"'`=: ])[A-Za-z0-9]{40}(?=[\"'`\s,;)]|$)", ("cohere", "co_api_key"), fold=True),
     _Rule("brevo-key", r"\bx(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}\b", ("sib-",)),
+    _Rule("incoming-webhook", r"(?P<pre>https?://[^\s/]+/hooks/)[a-z0-9]{26}\b", ("/hooks/",),
+          replace=_keep_prefix("incoming-webhook")),
     _Rule("teams-webhook", r"https://[\w\-]+\.webhook\.office\.com/webhookb2/[\w\-@/]+", ("webhook.office.com",)),
     # A Sentry DSN's key (``https://<key>@o1.ingest.sentry.io/2``); the host and project are kept.
     _Rule("sentry-dsn", r"(?P<pre>https://)[0-9a-f]{32}(?::[0-9a-f]{32})?(?=@[\w.\-]*sentry)", ("sentry",),
@@ -670,7 +695,7 @@ _RULES: tuple[_Rule, ...] = (
     # A registry's ``"auth"`` in ~/.docker/config.json: base64 of user:password.
     _Rule("docker-auth", r"(?P<pre>\"auths?\"\s*:\s*\")(?P<q>)(?P<val>[A-Za-z0-9+/]{16,}={0,2})(?=\")", ("auths",),
           replace=_valued("docker-auth")),
-    _Rule("mailgun-key", rf"(?<![\w\-])key-{_HEX}{{32}}\b", ("key-",)),
+    _Rule("mailgun-key", r"(?<![\w\-])key-(?=[a-z]*\d)[0-9a-z]{32}\b", ("key-",)),
     _Rule("vault-token", r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
     _Rule("vault-token", r"(?<![\w.\-])s\.[A-Za-z0-9]{24}" + _TOKEN_END, ("vault",), fold=True),
     _Rule("doppler-token", r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_\-]{2,35}\.)?[A-Za-z0-9]{40,44}\b",
@@ -689,7 +714,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("fly-token", r"\b(?:fo1_[A-Za-z0-9_\-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3})", ("fo1_", "fm1", "fm2")),
     _Rule("linear-key", r"\blin_(?:api|oauth)_[A-Za-z0-9]{40}\b", ("lin_",)),
     _Rule("postman-key", rf"\bPMAK-{_HEX}{{24}}-{_HEX}{{34}}\b", ("PMAK-",)),
-    _Rule("onepassword-token", r"\bops_eyJ[A-Za-z0-9+/]{100,}={0,3}", ("ops_eyJ",)),
+    _Rule("onepassword-token", r"\bops_eyJ[A-Za-z0-9+/_\-]{100,}={0,3}", ("ops_eyJ",)),
     _Rule("age-key", r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", ("AGE-SECRET-KEY-",)),
     _Rule("grafana-token", r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})",
           ("glsa_", "glc_")),
@@ -702,6 +727,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("auth-token", r"(?P<pre>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
           r"(?:(?!bearer\b)(?P<scheme>[a-z][\w\-]{1,24})\s+|key=))(?!\[REDACTED:)(?P<cred>[A-Za-z0-9+/=._~:\-]{8,})",
           ("authorization",), fold=True, flags=re.IGNORECASE, replace=_auth_header),
+    # ``Basic <base64>`` wherever the header is set: nginx ``proxy_set_header``, ``Header.Set(…)``, a logged request.
+    _Rule("basic-auth", r"(?P<pre>(?<![\w\-])Basic[ \t]+)(?P<cred>[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])",
+          ("Basic",), replace=_basic_credential),
     _Rule("bearer-token", r"(?P<pre>\b[Bb]earer\s+)(?!\[REDACTED:)[A-Za-z0-9._~+/\-]{20,}=*", ("earer",),
           fold=True, replace=_keep_prefix("bearer-token")),
     # A command may go on over lines ending in a backslash.
@@ -733,13 +761,14 @@ _RULES: tuple[_Rule, ...] = (
           r"(?P<val>[^\s\"'`]+)", ("creds", "credentials", "login"), fold=True, replace=_prose_password),
     _Rule("password", r"(?P<pre>\bldap\w*\b[^\n|;&]{0,300}?[ \t]-w[ \t]*)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("ldap",), replace=_valued("password")),
-    _Rule("secret", r"(?P<pre>(?<![\w\-])--(?:password|passwd|pass|token|api-?key|api-token|auth-token|"
+    _Rule("secret", r"(?P<pre>(?<![\w\-])--(?:(?!no-)[a-z0-9]+-){0,2}(?:password|passwd|pass|token|api-?key|api-token|"
+          r"auth-token|"
           r"access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|webhook-secret|"
           r"account-key|api-secret|app-secret|master-key)"
           r"(?:[ \t]+|=))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))", ("--",),
           replace=_valued("secret")),
     _Rule("secret", r"(?P<pre>\bname:[ \t]*[\"']?[A-Za-z_]*(?i:password|passwd|secret|token|api_?key)[\"']?"
-          r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)]+)(?P=q)", ("value:",),
+          r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*(?:\n[ \t]+)?)(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)]+)(?P=q)", ("value:",),
           replace=_valued("secret")),
     _Rule("password", r"(?P<pre>\bmachine[ \t]+\S+\s+login[ \t]+\S+\s+password[ \t]+)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"']+)(?P=q)", ("machine",), replace=_valued("password")),
