@@ -35,7 +35,7 @@ from _common import RESULTS_DIR, git_commit, git_dirty, write_results  # noqa: E
 from memcue.core.redaction import redact  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "redaction"
-SPLITS = ("dev", "test", "test2", "test3", "test4", "test5")
+SPLITS = ("dev", "test", "test2", "test3", "test4", "test5", "test6")
 WINDOW = 8
 MARKER = "[REDACTED"
 #: A marker as the redactor writes it; its kind name (``rubygems-token``) is no part of the secret.
