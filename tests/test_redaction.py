@@ -439,3 +439,37 @@ def test_kinds_the_fifth_held_out_split_found() -> None:
                  "openvpn --config client.ovpn --auth-user-pass auth.txt", "We use Basic authentication here.",
                  "import re\nre_compile_pattern_for_words = re.compile"):
         assert redact(kept).text == kept, kept
+
+
+def test_kinds_the_sixth_held_out_split_found() -> None:
+    """The redaction benchmark's test6 split, when it was held out. Misses: ``curl`` flags in an argv list and
+    combined (``-su``), ``sqlcmd -P``, dotted and prefixed flags (``--db.password=``, ``--encryption-key``),
+    secrets after Tencent/Alibaba key ids, Backblaze keys, Twilio's ``RequestValidator`` token, literal HMAC keys.
+    Changes: TypeScript's ``x!``, a help table, a ``vault:`` reference, a lowerCamel variable, the AWS docs'
+    example key, ``.env.example``, a Maven coordinate."""
+    for text, secret in (
+            ('subprocess.run(["curl", "-u", "svc-reports:HMINLyFdT4aKQxrdO", "-o", "out.csv", url])',
+             "HMINLyFdT4aKQxrdO"),
+            ("curl -su deploy:TQxi45OBSZ2zKe https://artifacts.example.org/api", "TQxi45OBSZ2zKe"),
+            ("sqlcmd -S tcp:sql01,1433 -U sa -P 'OuTN1NQ7QxS1cS' -Q \"SELECT 1\"", "OuTN1NQ7QxS1cS"),
+            ("ExecStart=/usr/bin/postgres_exporter --db.password=aUXWCQxoW8hLn60MT", "aUXWCQxoW8hLn60MT"),
+            ('args: ["--admin-password", "r76unnaPRrtzQxM", "--port", "8080"]', "r76unnaPRrtzQxM"),
+            ("java -jar app.jar --spring.datasource.password=YE1ZQxwyhJr5TR9ZCx", "YE1ZQxwyhJr5TR9ZCx"),
+            ('new ProcessStartInfo("backup-tool", "--encryption-key S7Gqd1auQxNuOr6pV9j");', "S7Gqd1auQxNuOr6pV9j"),
+            ('cred = credential.Credential("AKID' + "Pq1x" * 8 + '", "EA7TpAS1tQxDi1W23iateggtm3ue5C")',
+             "EA7TpAS1tQxDi1W23iat"),
+            ("$ b2 account authorize 0053ecb60403e6995f64743e6 K0050DHsQxQxz0pDVnDPPP9rAhmAdWv", "K0050DHsQxQxz0pD"),
+            ('validator = RequestValidator("50b2c26049c65a888031b82b10463703")', "50b2c26049c65a88"),
+            ("sig = OpenSSL::HMAC.hexdigest(OpenSSL::Digest.new('sha256'), 'bd4e64b84b10d59d6eae7292', body)",
+             "bd4e64b84b10d59d"),
+            ("mac = hmac.new(b'Wh00k-s1gning-Qx', body, hashlib.sha256)", "Wh00k-s1gning-Qx"),
+            ("APP_KEY=base64:3HQxFwvLXO766XGN4hX0l5ATWj/gATuyBigCmJ7gV=", "3HQxFwvLXO766XGN")):
+        assert secret not in redact(text).text, text
+    for kept in ("const secret = process.env.STRIPE_WEBHOOK_SECRET!;",
+                 "  -W, --password           force password prompt (should happen automatically)",
+                 "password: vault:secret/data/app#db_password", "pulumi config set --secret dbPassword",
+                 "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "I added `SLACK_BOT_TOKEN` to `.env.example`.",
+                 'implementation("io.jsonwebtoken:jjwt-api:0.12.5")', "mysql -u root -p shop < dump.sql",
+                 'new aws.rds.Instance("db", { username: "app", password: dbPassword });',
+                 "docker run -u 1000 -p 8080:80 web"):
+        assert redact(kept).text == kept, kept

@@ -195,7 +195,7 @@ def _is_reference(value: str, *, code: bool = True) -> bool:
         return " " not in value
     if len(value) > 2 and value[0] == value[-1] == "%" and value[1:-1].replace("_", "a").isalnum():
         return True  # a Windows environment variable: %NUGET_PASSWORD%
-    value = value.replace("::", ".")  # Rust, C++ and PHP paths: std::env::var(…)
+    value = value.replace("::", ".").removesuffix("!")  # Rust/C++/PHP paths (std::env::var), TypeScript's x!
     if value[:1] in "{[" and value[-1:] in "}]":
         inner = value[1:-1]
         return not inner or inner.replace("_", "a").isalpha()
@@ -215,10 +215,14 @@ def _password_part(word: str) -> bool:
 #: Shapes that stand where a value would without being one: a file given with ``@`` (``@password.txt``), a
 #: validation rule list (``required|string|min:12``), a sub-option (``id=npmrc,src=…``), a file name
 #: (``auth.txt``, ``client.pem``).
-_NOT_VALUE_SHAPES = (r"^(?:[\w.\-/~]+\.(?:txt|json|pem|key|env|conf|cfg|ya?ml|ini|toml|gpg|asc|crt|p12|pfx|jks|ovpn)$|"
+_NOT_VALUE_SHAPES = (r"^(?:[\w.\-/~]+\.(?:txt|json|pem|key|env|conf|cfg|ya?ml|ini|toml|gpg|asc|crt|p12|pfx|jks|ovpn|"
+                     r"example|sample|template|dist|local|md|lock)$|[\w.\-]+:v?\d+(?:\.\d+)+$|[a-z]+(?:[A-Z][a-z]+)+$|"
                      r"@[\w./~\-]+$|[a-z_]+(?::[\w,.]+)?(?:\|[a-z_]+(?::[\w,.]+)?)+$|[a-z]+=[^\s]*,)")
-#: A URI with no user info: a secret manager's reference (``op://Dev/postgres/password``, ``vault://…``).
-_URI_REFERENCE = r"^[a-z][a-z0-9+.\-]*://[^\s@]*$"
+#: Ports as ``-p`` takes them in docker and ssh (``8080:80``, ``5432/tcp``).
+_PORTS = r"\d+(?::\d+)*(?:/(?:tcp|udp))?"
+#: A secret manager's reference, a scheme and a path with no user info (``op://Dev/postgres/password``,
+#: ``vault:secret/data/app#db_password``); ``base64:`` values (Laravel's ``APP_KEY``) are secrets.
+_URI_REFERENCE = r"^(?!base64:)[a-z][a-z0-9+.\-]{0,20}:(?://)?[\w.\-#:]*/[\w.\-#:/]*$"
 #: Lower-case words joined by ``/`` (``prod/db/password``).
 _STORE_PATH = r"^[a-z][a-z0-9_\-]*(?:/[a-z0-9_\-]+)+$"
 #: Four or more of one masking letter: ``sk_test_xxxxxxxx``, ``ghp_XXXXXXXX``.
@@ -234,7 +238,7 @@ def _example_value(value: str) -> bool:
     (``hf_***``, a run of ``xxxx`` to its end); an instruction (``TODO: set in vault``)."""
     if "..." in value or "\u2026" in value or "***" in value or re.search(_MASK_RUN, value):
         return True
-    if "<" in value and ">" in value or "your" in re.split(r"[^a-z]+", value.lower()):
+    if "<" in value and ">" in value or "your" in re.split(r"[^a-z]+", value.lower()) or "EXAMPLE" in value:
         return True  # r8_<paste-your-token>, xoxb-your-token
     first = re.split(r"[^A-Za-z]+", value, maxsplit=1)[0].lower()
     if " " in value and first in _EXAMPLE_WORDS | _FILL_WORDS:
@@ -470,8 +474,11 @@ def _valued(kind: str) -> Replace:
         value = m.groupdict().get("qval") or m.group("val") or ""
         if not value or _not_a_value(value, code=False) or value.startswith("-") or re.match(_NUMBER, value):
             return None
-        if "--" in m.group("pre") and re.fullmatch(r"[A-Z][A-Z0-9_]{1,30}[\])>]*", value):
-            return None  # a usage line's metavariable: [--token TOKEN]
+        if "--" in m.group("pre") and (re.fullmatch(r"[A-Z][A-Z0-9_]{1,30}[\])>]*", value)
+                                       or m.group("pre").endswith("  ")):
+            return None  # a usage line: a metavariable ([--token TOKEN]) or a help table's description column
+        if re.fullmatch(_PORTS, value):
+            return None  # -p 8080:80
         q = m.group("q") or ""
         return f"{m.group('pre')}{q}{_marker(kind)}{q}"
     return replace
@@ -646,6 +653,19 @@ _RULES: tuple[_Rule, ...] = (
           replace=_keep_prefix("azure-sas")),
     _Rule("aws-secret-key", r"(?P<pre>\b(?:AKIA|ASIA)[A-Z0-9]{16}\s*[,:;|]\s*)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
           ("AKIA", "ASIA"), replace=_keep_prefix("aws-secret-key")),
+    # The secret given right after a Tencent (AKID…) or Alibaba (LTAI…) access key id.
+    _Rule("cloud-secret-key", r"(?P<pre>\b(?:AKID[A-Za-z0-9]{32}|LTAI[A-Za-z0-9]{12,24})[\"']?\s*[,:;|]\s*[\"']?)"
+          r"[A-Za-z0-9/+]{24,40}(?![A-Za-z0-9/+=])", ("AKID", "LTAI"), replace=_keep_prefix("cloud-secret-key")),
+    # Backblaze B2 application keys: K, three digits, 27 more.
+    _Rule("backblaze-key", r"\bK\d{3}[A-Za-z0-9+/]{27}(?![A-Za-z0-9+/])", ("K00",)),
+    _Rule("twilio-auth-token", r"(?P<pre>\bRequestValidator\(\s*[\"'])[0-9a-f]{32}(?=[\"'])", ("RequestValidator",),
+          replace=_keep_prefix("twilio-auth-token")),
+    # A literal HMAC key: Python's hmac.new(b"…"), Ruby's HMAC.hexdigest(digest, '…', …), Node's createHmac(alg, '…').
+    _Rule("secret", r"(?P<pre>\bhmac\.new\(\s*b?)(?P<q>['\"])(?P<val>[^'\"\n]{8,})(?P=q)", ("hmac.new",),
+          replace=_valued("secret")),
+    _Rule("secret", r"(?P<pre>\b(?:createHmac|HMAC\.(?:hexdigest|digest|base64digest))\s*\("
+          r"(?:[^'\"(),\n]|\([^)\n]*\)|'[^'\n]*'|\"[^\"\n]*\")*?,\s*)(?P<q>['\"])(?P<val>[^'\"\n]{8,})(?P=q)",
+          ("createHmac", "HMAC."), replace=_valued("secret")),
     _Rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
           ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
     _Rule("aws-secret-key", r"(?P<pre>(?i:\baws_?(?:secret_?(?:access_?)?key|secret)|\bsecret_?access_?key)"
@@ -733,8 +753,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("bearer-token", r"(?P<pre>\b[Bb]earer\s+)(?!\[REDACTED:)[A-Za-z0-9._~+/\-]{20,}=*", ("earer",),
           fold=True, replace=_keep_prefix("bearer-token")),
     # A command may go on over lines ending in a backslash.
-    _Rule("basic-auth", r"(?P<pre>\b(?:curl|http|https|xh)\b(?:[^\n|;&\\]|\\\n|\\){0,300}?[ \t]"
-          r"(?:-u|--user|-a|--auth)(?:[ \t]+|=)(?P<q>[\"'])?[^\s:\"']*:)"
+    _Rule("basic-auth", r"(?P<pre>\b(?:curl|http|https|xh)\b(?:[^\n|;&\\]|\\\n|\\){0,300}?[ \t\"']"
+          r"(?:-[a-zA-Z]*u|--user|-a|--auth)(?:[ \t]+|=|[\"'][ \t]*,[ \t]*)(?P<q>[\"'])?[^\s:\"']*:)"
           r"(?P<val>(?(q)[^\"'\n]+|[^\s\"'@`;|&)]+))(?(q)(?P=q))", ("curl", "http", "xh "),
           fold=True, replace=_valued("basic-auth")),
     _Rule("password", r"(?P<pre>\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,300}?[ \t]-p)(?P<q>[\"']?)"
@@ -747,6 +767,9 @@ _RULES: tuple[_Rule, ...] = (
     # azure-ad-client-secret rule).
     _Rule("azure-client-secret", r"(?<![\w~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![\w~.\-])",
           ("Q~",)),
+    _Rule("password", r"(?P<pre>\b(?:sqlcmd|bcp|osql|isql|mssql-cli)\b[^\n|;&]{0,300}?[ \t]-P[ \t]*)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("sqlcmd", "bcp", "osql", "isql", "mssql-cli"),
+          replace=_valued("password")),
     _Rule("password", r"(?P<pre>\bredis-cli\b[^\n|;&]{0,300}?[ \t]-a[ \t]+)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("redis-cli",), replace=_valued("password")),
     # SQL: CREATE USER … IDENTIFIED BY '…', CREATE ROLE … PASSWORD '…'.
@@ -761,11 +784,11 @@ _RULES: tuple[_Rule, ...] = (
           r"(?P<val>[^\s\"'`]+)", ("creds", "credentials", "login"), fold=True, replace=_prose_password),
     _Rule("password", r"(?P<pre>\bldap\w*\b[^\n|;&]{0,300}?[ \t]-w[ \t]*)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("ldap",), replace=_valued("password")),
-    _Rule("secret", r"(?P<pre>(?<![\w\-])--(?:(?!no-)[a-z0-9]+-){0,2}(?:password|passwd|pass|token|api-?key|api-token|"
-          r"auth-token|"
-          r"access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|webhook-secret|"
-          r"account-key|api-secret|app-secret|master-key)"
-          r"(?:[ \t]+|=))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))", ("--",),
+    # Also prefixed (``--db-password``, ``--spring.datasource.password``) and in an argv list (``"--token", "…"``).
+    _Rule("secret", r"(?P<pre>(?<![\w\-.])--(?:(?!no-)[a-z0-9]+[-.]){0,4}(?:password|passwd|pass|token|api-?key|"
+          r"api-token|auth-token|access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|"
+          r"webhook-secret|account-key|api-secret|app-secret|master-key|encryption-key|signing-key|license-key)"
+          r"(?:[ \t]+|=|[\"'][ \t]*,[ \t]*))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))", ("--",),
           replace=_valued("secret")),
     _Rule("secret", r"(?P<pre>\bname:[ \t]*[\"']?[A-Za-z_]*(?i:password|passwd|secret|token|api_?key)[\"']?"
           r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*(?:\n[ \t]+)?)(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)]+)(?P=q)", ("value:",),
