@@ -238,7 +238,7 @@ def _example_value(value: str) -> bool:
     (``hf_***``, a run of ``xxxx`` to its end); an instruction (``TODO: set in vault``)."""
     if "..." in value or "\u2026" in value or "***" in value or re.search(_MASK_RUN, value):
         return True
-    if "<" in value and ">" in value or "your" in re.split(r"[^a-z]+", value.lower()) or "EXAMPLE" in value:
+    if "<" in value and ">" in value or "your" in re.split(r"[^a-z]+", value.lower()):
         return True  # r8_<paste-your-token>, xoxb-your-token
     first = re.split(r"[^A-Za-z]+", value, maxsplit=1)[0].lower()
     if " " in value and first in _EXAMPLE_WORDS | _FILL_WORDS:
