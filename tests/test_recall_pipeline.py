@@ -160,6 +160,17 @@ def test_gibberish_is_never_supported(store: Store, embedder: Embedder) -> None:
     assert ask(store, embedder, "zxqv blorft wibble snark")["tier"] != "supported"
 
 
+def test_a_question_captured_before_it_is_asked_still_counts_its_unknown_words(store: Store,
+                                                                              embedder: Embedder) -> None:
+    """The prompt hook captures the prompt before its recall runs: the captured copy must not make the question's
+    words known (document frequencies count rows that can answer), or gibberish and unknown names would pass."""
+    for text in ("zxqv blorft wibble snark", "How do we deploy Kubernetes on Fridays?"):
+        store.remember(NewMemory(text, kind="request", project="billing", created_at=NOW))
+        embed_all(store, embedder)
+        answer = ask(store, embedder, text)
+        assert answer["tier"] != "supported", (text, answer["results"])
+
+
 def test_unknown_name_in_the_question_is_not_supported(store: Store, embedder: Embedder) -> None:
     # "Kubernetes" is in no memory: a deploy memory is related at most.
     answer = ask(store, embedder, "How do we deploy Kubernetes on Fridays?")
