@@ -87,6 +87,10 @@ def test_bad_numbers_and_kinds_are_usage_errors_that_name_the_rule(home: Path, t
                        (("list", "--kind", "note\nASSISTANT"), "a kind is one word")):
         out = _cli(home, tmp_path, *args)
         assert out.returncode == 2 and said in out.stderr, (args, out.stderr)
+        as_json = _cli(home, tmp_path, *args, "--json")  # argparse's own refusals speak JSON when asked too
+        assert as_json.returncode == 2 and said in json.loads(as_json.stdout)["error"], (args, as_json.stdout)
+    missing = _cli(home, tmp_path, "recall", "--json")
+    assert missing.returncode == 2 and json.loads(missing.stdout)["success"] is False
 
 
 def test_a_search_for_an_absent_term_finds_nothing_even_with_a_pinned_memory(home: Path, tmp_path: Path) -> None:

@@ -85,3 +85,15 @@ def test_a_prompt_that_started_the_sidecar_is_not_a_failure(tmp_path: Path, home
     log.write_text(log.read_text() + "t pid=2 claude-code user-prompt-submit: sidecar call failed: timed out\n")
     _, found = _doctor(tmp_path, home)
     assert found["hooks"]["status"] == "warn" and found["hooks"]["recent_failures"] == 1
+
+
+def test_the_last_line_counts_warnings_instead_of_saying_all_good() -> None:
+    """Fresh-user finding: "[warn] codex: … trust not checked" above "memcue doctor: all good"."""
+    from memcue.install.doctor import render
+
+    ok = {"area": "claude-code", "status": "ok", "message": "hooks installed"}
+    warn = {"area": "codex", "status": "warn", "message": "trust not checked"}
+    fail = {"area": "sidecar", "status": "problem", "message": "down"}
+    assert render({"ok": True, "findings": [ok]}).endswith("memcue doctor: all good")
+    assert render({"ok": True, "findings": [ok, warn]}).endswith("working, with 1 warning (see warn)")
+    assert render({"ok": False, "findings": [warn, fail]}).endswith("problems found (see FAIL)")

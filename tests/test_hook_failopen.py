@@ -141,6 +141,7 @@ BROKEN_STDIN = [
     pytest.param(b'{"prompt": "hel', id="truncated"),
     pytest.param(b'{"session_id": "s", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}', id="no-prompt"),
     pytest.param(b'[{"prompt": "in an array"}]', id="array"),
+    pytest.param(b"[" * 100_000 + b"]" * 100_000, id="nested-too-deep"),
 ]
 
 
@@ -156,6 +157,7 @@ def test_C02_broken_stdin(home: Path, stdin: bytes) -> None:
     assert spool_records(home) == []
     log = hook_log(home)
     assert "no prompt in the payload" in log
+    assert "hook error" not in log, "bad input is the harness's problem, not a memcue failure (doctor counts these)"
 
 
 def test_C02_stdin_held_open_with_no_bytes(home: Path) -> None:

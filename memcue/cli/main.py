@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from memcue.cli import (
     demo,
@@ -26,7 +27,7 @@ from memcue.cli import (
     stats,
 )
 from memcue.cli.arguments import AddCommand
-from memcue.cli.output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, ReaderGone, fail, flush_stdout
+from memcue.cli.output import EXIT_BUSY, EXIT_ERROR, EXIT_OK, ReaderGone, fail, flush_stdout, usage_error
 
 #: The command groups, in the order ``memcue --help`` lists their commands.
 GROUPS = (remember, sidecar, memory, review, receipt, ledger, stats, export, sources, reindex, install, demo)
@@ -49,12 +50,24 @@ EPILOG = """examples:
 Data lives in $MEMCUE_HOME (default ~/.local/share/memcue)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors honour ``--json``: with it on the command line the error is the
+    JSON envelope ``{"success": false, "error": ...}`` on stdout (``output.usage_error``), exit 2."""
+
+    wants_json = False
+
+    def error(self, message: str) -> NoReturn:
+        if _Parser.wants_json:
+            raise SystemExit(usage_error(f"{self.prog}: {message}", True))
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``memcue`` parser: ``--version`` and every group's commands; a parsed command's ``fn(args)``
     runs it and returns its exit code."""
     from memcue import __version__
 
-    parser = argparse.ArgumentParser(prog="memcue", description="Local long-term memory for coding agents.",
+    parser = _Parser(prog="memcue", description="Local long-term memory for coding agents.",
                                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"memcue {__version__}")
     add = _adder(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
@@ -77,6 +90,7 @@ def _adder(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> AddComma
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memcue`` console script; returns the exit code."""
+    _Parser.wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     from memcue.client import ClientError, SidecarBusy
 

@@ -71,5 +71,11 @@ def decode_payload(raw: bytes) -> tuple[object, str]:
         value = json.loads(text, strict=False)
     except ValueError as exc:
         return None, f"stdin is not JSON ({exc}; {len(raw)} bytes)"
-    problem = "" if isinstance(value, dict) else f"stdin JSON is a {type(value).__name__}, not an object"
-    return clean_value(value), problem
+    except RecursionError:
+        return None, f"stdin is not a payload: JSON nested too deep for the parser ({len(raw)} bytes)"
+    if not isinstance(value, dict):
+        return None, f"stdin JSON is a {type(value).__name__}, not an object"
+    try:
+        return clean_value(value), ""
+    except RecursionError:
+        return None, f"stdin is not a payload: JSON nested too deep ({len(raw)} bytes)"

@@ -355,6 +355,12 @@ def render(report: dict[str, Any]) -> str:
     mark = {OK: "ok  ", WARN: "warn", PROBLEM: "FAIL"}
     lines = [f"[{mark[f['status']]}] {f['area']}: {f['message']}"
              + (f" ({f['version']})" if f.get("version") else "") for f in report["findings"]]
-    lines.append("memcue doctor: all good" if report["ok"] else "memcue doctor: problems found (see FAIL)")
+    warnings = sum(1 for f in report["findings"] if f["status"] == WARN)
+    if not report["ok"]:
+        lines.append("memcue doctor: problems found (see FAIL)")
+    elif warnings:
+        lines.append(f"memcue doctor: working, with {warnings} warning{'s' if warnings != 1 else ''} (see warn)")
+    else:
+        lines.append("memcue doctor: all good")
     return "\n".join(lines)
 
