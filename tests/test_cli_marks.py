@@ -79,3 +79,12 @@ def test_edit_opens_the_editor_and_saves_a_changed_text_as_a_new_version(home: P
         sc.stop()
     assert edited.returncode == 0 and current == "the invoices database is on port 5433" and replaced == new
     assert unchanged.returncode == 0 and "nothing saved" in unchanged.stdout
+
+
+def test_edit_without_a_terminal_or_an_editor_refuses_before_starting_vi(home: Path) -> None:
+    """Fresh-user finding: `memcue edit 1 </dev/null` started vim, which filled stdout with escape codes."""
+    run = subprocess.run([sys.executable, "-m", "memcue", "edit", "1", "--json"], capture_output=True, text=True,
+                         timeout=60, stdin=subprocess.DEVNULL,
+                         env={**os.environ, "MEMCUE_HOME": str(home), "EDITOR": "", "VISUAL": ""})
+    assert run.returncode == 2 and "no terminal for vi" in json.loads(run.stdout)["error"]
+    assert not (home / "sidecar.sock").exists(), "refused before any sidecar was started"

@@ -123,6 +123,8 @@ def test_install_into_no_file_and_uninstall_removes_it(tmp_path: Path) -> None:
     assert {event for event, groups in hooks.items() if groups[0]["hooks"][0].get("async") is True} == {
         "PostToolUse", "PostToolUseFailure", "PreCompact"}
     assert oct(path.stat().st_mode & 0o777) == "0o600"
+    for made in (tmp_path / "home", tmp_path / "home" / "install"):  # fresh-user finding: these were 0755
+        assert oct(made.stat().st_mode & 0o777) == "0o700", made
     assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
     assert not path.exists()
 

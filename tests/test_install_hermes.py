@@ -330,3 +330,10 @@ def test_doctor_checks_the_provider_key_and_the_plugin(tmp_path: Path) -> None:
     text = _config(tmp_path).read_text().replace("provider: memcue", "provider: honcho")
     _config(tmp_path).write_text(text)
     assert hermes_finding()["status"] == "problem" and "'honcho'" in hermes_finding()["message"]
+
+
+def test_uninstall_where_nothing_was_installed_names_no_file_as_if_it_existed(tmp_path: Path) -> None:
+    """Fresh-user finding: "config.yaml already lacks memcue" for a config.yaml that never existed."""
+    run = _cli(tmp_path, "uninstall", "hermes")
+    assert run.returncode == 0 and "not installed (" in run.stdout and "does not exist" in run.stdout, run.stdout
+    assert not _config(tmp_path).exists()

@@ -173,6 +173,8 @@ def _said(r: dict[str, Any], action: str, args: argparse.Namespace) -> str:
             out += f"{r['harness']}: MCP server: {preview}\n"
         if getattr(args, "trust", False):
             out += f"{r['harness']}: --trust is not part of this preview (it is applied when you run the install)\n"
+    elif not r["changed"] and action == "uninstall" and not Path(r["path"]).exists():
+        out = f"{r['harness']}: not installed ({r['path']} does not exist); nothing changed\n"
     elif not r["changed"]:
         out = (f"{r['harness']}: {r['path']} already {'has' if action == 'install' else 'lacks'} memcue; "
                "nothing changed\n")

@@ -7,6 +7,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -109,13 +110,17 @@ def cmd_edit(args: argparse.Namespace) -> int:
 
     from memcue.client import Client
 
+    chosen = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not chosen and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return usage_error("no terminal for vi: set $VISUAL or $EDITOR (a GUI editor such as `code --wait` works "
+                           f"without one), or use `memcue update {args.id} \"new text\"`", args.json)
     with Client() as client:
         client.ensure_running()
         found = client.fetch(str(args.id))["results"]
         if not found:
             return emit({"not_found": [args.id]}, args.json, f"not found: #{args.id}", ok=False)
         before = found[0]["content"]
-        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+        editor = shlex.split(chosen or "vi")
         with tempfile.TemporaryDirectory(prefix="memcue-edit-") as folder:
             path = Path(folder) / f"memory-{args.id}.md"
             path.write_text(before + "\n", encoding="utf-8")

@@ -90,8 +90,13 @@ def load_record(state_dir: Path, harness: str) -> dict[str, Any]:
 
 
 def save_record(state_dir: Path, harness: str, record: dict[str, Any]) -> None:
-    """Write the install record of ``harness`` (atomically)."""
-    write_atomic(record_path(state_dir, harness), (json.dumps(record, indent=2) + "\n").encode())
+    """Write the install record of ``harness`` (atomically). A data dir or ``install/`` folder made here is
+    private (0700), as the sidecar keeps the data dir (DESIGN.md section 8)."""
+    path = record_path(state_dir, harness)
+    for folder in (state_dir, path.parent):
+        if not folder.exists():
+            folder.mkdir(mode=0o700, parents=True)  # the mode applies to the last folder of the path
+    write_atomic(path, (json.dumps(record, indent=2) + "\n").encode())
 
 
 def drop_record(state_dir: Path, harness: str) -> None:
