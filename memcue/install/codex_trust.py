@@ -46,8 +46,8 @@ QUIET_FLAGS = ("-c", "analytics.enabled=false", "-c", "features.plugins=false")
 #: Install-record name of the trust memcue wrote (``install.edits.files`` records).
 RECORD = "codex-trust"
 #: What to do before Codex runs memcue's hooks (the install's note, doctor's advice).
-TRUST_NOTE = ("Codex runs these hooks only after you trust them: run `memcue install codex --trust`, or start "
-              "`codex`, run /hooks and trust memcue's entries. Until then they are written but not active.")
+TRUST_NOTE = ("Codex runs these hooks only once you trust them: run `memcue install codex --trust`, or start "
+              "`codex`, run /hooks and trust memcue's entries (`memcue doctor` says whether Codex trusts them now).")
 
 __all__ = ["TRUST_NOTE", "AppServer", "codex_program", "our_hooks", "status", "trust", "trust_finding", "untrust"]
 
