@@ -29,7 +29,7 @@ def test_install_codex_merges_says_trust_and_uninstalls_byte_identical(tmp_path:
     path.write_text(EXISTING)
     run = _cli(tmp_path, "install", "codex")
     assert run.returncode == 0, run.stderr
-    assert "only after you trust them" in run.stdout and "/hooks" in run.stdout, "never claimed active"
+    assert "only once you trust them" in run.stdout and "/hooks" in run.stdout, "never claimed active"
     data = json.loads(path.read_text())
     assert data["hooks"]["Stop"][0] == json.loads(EXISTING)["hooks"]["Stop"][0], "another tool's hook is kept"
     ours = {event: [h for g in groups for h in g["hooks"] if hooks_json.is_ours(h)]

@@ -77,7 +77,7 @@ def test_codex_runs_trusted_hooks_only_and_gets_the_fact_once(home: Path, tmp_pa
             argv = [str(program("codex")), "exec", "--skip-git-repo-check", QUESTION]
 
             written = memcue_cli("install", "codex", env=env)["data"][0]
-            assert "only after you trust them" in written["note"]
+            assert "only once you trust them" in written["note"]
             untrusted = run(argv, env=env, cwd=project)
             assert untrusted.returncode == 0, explain(untrusted, sc)
             assert FACT not in stub.turns(QUESTION)[-1].text, "Codex skips untrusted hooks"
