@@ -48,6 +48,20 @@ NEWER = [
 PINNED = "Deploys are frozen on Fridays; ask Priya before shipping"
 
 
+#: Claude Code's own environment switches (docs: "Environment variables"): no telemetry, no update check,
+#: no other traffic than the model API.
+QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
+
+
+def user_claude_settings(env: dict[str, str], original: bytes) -> Path:
+    """Write ``original`` as the user's own ``~/.claude/settings.json`` under ``env``'s HOME (what an install
+    must keep and an uninstall give back byte for byte); returns its path."""
+    settings = Path(env["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_bytes(original)
+    return settings
+
+
 def program(name: str) -> Path:
     """The installed harness program ``name``; skips (or fails, see module doc) when it is missing."""
     path = PROGRAMS[name]

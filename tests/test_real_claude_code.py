@@ -17,6 +17,7 @@ from real_harness import (
     FACT,
     PINNED,
     QUESTION,
+    QUIET,
     explain,
     memcue_cli,
     private_env,
@@ -24,6 +25,7 @@ from real_harness import (
     project_dir,
     run,
     seeded_sidecar,
+    user_claude_settings,
     wait_for_bookkeeping,
 )
 
@@ -32,18 +34,13 @@ from memcue.core.project import resolve_project
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 
-#: Claude Code's own environment switches (docs: "Environment variables"): no telemetry, no update check,
-#: no other traffic than the model API.
-QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
 
 
 def test_claude_code_gets_the_fact_once_and_the_session_block(home: Path, tmp_path: Path) -> None:
     claude = program("claude")
     env = private_env(tmp_path, home, **QUIET)
-    settings = Path(env["HOME"]) / ".claude" / "settings.json"
-    settings.parent.mkdir(parents=True)
     original = b'{\n  "permissions": {"allow": ["Bash(git status)"]},\n  "model": "claude-opus-5-5"\n}\n'
-    settings.write_bytes(original)
+    settings = user_claude_settings(env, original)
     report = memcue_cli("install", "claude-code", env=env)["data"][0]
     assert report["changed"] and report["path"] == str(settings)
 
@@ -102,10 +99,8 @@ def test_default_install_lets_claude_p_call_remember_without_a_manual_allow(home
     claude = program("claude")
     env = private_env(tmp_path, home, **QUIET)
     env["PATH"] = f"{claude.parent}:{env.get('PATH', '')}"  # the default install registers through `claude`
-    settings = Path(env["HOME"]) / ".claude" / "settings.json"
-    settings.parent.mkdir(parents=True)
     original = b'{\n  "permissions": {"allow": ["Bash(git status)"], "deny": ["WebFetch"]}\n}\n'
-    settings.write_bytes(original)
+    settings = user_claude_settings(env, original)
     report = memcue_cli("install", "claude-code", env=env)["data"][0]
     assert report["mcp_registered"] is True, report
     assert json.loads(settings.read_text())["permissions"]["allow"] == ["Bash(git status)", "mcp__memcue__*"]

@@ -14,11 +14,20 @@ from pathlib import Path
 import pytest
 from conftest import start_sidecar
 from model_stubs import ModelStub
-from real_harness import explain, memcue_cli, private_env, program, project_dir, promoted_and_tool_records, run
+from real_harness import (
+    QUIET,
+    explain,
+    memcue_cli,
+    private_env,
+    program,
+    project_dir,
+    promoted_and_tool_records,
+    run,
+    user_claude_settings,
+)
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 
-QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
 #: A check that fails once (the first run leaves the marker its second run needs).
 MAKEFILE = "check:\n\t@test -f .fixed || (touch .fixed; echo 'error: invoice total 10.0 != 10.5'; exit 1)\n"
 
@@ -26,10 +35,8 @@ MAKEFILE = "check:\n\t@test -f .fixed || (touch .fixed; echo 'error: invoice tot
 def test_post_tool_use_hooks_fire_and_a_fail_then_pass_is_promoted(home: Path, tmp_path: Path) -> None:
     claude = program("claude")
     env = private_env(tmp_path, home, **QUIET)
-    settings = Path(env["HOME"]) / ".claude" / "settings.json"
-    settings.parent.mkdir(parents=True)
     original = b'{\n  "permissions": {"allow": ["Bash(make check)"]}\n}\n'
-    settings.write_bytes(original)
+    settings = user_claude_settings(env, original)
     assert memcue_cli("install", "claude-code", "--no-mcp", env=env)["data"][0]["changed"]
     project = project_dir(tmp_path)
     (project / "Makefile").write_text(MAKEFILE)

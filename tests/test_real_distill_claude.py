@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import start_sidecar, wait_until
 from model_stubs import ModelStub
-from real_harness import explain, memcue_cli, private_env, program, project_dir, run
-from test_real_claude_code import QUIET
+from real_harness import QUIET, explain, memcue_cli, private_env, program, project_dir, run
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 

@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import Sidecar
 from model_stubs import ModelStub
-from real_harness import explain, memcue_cli, private_env, program, project_dir, run, seeded_sidecar
+from real_harness import QUIET, explain, memcue_cli, private_env, program, project_dir, run, seeded_sidecar
 
 from memcue.core.project import resolve_project
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
 
-QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
 TASK = "fix the duplicate customers the CSV importer creates"
 ANSWER = ("I fixed the CSV importer creating duplicate customers: it now deduplicates rows on the external "
           "customer id before the insert, and a regression test covers a file with the same customer twice.")

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Sidecar, start_sidecar, wait_until
 from model_stubs import ModelStub
-from real_harness import CODEX_STUB_PROVIDER, explain, memcue_cli, private_env, program, project_dir, run
-from test_real_claude_code import QUIET
+from real_harness import CODEX_STUB_PROVIDER, QUIET, explain, memcue_cli, private_env, program, project_dir, run
 
 from memcue.core.blocks import BLOCK_CLOSE, BLOCK_TAG, SESSION_HEADER
 from memcue.core.project import resolve_project

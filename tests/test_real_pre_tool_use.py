@@ -12,8 +12,18 @@ from pathlib import Path
 import pytest
 from conftest import Sidecar, start_sidecar
 from model_stubs import ModelStub
-from real_harness import NEWER, explain, memcue_cli, private_env, program, project_dir, run
-from test_real_claude_code_tools import MAKEFILE, QUIET
+from real_harness import (
+    NEWER,
+    QUIET,
+    explain,
+    memcue_cli,
+    private_env,
+    program,
+    project_dir,
+    run,
+    user_claude_settings,
+)
+from test_real_claude_code_tools import MAKEFILE
 from test_real_codex import _config, _env
 
 from memcue.core.blocks import TOOL_LEAD
@@ -48,10 +58,8 @@ def _after_tool_call(requests: list, memory: str) -> tuple[list[str], list[str]]
 def test_claude_code_write_gets_the_memory_naming_the_file(home: Path, tmp_path: Path) -> None:
     claude = program("claude")
     env = private_env(tmp_path, home, **QUIET)
-    settings = Path(env["HOME"]) / ".claude" / "settings.json"
-    settings.parent.mkdir(parents=True)
     original = b'{\n  "permissions": {"allow": ["Write"]}\n}\n'
-    settings.write_bytes(original)
+    settings = user_claude_settings(env, original)
     assert memcue_cli("install", "claude-code", "--no-mcp", env=env)["data"][0]["changed"]
     project = project_dir(tmp_path)
     target = project / "src" / "billing" / "tax.py"
