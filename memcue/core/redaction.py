@@ -520,9 +520,6 @@ def _prose_password(m: re.Match[str]) -> str | None:
     if value.startswith("-") or not _plausible(value, quoted=bool(m.group("q")), kind="password", env=False,
                                                config=False, key_only=False):
         return None
-    if not m.group("q") and not (any(c.isdigit() for c in value) or not value.isalnum()
-                                 or (any(c.isupper() for c in value) and any(c.islower() for c in value))):
-        return None
     return f"{m.group('pre')}{m.group('q')}{_marker('password')}{m.group('q')}"
 
 
@@ -601,6 +598,13 @@ def _credential_csv(m: re.Match[str]) -> str:
                     fields[i] = _marker("cloud-credential")
         out.append(",".join(fields))
     return header + "\n" + "\n".join(out)
+
+
+def _cli_password(program: str, flag: str, triggers: tuple[str, ...]) -> _Rule:
+    """The password given to ``program``'s (a pattern) short ``flag`` (a pattern, with the spacing it allows
+    before its value) later on the same command line: ``mysql -pPW``, ``sshpass -p PW``, ``redis-cli -a PW``."""
+    return _Rule("password", rf"(?P<pre>\b(?:{program})\b[^\n|;&]{{0,300}}?[ \t]{flag})(?P<q>[\"']?)"
+                 r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", triggers, replace=_valued("password"))
 
 
 _HEX = "[0-9a-f]"
@@ -757,21 +761,14 @@ _RULES: tuple[_Rule, ...] = (
           r"(?:-[a-zA-Z]*u|--user|-a|--auth)(?:[ \t]+|=|[\"'][ \t]*,[ \t]*)(?P<q>[\"'])?[^\s:\"']*:)"
           r"(?P<val>(?(q)[^\"'\n]+|[^\s\"'@`;|&)]+))(?(q)(?P=q))", ("curl", "http", "xh "),
           fold=True, replace=_valued("basic-auth")),
-    _Rule("password", r"(?P<pre>\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,300}?[ \t]-p)(?P<q>[\"']?)"
-          r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("mysql", "mariadb"), replace=_valued("password")),
-    _Rule("password", r"(?P<pre>\b(?:sshpass|[a-z][\w\-]*(?:[ \t]+[a-z][\w\-]*)?[ \t]+login)\b[^\n|;&]{0,300}?"
-          r"[ \t]-p[ \t]*)"
-          r"(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)",
-          ("sshpass", "login"), replace=_valued("password")),
+    _cli_password(r"mysql\w*|mariadb\w*", "-p", ("mysql", "mariadb")),
+    _cli_password(r"sshpass|[a-z][\w\-]*(?:[ \t]+[a-z][\w\-]*)?[ \t]+login", r"-p[ \t]*", ("sshpass", "login")),
     # Microsoft Entra (Azure AD) client secrets: three characters, a digit, ``Q~``, then 31-34 more (gitleaks'
     # azure-ad-client-secret rule).
     _Rule("azure-client-secret", r"(?<![\w~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![\w~.\-])",
           ("Q~",)),
-    _Rule("password", r"(?P<pre>\b(?:sqlcmd|bcp|osql|isql|mssql-cli)\b[^\n|;&]{0,300}?[ \t]-P[ \t]*)(?P<q>[\"']?)"
-          r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("sqlcmd", "bcp", "osql", "isql", "mssql-cli"),
-          replace=_valued("password")),
-    _Rule("password", r"(?P<pre>\bredis-cli\b[^\n|;&]{0,300}?[ \t]-a[ \t]+)(?P<q>[\"']?)"
-          r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("redis-cli",), replace=_valued("password")),
+    _cli_password(r"sqlcmd|bcp|osql|isql|mssql-cli", r"-P[ \t]*", ("sqlcmd", "bcp", "osql", "isql", "mssql-cli")),
+    _cli_password(r"redis-cli", r"-a[ \t]+", ("redis-cli",)),
     # SQL: CREATE USER … IDENTIFIED BY '…', CREATE ROLE … PASSWORD '…'.
     _Rule("password", r"(?P<pre>(?<![\w\-])(?i:identified[ \t]+by|password)[ \t]+)(?P<q>')(?P<val>[^'\n]+)'",
           ("identified", "password"), fold=True, replace=_valued("password")),
@@ -782,8 +779,7 @@ _RULES: tuple[_Rule, ...] = (
     # A user and a password after "creds:" / "login:" (``creds: admin / Adm1n#77``).
     _Rule("password", r"(?P<pre>(?<![\w./\-])(?i:creds|credentials|login)[ \t]*[:=][ \t]*[\w.@\-]+[ \t]*/[ \t]*)(?P<q>)"
           r"(?P<val>[^\s\"'`]+)", ("creds", "credentials", "login"), fold=True, replace=_prose_password),
-    _Rule("password", r"(?P<pre>\bldap\w*\b[^\n|;&]{0,300}?[ \t]-w[ \t]*)(?P<q>[\"']?)"
-          r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("ldap",), replace=_valued("password")),
+    _cli_password(r"ldap\w*", r"-w[ \t]*", ("ldap",)),
     # Also prefixed (``--db-password``, ``--spring.datasource.password``) and in an argv list (``"--token", "…"``).
     _Rule("secret", r"(?P<pre>(?<![\w\-.])--(?:(?!no-)[a-z0-9]+[-.]){0,4}(?:password|passwd|pass|token|api-?key|"
           r"api-token|auth-token|access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|"

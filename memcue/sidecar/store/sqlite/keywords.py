@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 from memcue.sidecar.store.sqlite.db import Database
 from memcue.sidecar.store.sqlite.rows import scope_conditions
-from memcue.sidecar.store.write import CAPTURED_KINDS
-from memcue.sidecar.store.write.records import EPISODE
+from memcue.sidecar.store.write.records import CAPTURED_KINDS, EPISODE
 
 #: Captured rows that never answer a recall (an ``episode`` may): left out of document frequencies.
 _NOT_ANSWERING = tuple(k for k in CAPTURED_KINDS if k != EPISODE)
