@@ -8,9 +8,10 @@ prints data takes ``--json``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from memcue.cli import (
     demo,
@@ -51,26 +52,30 @@ Data lives in $MEMCUE_HOME (default ~/.local/share/memcue)."""
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, whose usage errors honour ``--json``: with it on the command line the error is the
-    JSON envelope ``{"success": false, "error": ...}`` on stdout (``output.usage_error``), exit 2."""
+    """argparse's parser, whose usage errors honour ``--json``: with ``wants_json`` (``--json`` on the command
+    line) the error is the JSON envelope ``{"success": false, "error": ...}`` on stdout (``output.usage_error``),
+    exit 2."""
 
-    wants_json = False
+    def __init__(self, *args: Any, wants_json: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.wants_json = wants_json
 
     def error(self, message: str) -> NoReturn:
-        if _Parser.wants_json:
+        if self.wants_json:
             raise SystemExit(usage_error(f"{self.prog}: {message}", True))
         super().error(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(wants_json: bool = False) -> argparse.ArgumentParser:
     """The ``memcue`` parser: ``--version`` and every group's commands; a parsed command's ``fn(args)``
-    runs it and returns its exit code."""
+    runs it and returns its exit code. ``wants_json``: usage errors as JSON (``_Parser``)."""
     from memcue import __version__
 
-    parser = _Parser(prog="memcue", description="Local long-term memory for coding agents.",
+    parser = _Parser(prog="memcue", wants_json=wants_json, description="Local long-term memory for coding agents.",
                                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"memcue {__version__}")
-    add = _adder(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    add = _adder(parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                       parser_class=functools.partial(_Parser, wants_json=wants_json)))
     for group in GROUPS:
         group.register(add)
     return parser
@@ -90,8 +95,8 @@ def _adder(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> AddComma
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memcue`` console script; returns the exit code."""
-    _Parser.wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    args = build_parser(wants_json).parse_args(argv)
     from memcue.client import ClientError, SidecarBusy
 
     try:

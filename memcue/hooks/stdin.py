@@ -69,13 +69,10 @@ def decode_payload(raw: bytes) -> tuple[object, str]:
         return None, "empty stdin: no payload (stdin closed empty, or nothing written before the wait for it ended)"
     try:
         value = json.loads(text, strict=False)
+        if not isinstance(value, dict):
+            return None, f"stdin JSON is a {type(value).__name__}, not an object"
+        return clean_value(value), ""
     except ValueError as exc:
         return None, f"stdin is not JSON ({exc}; {len(raw)} bytes)"
-    except RecursionError:
-        return None, f"stdin is not a payload: JSON nested too deep for the parser ({len(raw)} bytes)"
-    if not isinstance(value, dict):
-        return None, f"stdin JSON is a {type(value).__name__}, not an object"
-    try:
-        return clean_value(value), ""
-    except RecursionError:
+    except RecursionError:  # the parser's or the cleaner's: nesting no payload has
         return None, f"stdin is not a payload: JSON nested too deep ({len(raw)} bytes)"
