@@ -33,3 +33,17 @@ def test_every_protocol_member_has_the_same_shape_on_the_sqlite_store() -> None:
                [(p.name, p.kind) for p in h.parameters.values()], name
         assert [p.default is inspect.Parameter.empty for p in w.parameters.values()] == \
                [p.default is inspect.Parameter.empty for p in h.parameters.values()], name
+
+
+def test_session_projects_are_the_projects_of_the_newest_sessions(tmp_path: Path) -> None:
+    """What a sidecar start reads native memory files for: ``sessions``' projects, newest first, each once."""
+    from memcue.sidecar.store import NewMemory
+
+    store = Store(tmp_path / "m.db")
+    for at, (session, project) in enumerate([("s1", "/a"), ("s2", "/b"), ("s3", "/a"), ("s4", "/c")]):
+        store.remember(NewMemory(f"note {at} of {session}", project=project, session_id=session,
+                                 created_at=1_000.0 + at))
+    store.remember(NewMemory("no session", project="/d", created_at=2_000.0))
+    assert store.session_projects(10) == ["/c", "/a", "/b"]
+    assert store.session_projects(2) == ["/c", "/a"]
+    assert store.session_projects(10) == list(dict.fromkeys(s["project"] for s in store.sessions(None, 10)))

@@ -167,7 +167,7 @@ class MemoryService:
             self._recall_services.reranker.start()
         self._worker.start()
         self._distiller.start()
-        self._native.start(lambda: [s["project"] for s in self._store.sessions(None, START_PROJECTS)])
+        self._native.start(lambda: self._store.session_projects(START_PROJECTS))
         self._warm = threading.Thread(target=warm_up, name="memcue-dateparser-warm", daemon=True)
         self._warm.start()
 

@@ -245,6 +245,8 @@ class StoreProtocol(Protocol):
         """Recalls logged for ``session_id`` (tokens, skipped, items with content), oldest first."""
     def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:
         """Sessions that stored something, newest activity first, with their counts."""
+    def session_projects(self, limit: int) -> list[str]:
+        """The projects of the ``limit`` sessions with the newest activity, newest first, each once."""
     def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
         """The newest row's ``created_at`` per source, None for a source with no row."""
 

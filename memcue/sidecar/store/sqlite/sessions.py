@@ -73,6 +73,14 @@ class SessionReads:
                         "recalls": int(recalls)})
         return out
 
+    def session_projects(self, limit: int) -> list[str]:
+        """The projects of the ``limit`` sessions with the newest activity (as ``sessions`` orders them), newest
+        first, each once: ``sessions``' projects without its per-session counts."""
+        rows = self._db.reader().execute(
+            "SELECT project FROM (SELECT project, max(created_at) AS last FROM memories WHERE session_id != ''"
+            " GROUP BY session_id ORDER BY last DESC LIMIT ?)", (int(limit),)).fetchall()
+        return list(dict.fromkeys(str(r[0]) for r in rows))
+
     def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
         """The newest ``created_at`` (Unix s) of a row per source in ``sources`` (such as ``hook:claude-code``);
         None for a source with no row. Session events (kind ``event``) do not count: a harness fires SessionEnd

@@ -421,6 +421,10 @@ class Store:
         """See ``SessionReads.sessions``."""
         return self._sessions.sessions(project, limit)
 
+    def session_projects(self, limit: int) -> list[str]:
+        """See ``SessionReads.session_projects``."""
+        return self._sessions.session_projects(limit)
+
     def last_captures(self, sources: Sequence[str]) -> dict[str, float | None]:
         """See ``SessionReads.last_captures``."""
         return self._sessions.last_captures(sources)
