@@ -2,7 +2,7 @@
 in one session come back into the model's context when a later session, often in the other harness, needs
 them, through the real Claude Code and Codex binaries with memcue's default install and no model of memcue's?
 
-Run: ``.venv/bin/python benchmarks/capture_week.py [--split dev|test|test2|test3|all]`` (``make bench-week``;
+Run: ``.venv/bin/python benchmarks/capture_week.py [--split dev|test|test2|…|all]`` (``make bench-week``;
 needs ``make harnesses``; about a minute per split). Scripts: ``benchmarks/data/week/<split>.json`` (format in
 benchmarks/README.md); ``all`` runs every split present, each in its own fresh week. Writes
 ``benchmarks/results/capture_week.{json,md}``.
@@ -30,7 +30,8 @@ from capture_week_run import run_week  # noqa: E402
 from capture_week_score import SIGNALS, summarise  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "week"
-SPLITS = ("dev", "test", "test2", "test3")
+#: The week scripts present: ``dev`` first, then the held-out ones (a new split needs no code change).
+SPLITS = tuple(sorted((p.stem for p in DATA.glob("*.json")), key=lambda name: (name != "dev", len(name), name)))
 TARGET_BACK, TARGET_NOISE = 0.90, 0.10
 LATENCY_FILE = RESULTS_DIR / "tool_hook_latency.json"
 
