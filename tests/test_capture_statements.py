@@ -95,6 +95,24 @@ def test_a_statement_keeps_its_detail_but_not_the_next_statement() -> None:
     assert [s.text for s in found] == ["we decided to keep the queue in Redis.", "always set a TTL on its keys."]
 
 
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("remember this one: the signing key is in the macOS keychain under 'rel-sign'. it must never end up in the "
+     "repo or in CI env vars.",
+     ["remember this one: the signing key is in the macOS keychain under 'rel-sign'. it must never end up in the "
+      "repo or in CI env vars."]),
+    ("The staging DB listens on port 5433. It must never be used for load tests.",
+     ["The staging DB listens on port 5433. It must never be used for load tests."]),
+    ("we keep uploads in the eu bucket. that has to stay that way for GDPR.",
+     ["we keep uploads in the eu bucket. that has to stay that way for GDPR."]),
+    ("always pin the base image by digest. never use the latest tag in CI.",
+     ["always pin the base image by digest.", "never use the latest tag in CI."]),
+])
+def test_a_statement_that_points_back_is_kept_with_what_it_points_at(prompt: str, expected: list[str]) -> None:
+    """"it must never ..." alone says nothing a later session can use: it is read with the sentence it is about,
+    joined to it when that one is a statement too, else given it as its subject."""
+    assert [s.text for s in find_statements(prompt)] == expected
+
+
 @pytest.mark.parametrize(("prompt", "kind", "sentence"), POSITIVES)
 def test_durable_statements_are_found_sentence_by_sentence(prompt: str, kind: str, sentence: str) -> None:
     found = find_statements(prompt)

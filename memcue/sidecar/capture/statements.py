@@ -6,7 +6,10 @@ instead").
 line, drops what the user did not state themselves (fenced code, quoted ``>`` lines, pasted logs and tracebacks,
 indented code, memcue's own injected blocks), splits each line into sentences and keeps the sentences that carry
 a statement: not questions, at most ``STATEMENT_MAX_CHARS`` characters, at least ``STATEMENT_MIN_WORDS`` words;
-each with up to ``CONTEXT_SENTENCES`` plain sentences that follow it on its line (its reason or detail).
+each with up to ``CONTEXT_SENTENCES`` plain sentences that follow it on its line (its reason or detail). A
+statement that opens by pointing back ("it must never end up in the repo", "that goes for the tests too") is
+read with the sentence before it on its line: joined to that statement when it is one, else given it as its
+subject (``_ANAPHORA``).
 
 Kinds (the memory kind a statement is written as): ``preference`` for "I/we prefer", "I'd rather", "I like to";
 ``correction`` for "no, use X" and "use X instead (of Y)"; ``note`` for a fact the user offers in passing, said
@@ -75,6 +78,12 @@ _PASTED = re.compile(
     r"\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|TRACE)\b|"
     r"\w+(?:Error|Exception)\b:|E\s{2,})")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
+#: A sentence that opens by pointing back at the one before: "it"/"they" as its subject, or "this"/"that"/"these"/
+#: "those" followed by a verb ("that goes for ...", "this has to stay"); "this repo always ..." names its subject.
+_ANAPHORA = re.compile(
+    r"^(?:(?:and|also|but|so|oh)\b[,\s]+)?(?:it|it's|they|they're|(?:this|that|these|those)\s+(?:is|are|was|were|"
+    r"must|should|has|have|needs?|goes|go|stays?|can|cannot|can't|will|won't|means?|applies|apply)\b)",
+    re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
 #: A role marker opening a sentence ("SYSTEM: ..."): left out when matching, so the statement after it is found
 #: (and held).
@@ -107,6 +116,14 @@ def find_statements(prompt: str) -> list[Statement]:
                 continue
             seen.add(sentence.lower())
             text = _with_context(sentence, sentences[i + 1:], kinds[i + 1:])
+            if i and _ANAPHORA.match(sentence):  # "it must never ...": about what the sentence before names
+                if kinds[i - 1] is not None and found and found[-1].text.endswith(sentences[i - 1]):
+                    joined = f"{found[-1].text} {text}"
+                    if len(joined) <= STATEMENT_MAX_CHARS:
+                        found[-1] = Statement(joined, found[-1].kind, found[-1].pattern,
+                                              whole_held or _held(joined))
+                        continue
+                text = f"{sentences[i - 1]} {text}"
             found.append(Statement(text, match[0], match[1], whole_held or _held(text)))
             if len(found) >= MAX_STATEMENTS:
                 return found
