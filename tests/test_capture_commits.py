@@ -124,6 +124,29 @@ def test_commits_of_the_session_are_promoted_once_and_recalled_later(keyword_sid
     assert "csv.writer" in context and 'kind="change"' in context, context
 
 
+def test_a_commit_names_the_tests_it_adds_so_recalling_the_fix_recalls_its_test(keyword_sidecar: Sidecar,
+                                                                                tmp_path: Path) -> None:
+    """"Which test covers the cutoff?" asked in a later session: the fix's memory names the test it added."""
+    repo = _repo(tmp_path)
+    _commit(repo, {"tests/test_orders.py": "import unittest\n\n\nclass OrdersTest(unittest.TestCase):\n"
+                                            "    def test_parses_rows(self):\n        pass\n"}, "Add order tests",
+            env={"GIT_COMMITTER_DATE": f"@{int(time.time()) - 3000} +0000"})
+    _start_session(repo)
+    sha = _commit(repo, {"orders.py": "cutoff = 13\n",
+                         "tests/test_orders.py": "import unittest\n\n\nclass OrdersTest(unittest.TestCase):\n"
+                                                 "    def test_parses_rows(self):\n        pass\n\n"
+                                                 "    def test_late_order_skips_a_day(self):\n        pass\n"},
+                  "Orders placed after the cutoff skip a day\n\nThe comparison used > instead of >=.")
+    _stop(repo, "Fixed the cutoff comparison.")
+    got = wait_until(lambda: [c for c in _commit_candidates(keyword_sidecar) if c["state"] == "promoted"])
+    assert [c["evidence"]["sha"] for c in got] == [sha]
+    assert got[0]["evidence"]["tests"] == ["test_late_order_skips_a_day"], got[0]  # added, not the one there before
+    assert "Tests added: test_late_order_skips_a_day\n\nFiles: orders.py, tests/test_orders.py" in got[0]["content"]
+    context = context_of(run_hook(prompt_payload("which test covers the order cutoff?", str(repo),
+                                                 session_id=OTHER_SESSION)))
+    assert "test_late_order_skips_a_day" in context, context
+
+
 def test_a_token_in_a_commit_message_is_redacted(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     _start_session(repo)

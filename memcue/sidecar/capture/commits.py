@@ -17,9 +17,12 @@ commits by others are not this session's work). At most ``MAX_COMMITS`` per read
 Each commit becomes a candidate (signal ``SIGNAL``, turn ``commit:<sha>``: a commit is held once, whichever
 session or Stop reads it again) of kind ``change`` (a commit records what changed and, in its body, why; it is
 not always a decision, and ``change`` ranks as knowledge, not as an episode), text ``<subject>\\n\\n<body, cut
-at BODY_MAX_CHARS>\\n\\nFiles: a.py, b.py (+N more)``, evidence ``sha``, ``branch``, ``files``; promoted at once
+at BODY_MAX_CHARS>\\n\\nTests added: test_a, test_b\\n\\nFiles: a.py, b.py (+N more)``, evidence ``sha``,
+``branch``, ``files``, ``tests``; promoted at once
 with reason ``COMMIT_LANDED`` (the commit landing is the confirming signal). Secrets in the message are redacted
-by the write preparation every candidate and memory passes.
+by the write preparation every candidate and memory passes. The tests a commit adds are read from the diff of
+its test files (``capture.test_names``; one ``git show`` for each of at most ``MAX_TEST_READS`` commits that touch
+a test file; a failed read only leaves the names out): "which test covers the cutoff?" is answered by the fix.
 
 Nothing is read from git, and the reason is kept, for: a folder that is gone or not a git repository, git not on
 PATH, a detached HEAD, a branch without commits, a rebase, merge, cherry-pick or revert in progress, a git call
@@ -32,6 +35,7 @@ read that captured normally clears nothing, a new reason replaces the old one.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import logging
 import os
@@ -43,6 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memcue.sidecar.capture.gate import Gate
+from memcue.sidecar.capture.test_names import added_tests, is_test_file
 from memcue.sidecar.store import NewCandidate, NewMemory, StoreProtocol, WriteResult
 
 log = logging.getLogger("memcue.capture")
@@ -62,6 +67,8 @@ HUGE_COMMIT_FILES = 500
 #: The body is cut at this many characters, the file list after this many names.
 BODY_MAX_CHARS = 800
 FILES_SHOWN = 15
+#: Most commits of one read whose test files' diff is read for the tests they add (one git call each).
+MAX_TEST_READS = 10
 #: Most sessions waiting for the worker; past it the oldest are dropped (logged).
 QUEUE_MAX = 1_000
 #: Meta keys: the HEAD read last, and why nothing was read.
@@ -79,14 +86,15 @@ class GitUnusable(Exception):
 
 @dataclass(frozen=True)
 class Commit:
-    """One commit read from git: ``sha`` (40 hex), committer ``email``, ``subject``, ``body`` and ``files``
-    (paths, as git prints them)."""
+    """One commit read from git: ``sha`` (40 hex), committer ``email``, ``subject``, ``body``, ``files``
+    (paths, as git prints them) and the ``tests`` it adds (names, ``capture.test_names``)."""
 
     sha: str
     email: str
     subject: str
     body: str
     files: tuple[str, ...]
+    tests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,7 +187,8 @@ class CommitSignal:
         if huge:
             self._note(session_id, f"commit {huge[0].sha[:12]} skipped: {len(huge[0].files)} files changed "
                                    f"(more than {HUGE_COMMIT_FILES})")
-        added = self._hold([c for c in commits if c not in huge], project, session_id, harness, branch)
+        kept = self._with_tests(folder, [c for c in commits if c not in huge])
+        added = self._hold(kept, project, session_id, harness, branch)
         self._store.set_meta(MARK_KEY + session_id, head)
         return added
 
@@ -187,7 +196,7 @@ class CommitSignal:
         news = [NewCandidate(content=commit_text(c), signal=SIGNAL, kind="change", project=project,
                              session_id=session_id, harness=harness, turn=f"commit:{c.sha}",
                              evidence={"sha": c.sha, "branch": branch, "files": list(c.files[:FILES_SHOWN]),
-                                       "files_changed": len(c.files)})
+                                       "files_changed": len(c.files), "tests": list(c.tests)})
                 for c in reversed(commits)]  # oldest first: memories in the order the commits landed
         if not news:
             return 0
@@ -198,6 +207,24 @@ class CommitSignal:
             # before promoting it: ``confirm`` leaves a decided candidate as it is.
             self._gate.confirm(got.id, COMMIT_LANDED)
         return count
+
+    def _with_tests(self, folder: str, commits: list[Commit]) -> list[Commit]:
+        """``commits`` with the tests each adds, read for the newest ``MAX_TEST_READS`` that touch a test file."""
+        out: list[Commit] = []
+        reads = 0
+        for c in commits:  # newest first
+            tests_touched = [f for f in c.files if is_test_file(f)]
+            if tests_touched and reads < MAX_TEST_READS:
+                reads += 1
+                try:
+                    diff = self._run(folder, "show", "--format=", "--unified=0", "--no-color", "--no-ext-diff",
+                                     "--no-renames", c.sha, "--", *tests_touched)
+                except GitUnusable as exc:
+                    log.info("tests of commit %s not read: %s", c.sha[:12], exc)
+                else:
+                    c = dataclasses.replace(c, tests=tuple(added_tests(diff)))
+            out.append(c)
+        return out
 
     def _head(self, project: str) -> tuple[str, str]:
         """``(HEAD sha, branch name)``; raises ``GitUnusable`` for a detached HEAD, no commits, an operation in
@@ -291,13 +318,15 @@ def parse_log(out: str) -> list[Commit]:
 
 def commit_text(commit: Commit) -> str:
     """A commit as a memory's text: subject, body cut at ``BODY_MAX_CHARS`` (at a word, with ``...``), and
-    ``Files:`` with at most ``FILES_SHOWN`` names and how many more."""
+    ``Tests added:`` (when it adds tests), ``Files:`` with at most ``FILES_SHOWN`` names and how many more."""
     parts = [commit.subject or f"commit {commit.sha[:12]}"]
     body = commit.body
     if len(body) > BODY_MAX_CHARS:
         body = body[:BODY_MAX_CHARS].rsplit(None, 1)[0].rstrip() + " ..."
     if body:
         parts.append(body)
+    if commit.tests:
+        parts.append(f"Tests added: {', '.join(commit.tests)}")
     if commit.files:
         shown = ", ".join(commit.files[:FILES_SHOWN])
         more = len(commit.files) - FILES_SHOWN
