@@ -99,7 +99,7 @@ def window(query: str, now: float = NOW) -> tuple[str | None, str | None, str | 
     ("on 03/04/2025", ("2025-03-04 00:00", "2025-03-05 00:00", None)),
     ("the 3rd of March 2024", ("2024-03-03 00:00", "2024-03-04 00:00", None)),
     ("what did we discuss in june 2024", ("2024-06-01 00:00", "2024-07-01 00:00", None)),
-    ("this week", ("2025-06-16 00:00", "2025-06-23 00:00", None)),
+    ("what did we ship this week", ("2025-06-16 00:00", "2025-06-23 00:00", None)),
     ("the earliest time we discussed redis", (None, None, "oldest")),
     ("latest decision on auth", (None, None, "newest")),
 ])
@@ -131,6 +131,7 @@ def test_event_anchors(query: str, anchor: str, relation: str) -> None:
     "May I ask about the cache?", "second retry", "may may may", "1 2 3 4", "now", "the sun is out",
     "retry 3 may fail", "since it is slow, what should we do?", "look after the cache", "version 2024-13",
     "when did we switch to uv?", "how do I configure the uploader", "",
+    "export the till receipts as CSV", "the till's share is mounted where?",
 ])
 def test_false_positives_make_no_window(query: str) -> None:
     assert parse_time(query, NOW) is None
@@ -143,6 +144,27 @@ def test_false_positives_make_no_window(query: str) -> None:
 def test_a_future_period_is_a_plan_not_a_window(query: str) -> None:
     """No memory was written next week: a question about a plan keeps every memory in play."""
     assert parse_time(query, NOW) is None
+
+
+@pytest.mark.parametrize("query", [
+    "Ship today's fixes to the Pi.", "we're cutting 0.5.0 today. walk me through it",
+    "I need to check today's raw till export on the Pi. Which folder should I look in?",
+    "the partner's validator bounced today's payload. remind me what shape they expect from us now?",
+    "who's on call for the gateway this week?", "add a retry to the uploader this morning, it keeps timing out",
+])
+def test_a_period_around_now_in_a_task_names_the_moment_not_a_window(query: str) -> None:
+    """"today's fixes" are the ones the task is about, not memories written today: no window, every memory in
+    play (the older release how-to is what the prompt needs)."""
+    assert parse_time(query, NOW) is None
+
+
+@pytest.mark.parametrize("query", [
+    "what did we decide today about the cache?", "what was I doing this morning?", "What am I working on today?",
+    "what have we changed this week?", "the bug we fixed this morning, what was its cause?",
+])
+def test_a_period_around_now_in_a_question_about_the_past_is_a_window(query: str) -> None:
+    intent = parse_time(query, NOW)
+    assert intent is not None and intent.start is not None and intent.start <= NOW < intent.end
 
 
 @pytest.mark.parametrize("query", ["May I ask about the cache?", "second retry", "now", "1 2 3 4", "may may may"])

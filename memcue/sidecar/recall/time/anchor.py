@@ -18,6 +18,8 @@ from memcue.sidecar.recall.time.spans import Span
 #: The anchor's head word -> the relation it bounds the window by.
 RELATIONS = {"before": "before", "prior": "before", "ahead": "before", "until": "until", "till": "until",
              "after": "after", "following": "after", "since": "since"}
+#: Words after which a head word is a noun or an adjective, not a bound ("the till", "our following").
+_NOUN_BEFORE = frozenset("the a an our my your their his her its".split())
 #: Event words kept at most.
 MAX_ANCHOR_WORDS = 4
 
@@ -47,8 +49,10 @@ def find_anchor(text: str, spans: list[Span]) -> tuple[str, str, str]:
     for m in ANCHOR.finditer(masked_text):
         head = m.group(1).lower().split()[0]
         prev = words(masked_text[: m.start()])[-1:] or [""]
-        if prev[0] in NOT_TEMPORAL_BEFORE_AFTER:
-            continue
+        if prev[0] in NOT_TEMPORAL_BEFORE_AFTER or prev[0] in _NOUN_BEFORE:
+            continue  # "look after", "the till export" (a cash register), "the following list"
+        if head == "till" and words(m.group(2))[:1] and words(m.group(2))[0] not in DETERMINERS:
+            continue  # "till export", "till receipts": the noun (a cash register), not "till the release"
         kept = _event_words(m.group(2), head)
         if not kept:
             continue

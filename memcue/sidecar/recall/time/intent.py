@@ -21,7 +21,9 @@ expression                             window
 "a year ago"                           "N weeks ago" is approximate, and snapping to a calendar week
                                        would put a point near a week's edge beside a day it excludes
 "5 hours ago"                          centred on the point, half width max(1 h, half the amount)
-"last/this week|month|year"            that calendar period ("next week", "tomorrow": a plan, no window)
+"last/this week|month|year"            that calendar period ("next week", "tomorrow": a plan, no window;
+                                       a period around now, "today", "this week", only in a question about
+                                       the past: "what did we decide today?", not "ship today's fixes")
 "in March", "March", "March 2024"      the whole month (the most recent March not in the future)
 "March 3", "2024-03-03", "3/4/2024"    that day (numeric dates month-first, dateparser's English default)
 "in 2024", "Q3 2024"                   that year / quarter
@@ -208,9 +210,26 @@ def _future(span: Span, now: float) -> bool:
     return span.start is not None and span.start > now and not span.bound
 
 
+#: A question about what was done, said or going on: a past auxiliary ("did", "was", "have we"), a past verb after
+#: its subject ("what we decided"), or "am I / are we …ing" ("what am I working on today?").
+_ASKS_PAST = re.compile(
+    r"\b(?:did|was|were|had)\b|\b(?:have|has)\s+(?:we|i|you|they|he|she|it)\b|"
+    r"\b(?:we|i|you|they)\s+(?:\w*[^\We]ed|agreed|said|told|wrote|made|found|saw|got|took|ran|did|thought|spoke|chose)\b|"
+    r"\b(?:am|are)\s+(?:we|i|you)\s+\w+ing\b", re.IGNORECASE)
+
+
+def _current(span: Span, now: float, text: str) -> bool:
+    """A period around ``now`` ("today", "this morning", "this week") in a prompt that does not ask about the past
+    (``_ASKS_PAST``): "ship today's fixes", "we're cutting 0.5.0 today" name the moment of the task, not when the
+    memories it needs were written, so it sets no window."""
+    return (span.start is not None and span.end is not None and span.start <= now < span.end and not span.bound
+            and not _ASKS_PAST.search(text))
+
+
 @lru_cache(maxsize=4096)
 def _parse_cached(text: str, base_minute: int) -> TimeIntent | None:
-    spans = [s for s in find_spans(text) if resolve_span(s, base_minute) and not _future(s, base_minute)]
+    spans = [s for s in find_spans(text) if resolve_span(s, base_minute) and not _future(s, base_minute)
+             and not _current(s, base_minute, text)]
     _mark_bounds(text, spans)
     start, end, order = _window(spans)
     anchor, relation, anchor_text = find_anchor(text, spans)
