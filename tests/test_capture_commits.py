@@ -142,6 +142,11 @@ def test_a_commit_names_the_tests_it_adds_so_recalling_the_fix_recalls_its_test(
     assert [c["evidence"]["sha"] for c in got] == [sha]
     assert got[0]["evidence"]["tests"] == ["test_late_order_skips_a_day"], got[0]  # added, not the one there before
     assert "Tests added: test_late_order_skips_a_day\n\nFiles: orders.py, tests/test_orders.py" in got[0]["content"]
+    with sqlite3.connect(f"file:{keyword_sidecar.root / 'memcue.db'}?mode=ro", uri=True) as conn:
+        meta = json.loads(conn.execute("SELECT metadata FROM memories WHERE id = ?",
+                                       (got[0]["memory_id"],)).fetchone()[0])
+    assert meta["embed_text"] == ("Orders placed after the cutoff skip a day\n\nThe comparison used > instead of >=."
+                                  "\n\nTests added: test late order skips a day"), meta  # no file list
     context = context_of(run_hook(prompt_payload("which test covers the order cutoff?", str(repo),
                                                  session_id=OTHER_SESSION)))
     assert "test_late_order_skips_a_day" in context, context

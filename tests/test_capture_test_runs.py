@@ -183,6 +183,11 @@ def test_fail_edit_pass_becomes_one_promoted_memory_across_a_restart(home: Path,
         assert content == (f"`{COMMAND}` failed with `{KEY}`; it passed after editing "
                            f"{project / 'shop' / 'totals.py'}."), content
         assert sc.client.candidates(state="pending")["results"] == []
+        with sqlite3.connect(f"file:{home / 'memcue.db'}?mode=ro", uri=True) as conn:
+            meta = json.loads(conn.execute("SELECT metadata FROM memories WHERE id = ?",
+                                           (promoted[0]["memory_id"],)).fetchone()[0])
+        # Embedded for its meaning: the failure in words, not the command line and the file path.
+        assert meta["embed_text"] == "A test failed and then passed: E AssertionError: assert parse total('1,5') == 1.5"
         context = context_of(run_hook(prompt_payload("why did test_x fail?", str(project),
                                                      session_id=OTHER_SESSION)))
         assert "failed with" in context and "test_x" in context, context

@@ -19,7 +19,8 @@ session or Stop reads it again) of kind ``change`` (a commit records what change
 not always a decision, and ``change`` ranks as knowledge, not as an episode), text ``<subject>\\n\\n<body, cut
 at BODY_MAX_CHARS>\\n\\nTests added: test_a, test_b\\n\\nFiles: a.py, b.py (+N more)``, evidence ``sha``,
 ``branch``, ``files``, ``tests``; promoted at once
-with reason ``COMMIT_LANDED`` (the commit landing is the confirming signal). Secrets in the message are redacted
+with reason ``COMMIT_LANDED`` (the commit landing is the confirming signal); the text embedded for it leaves the
+file list out (``capture.embed_text``). Secrets in the message are redacted
 by the write preparation every candidate and memory passes. The tests a commit adds are read from the diff of
 its test files (``capture.test_names``; one ``git show`` for each of at most ``MAX_TEST_READS`` commits that touch
 a test file; a failed read only leaves the names out): "which test covers the cutoff?" is answered by the fix.
@@ -46,6 +47,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memcue.sidecar.capture.embed_text import commit_embedding_text
 from memcue.sidecar.capture.gate import Gate
 from memcue.sidecar.capture.test_names import added_tests, is_test_file
 from memcue.sidecar.store import NewCandidate, NewMemory, StoreProtocol, WriteResult
@@ -196,7 +198,8 @@ class CommitSignal:
         news = [NewCandidate(content=commit_text(c), signal=SIGNAL, kind="change", project=project,
                              session_id=session_id, harness=harness, turn=f"commit:{c.sha}",
                              evidence={"sha": c.sha, "branch": branch, "files": list(c.files[:FILES_SHOWN]),
-                                       "files_changed": len(c.files), "tests": list(c.tests)})
+                                       "files_changed": len(c.files), "tests": list(c.tests),
+                                       "embed_text": commit_embedding_text(c.subject, _cut_body(c.body), c.tests)})
                 for c in reversed(commits)]  # oldest first: memories in the order the commits landed
         if not news:
             return 0
@@ -320,9 +323,7 @@ def commit_text(commit: Commit) -> str:
     """A commit as a memory's text: subject, body cut at ``BODY_MAX_CHARS`` (at a word, with ``...``), and
     ``Tests added:`` (when it adds tests), ``Files:`` with at most ``FILES_SHOWN`` names and how many more."""
     parts = [commit.subject or f"commit {commit.sha[:12]}"]
-    body = commit.body
-    if len(body) > BODY_MAX_CHARS:
-        body = body[:BODY_MAX_CHARS].rsplit(None, 1)[0].rstrip() + " ..."
+    body = _cut_body(commit.body)
     if body:
         parts.append(body)
     if commit.tests:
@@ -332,3 +333,10 @@ def commit_text(commit: Commit) -> str:
         more = len(commit.files) - FILES_SHOWN
         parts.append(f"Files: {shown}{f' (+{more} more)' if more > 0 else ''}")
     return "\n\n".join(parts)
+
+
+def _cut_body(body: str) -> str:
+    """``body`` cut at ``BODY_MAX_CHARS``, at a word, with `` ...``."""
+    if len(body) <= BODY_MAX_CHARS:
+        return body
+    return body[:BODY_MAX_CHARS].rsplit(None, 1)[0].rstrip() + " ..."

@@ -61,8 +61,11 @@ class Gate:
         edited = content is not None and content.strip() != cand["content"].strip()
         metadata = {**(metadata or {}), "promoted_by": reason, "signal": cand["signal"], "candidate_id": cand["id"],
                     "harness": cand["harness"], "session_id": cand["session_id"], "turn": cand["turn"]}
+        embed_text = (cand.get("evidence") or {}).get("embed_text")
         if edited:
             metadata["edited"] = True
+        elif isinstance(embed_text, str) and embed_text.strip():
+            metadata["embed_text"] = embed_text  # what the signal says the text means (capture.embed_text)
         memory = NewMemory(content=content if edited and content is not None else cand["content"],
                            kind=cand["kind"], project=cand["project"], session_id=cand["session_id"],
                            source=f"capture:{cand['signal']}", source_id=f"candidate:{cand['id']}",

@@ -9,10 +9,10 @@ the edits stood then; also the other shell commands run after a failure (an edit
 ``git diff`` are left out, ``READ_ONLY``). When the same command later passes, a candidate (signal ``SIGNAL``) says
 "`<command>` failed with `<key line>`; it passed after editing <files> and running `<commands>`" (or "on a later
 run" when memcue saw neither: it never claims that nothing was edited), with provenance (harness, session, turn:
-the passing record's spool id) and the failure in its evidence (secrets in the command and the key line are
-redacted before anything is kept), and the gate promotes it at once with reason
-``TEST_PASSED``: the passing run is the objective signal. A command that is not a test or build (``TEST_COMMANDS``),
-or a pass without an earlier failure, makes nothing.
+the passing record's spool id), the text embedded for it (``capture.embed_text``) and the failure in its
+evidence (secrets in the command and the key line are redacted before anything is kept), and the gate promotes
+it at once with reason ``TEST_PASSED``: the passing run is the objective signal. A command that is not a test or
+build (``TEST_COMMANDS``), or a pass without an earlier failure, makes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import logging
 import re
 from typing import Any
 
+from memcue.sidecar.capture.embed_text import transition_embedding_text
 from memcue.sidecar.capture.gate import Gate
 from memcue.sidecar.store import NewCandidate, StoreProtocol, redact
 
@@ -192,7 +193,8 @@ class TestRuns:
                            evidence={"command": command, "key_line": failure.get("key_line", ""), "files": files,
                                      "commands": commands,
                                      "failed_turn": failure.get("turn"), "passed_turn": rec.get("turn"),
-                                     "failed_at": failure.get("ts"), "passed_at": rec.get("ts")})
+                                     "failed_at": failure.get("ts"), "passed_at": rec.get("ts"),
+                                     "embed_text": transition_embedding_text(str(failure.get("key_line") or ""))})
         got = self._store.add_candidates([new])[0]
         if not got.added:
             return 0  # the same passing record read again: decided the first time
