@@ -31,6 +31,7 @@ from memcue.sidecar.recall import (
     recall,
 )
 from memcue.sidecar.recall.contract import NOTE_RELATED
+from memcue.sidecar.recall.query import key_terms
 from memcue.sidecar.recall.support import Support, judge, owner_of
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.settings import load_settings
@@ -206,6 +207,17 @@ def test_owner_check_and_baseline_in_support_features() -> None:
     # A statement (no question word) is held to carrying its words.
     statement = Support(cosine=0.6, baseline=0.1, question=False, key_terms=["httpx"], cue_terms=[])
     assert support_label(statement) != "supported"
+
+
+def test_the_words_of_conversation_are_never_key_terms() -> None:
+    """"remind me what shape the partner expects": a memory need not say "remind" to answer it. Words no memory
+    carries stay key terms (the question's own subject), the words of asking and reporting do not."""
+    doc_freq = {"partner": 3, "payload": 2, "shape": 1, "validator": 0}
+    query = ("partner", "validator", "bounced", "payload", "remind", "shape", "expect", "someone", "said")
+    keys, gibberish = key_terms(doc_freq, query)
+    assert not gibberish and "remind" not in keys and "someone" not in keys and "said" not in keys
+    assert keys == ["validator", "bounced", "expect", "shape"]
+    assert key_terms({"x": 1}, ("remind", "someone")) == ([], True)  # only chat words: nothing to carry
 
 
 def test_pinned_memory_returns_when_nothing_else_does(store: Store, embedder: Embedder) -> None:

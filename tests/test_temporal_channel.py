@@ -151,10 +151,13 @@ def test_a_future_period_is_a_plan_not_a_window(query: str) -> None:
     "I need to check today's raw till export on the Pi. Which folder should I look in?",
     "the partner's validator bounced today's payload. remind me what shape they expect from us now?",
     "who's on call for the gateway this week?", "add a retry to the uploader this morning, it keeps timing out",
+    "smoke-publish to my local box like we did before, I want to see it still works after the retry changes",
+    "rerun the import since the migration broke it",
 ])
 def test_a_period_around_now_in_a_task_names_the_moment_not_a_window(query: str) -> None:
-    """"today's fixes" are the ones the task is about, not memories written today: no window, every memory in
-    play (the older release how-to is what the prompt needs)."""
+    """"today's fixes" are the ones the task is about, not memories written today, and "see it still works after
+    the retry changes" is about now, not about what was written after them: no window, every memory in play
+    (the older how-to is what the prompt needs)."""
     assert parse_time(query, NOW) is None
 
 

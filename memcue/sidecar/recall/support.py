@@ -44,7 +44,7 @@ from memcue.sidecar.recall.channels import SEMANTIC
 from memcue.sidecar.recall.classify import EXACT_TERM
 from memcue.sidecar.recall.contract import result_item
 from memcue.sidecar.recall.floor import COSINE_FLOOR, SUPPORT_COSINE
-from memcue.sidecar.recall.query import cue_terms, key_terms
+from memcue.sidecar.recall.query import cue_terms, is_question, key_terms
 from memcue.sidecar.store import CONSTRAINING_KINDS
 
 if TYPE_CHECKING:
@@ -85,15 +85,7 @@ TASK_COSINE = 0.30
 #: means more likely relevant than not).
 RERANK_SUPPORT = 0.0
 
-_QUESTION = re.compile(
-    r"\?|^\s*(?:what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could|should|would"
-    r"|will|have|has|had|tell|show|list|remind|explain|describe|find|recall|give)\b", re.IGNORECASE)
 _OWNER = re.compile(r"^\s*(?:\[[^\]]{0,80}\]\s*)?([A-Z][\w'.-]{1,30}(?:\s[A-Z][\w'.-]{1,30})?):\s")
-
-
-def is_question(text: str) -> bool:
-    """True when ``text`` asks something (a question mark, or a question/command word first)."""
-    return bool(_QUESTION.search(text))
 
 
 def owner_of(content: str, metadata: dict | None = None) -> str:

@@ -1,6 +1,6 @@
 """Query text analysis shared by recall's stages, channels and time understanding: words, stop words,
-light stems, the safe FTS5 keyword query, key terms, cue terms and identifiers matched whole. Imports nothing
-else of recall."""
+light stems, the safe FTS5 keyword query, key terms, cue terms, whether a text asks something and identifiers
+matched whole. Imports nothing else of recall."""
 
 from memcue.sidecar.recall.query.identifiers import IDENTIFIER_KINDS, carried, family, identifiers, siblings
 from memcue.sidecar.recall.query.terms import (
@@ -12,6 +12,7 @@ from memcue.sidecar.recall.query.terms import (
     compounds,
     content_terms,
     cue_terms,
+    is_question,
     key_terms,
     keyword_query,
     stem,
@@ -21,5 +22,5 @@ from memcue.sidecar.recall.query.terms import (
 __all__ = [
     "IDENTIFIER_KINDS", "carried", "family", "identifiers", "siblings",
     "KEY_TERMS", "MAX_TERMS", "STOP_WORDS", "TIME_WORDS", "KeywordQuery", "compounds", "content_terms", "cue_terms",
-    "key_terms", "keyword_query", "stem", "words",
+    "is_question", "key_terms", "keyword_query", "stem", "words",
 ]

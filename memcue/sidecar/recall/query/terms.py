@@ -121,6 +121,18 @@ TIME_WORDS = frozenset(
 )
 
 
+#: Words of conversation, not of the subject: how people ask, report and hedge ("remind me", "someone said",
+#: "any thoughts", "a quick question", "walk me through it"). Never key terms: a memory need not carry them.
+CHAT_WORDS = frozenset(
+    """remind ask asks asked asking tell tells told telling say says said saying someone somebody anyone anybody
+    everyone people person folks guy guys team thoughts think thinking idea ideas question questions wondering
+    wonder want wants wanted need needs needed help please thanks thank hey hi ok okay quick quickly little tiny bit
+    really actually basically guess mind sure right exactly walk give gives giving get gets getting got put putting
+    make making see seeing look looking know let going gonna sort kind thing things way part either along least
+    still also new one two three again already maybe probably""".split()
+)
+
+
 def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...]) -> tuple[list[str], bool]:
     """The query's key terms and whether it looks like gibberish, from each term's document frequency.
 
@@ -130,7 +142,7 @@ def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...]) -> tuple[list[st
     is not taken as support because it shares the common ones ("web app"). Gibberish: none of the query's
     words (other than time words) is found in any memory; then there are no key terms.
     """
-    asked = [t for t in terms if t not in TIME_WORDS] or list(terms)
+    asked = [t for t in terms if t not in TIME_WORDS and t not in CHAT_WORDS] or list(terms)
     if not any(doc_freq.get(t, 0) > 0 for t in asked):
         return [], bool(asked)
     ranked = sorted(asked, key=lambda t: (doc_freq.get(t, 0), terms.index(t)))
@@ -141,3 +153,13 @@ def cue_terms(query_terms: tuple[str, ...], content: str) -> list[str]:
     """The query terms that ``content`` carries (compared by ``stem``), in query order."""
     have = set(map(stem, set(words(content))))
     return [t for t in query_terms if stem(t) in have]
+
+
+_QUESTION = re.compile(
+    r"\?|^\s*(?:what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could|should|would"
+    r"|will|have|has|had|tell|show|list|remind|explain|describe|find|recall|give)\b", re.IGNORECASE)
+
+
+def is_question(text: str) -> bool:
+    """True when ``text`` asks something (a question mark, or a question/command word first)."""
+    return bool(_QUESTION.search(text))

@@ -34,7 +34,8 @@ expression                             window
 "until/till/by/through X"              open start, end = end of X, newest first
 "between X and Y", "from X to Y"       start of X to end of Y
 "before/after/since the migration"     ``anchor`` words; the channel finds the event (best BM25 match)
-                                       and uses its ``created_at`` as the bound
+                                       and uses its ``created_at`` as the bound (in a question only: "see it
+                                       still works after the retry changes" is a task about now)
 "earliest", "first time", "originally" order oldest (no window)
 "latest", "most recent", "recently"    order newest (no window)
 =====================================  ==========================================================
@@ -53,7 +54,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from re import Match
 
-from memcue.sidecar.recall.query import STOP_WORDS, words
+from memcue.sidecar.recall.query import STOP_WORDS, is_question, words
 from memcue.sidecar.recall.time.anchor import find_anchor
 from memcue.sidecar.recall.time.patterns import (
     BOUND_BEFORE_SPAN,
@@ -232,7 +233,8 @@ def _parse_cached(text: str, base_minute: int) -> TimeIntent | None:
              and not _current(s, base_minute, text)]
     _mark_bounds(text, spans)
     start, end, order = _window(spans)
-    anchor, relation, anchor_text = find_anchor(text, spans)
+    # "check it still works after the retry changes" is a task about now, not a question about what came after
+    anchor, relation, anchor_text = find_anchor(text, spans) if is_question(text) else ("", "", "")
     oldest, newest = _order_words(text, spans)
     order = _order(order, oldest, newest, anchor, relation)
     if start is not None and end is not None and start >= end:
