@@ -13,6 +13,11 @@ from memcue.sidecar.recall import KEYWORD_CHANNELS, RecallRequest, RecallService
 from memcue.sidecar.store import CANDIDATE_TTL_S, NewCandidate, NewMemory, Store, StoreProtocol
 
 POSITIVES = [
+    ("cool. also while you're in there: never print the secret key, not even with --verbose. can you run the check?",
+     "decision", "also while you're in there: never print the secret key, not even with --verbose."),
+    ("oh and btw, don't push to main directly. thanks", "decision", "oh and btw, don't push to main directly."),
+    ("picking this back up. fwiw my local minio is on 9310 since portainer squats on 9000. run the check?", "note",
+     "fwiw my local minio is on 9310 since portainer squats on 9000."),
     ("from now on we keep invoices in Postgres 16 on port 5433", "decision",
      "from now on we keep invoices in Postgres 16 on port 5433"),
     ("Can you fix the flaky test? Also, we decided to drop Python 3.10 support. Thanks!", "decision",
@@ -56,6 +61,8 @@ POSITIVES = [
      "add the route sort, and keep everything 3.9-compatible"),
 ]
 NEGATIVES = [
+    "if the build fails, never mind the docs job.",
+    "while you're at it, don't commit yet, just look.",
     "should we always use uv?",
     "No, don't change anything yet, just look.",
     "keep going with the refactor",

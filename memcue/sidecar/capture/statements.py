@@ -40,22 +40,27 @@ MAX_STATEMENTS = 5
 CONTEXT_SENTENCES = 2
 
 #: A sentence that opens with "don't" ("please don't ...", "also do not ...", "no, don't ...").
-_DONT_START = r"^(?:(?:no|nope|actually)\b[,.!]?\s+)?(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
+#: Where a rule may open: the sentence's start, or right after a lead-in clause ending in a colon or a comma
+#: ("also while you're in there: never print the key", "oh and btw, don't push to main").
+_OPENS = r"(?:^|[:;,]\s+)"
+_DONT_START = _OPENS + r"(?:(?:no|nope|actually)\b[,.!]?\s+)?(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
                    r"the)\b|\buse\s+\S+(?:\s+\S+){0,3}\s+instead\b|\binstead of\b"),
     ("decision", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b|\b(?:we|i)(?:'ve| have)?\s+decided\b|"
                  r"\bwe(?:'re| are) going with\b|\bour (?:convention|rule|policy) is\b"),
-    ("decision", r"^(?:please\s+|and\s+|also\s+)?(?:always|never)\b|\b(?:we|you|i)\s+(?:should\s+|must\s+)?"
-                 r"(?:always|never)\b|\b(?:must|should)\s+(?:always|never)\b|\blet'?s (?:always|never)\b"),
+    ("decision", _OPENS + r"(?:please\s+|and\s+|also\s+)?(?:always|never)\b(?!\s+mind\b)|"
+                 r"\b(?:we|you|i)\s+(?:should\s+|must\s+)?(?:always|never)\b|\b(?:must|should)\s+(?:always|never)\b|"
+                 r"\blet'?s (?:always|never)\b"),
     ("decision", _DONT_START + r"\s+\w+"),
     ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
     ("decision", r"\b(?:has|have|needs?) to (?:stay|remain)\b|\bmust (?:stay|remain)\b|"
                  r"\bgoes through (?:me|him|her|them|[A-Z][\w'-]+)\b|"
                  r"\bkeep\s+(?:\w+\s+){0,3}?[\w.]+-(?:only|compatible)\b|"
                  r"^(?:(?:and|also|so|please)\s+)*(?:whenever|every time|each time|any time)\b"),
-    ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|btw|heads[- ]up|for the record|just so you know|"
+    ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|fwiw|btw|psa|heads[- ]up|for the record|"
+             r"for what it'?s worth|just so you know|"
              r"(?:some |for |a bit of )?(?:context|background)(?: first)?)\b"
              r"[,:!]?\s+(?=.*\b(?:is|are|was|were|has|"
              r"have|lives?|lands?|sits?|owns?|runs?|uses?|stays?|must|needs?|goes|comes?|belongs?|points?|depends?|"
@@ -176,7 +181,7 @@ def _statement_kind(sentence: str) -> tuple[str, str] | None:
     if (sentence.endswith(("?", ":")) or _QUESTION_START.match(sentence) or len(sentence) > STATEMENT_MAX_CHARS
             or len(sentence.split()) < STATEMENT_MIN_WORDS):
         return None  # a question, or an introduction to what follows ("from now on use this file:") that is not kept
-    if _DONT.match(sentence) and _MOMENTARY.search(sentence):
+    if _DONT.search(sentence) and _MOMENTARY.search(sentence):
         return None
     for kind, pattern in _PATTERNS:
         m = pattern.search(sentence)
