@@ -223,8 +223,9 @@ _PORTS = r"\d+(?::\d+)*(?:/(?:tcp|udp))?"
 #: A secret manager's reference, a scheme and a path with no user info (``op://Dev/postgres/password``,
 #: ``vault:secret/data/app#db_password``); ``base64:`` values (Laravel's ``APP_KEY``) are secrets.
 _URI_REFERENCE = r"^(?!base64:)[a-z][a-z0-9+.\-]{0,20}:(?://)?[\w.\-#:]*/[\w.\-#:/]*$"
-#: Lower-case words joined by ``/`` (``prod/db/password``).
-_STORE_PATH = r"^[a-z][a-z0-9_\-]*(?:/[a-z0-9_\-]+)+$"
+#: Lower-case words joined by ``/``, maybe with a field after ``:`` or ``#`` (``prod/db/password``,
+#: ``secret/data/db:password`` as Ansible's hashi_vault lookup takes it).
+_STORE_PATH = r"^[a-z][a-z0-9_\-]*(?:/[a-z0-9_\-]+)+(?:[:#][a-z0-9_\-]+)?$"
 #: Four or more of one masking letter: ``sk_test_xxxxxxxx``, ``ghp_XXXXXXXX``.
 _MASK_RUN = r"(?:x{4,}|X{4,})(?![A-Za-z0-9]*[A-WYZa-wyz0-9])"
 #: First words of an instruction standing where a value would (``fill in``, ``paste your token``).
@@ -502,10 +503,12 @@ _DIGITS_B64 = ("MNO", "DTjz", "AEIMQUYcgk", "wxyz012345")
 
 
 def _discord(m: re.Match[str]) -> str | None:
-    # The first part is a user id (17-20 digits) in base64; a dotted CamelCase name is no such thing.
-    part = m.group("id")
+    # The first part is a user id (17-20 digits) in base64, or the token is plainly generated (its first and last
+    # parts each mix digits with both cases); a dotted CamelCase name is neither.
+    part, last = m.group("id"), m.group(0).rsplit(".", 1)[1]
     whole = len(part) - len(part) % 4
-    if all(c in _DIGITS_B64[i % 4] for i, c in enumerate(part[:whole])):
+    if all(c in _DIGITS_B64[i % 4] for i, c in enumerate(part[:whole])) or (
+            _password_part(part) and _password_part(last)):
         return _marker("discord-token")
     return None
 
@@ -513,14 +516,17 @@ def _discord(m: re.Match[str]) -> str | None:
 def _prose_password(m: re.Match[str]) -> str | None:
     """A password given in a sentence (``the db password is Xy7-kq2p``, ``user admin, pass Blue62!``): kept
     unless the word after it looks like a value (6+ characters with a digit, a symbol or mixed case)."""
-    value = m.group("val")
+    value, q = m.group("val"), m.group("q") or ""
     said = m.group("pre").lower()
-    if not re.search(r"\b(?:is|was|to)\b|=|pass|pw|creds|credentials|login", said):
+    if not re.search(r"\b(?:is|was|to|gave|sent|provided|shared|pasted|supplied)\b|=|pass|pw|creds|credentials|login",
+                     said):
         return None  # "stored secret 'prod/db'": a secret or token is given only with is/was/to/=
-    if value.startswith("-") or not _plausible(value, quoted=bool(m.group("q")), kind="password", env=False,
-                                               config=False, key_only=False):
+    if m.string.startswith(("..", "\u2026"), m.end("val")) or value.endswith("_"):
+        return None  # elided: "the signing secret is whsec_..."
+    if value.startswith("-") or not _plausible(value, quoted=bool(q), kind="password", env=False, config=False,
+                                               key_only=False):
         return None
-    return f"{m.group('pre')}{m.group('q')}{_marker('password')}{m.group('q')}"
+    return f"{m.group('pre')}{q}{_marker('password')}{q}"
 
 
 def _hcl_variable(m: re.Match[str]) -> str | None:
@@ -607,6 +613,34 @@ def _cli_password(program: str, flag: str, triggers: tuple[str, ...]) -> _Rule:
                  r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", triggers, replace=_valued("password"))
 
 
+#: An argument before the one a rule wants: a quoted string, an object literal or a plain expression
+#: (``process.env.URL!``, ``user``, ``{ id: user.id }``).
+_ARG = r"(?:'[^'\n]*'|\"[^\"\n]*\"|\{[^{}\n]*\}|[\w.!$\[\]]+)"
+
+
+def _call_secret(kind: str, callee: str, before: int, triggers: tuple[str, ...], *, key_like: bool = False) -> _Rule:
+    """The quoted literal given as argument ``before`` + 1 to a call of ``callee`` (a pattern), the ones before it
+    plain (``_ARG``): ``new NetworkCredential(user, "pw")``, ``algoliasearch(appId, "key")``. ``key_like``: only a
+    generated-looking value (16+ characters mixing digits and both cases, or 32+ hex digits)."""
+    return _Rule(kind, rf"(?P<pre>{callee}\s*\(\s*(?:{_ARG}\s*,\s*){{{before}}})(?P<q>['\"])(?P<val>[^'\"\n]+)(?P=q)",
+                 triggers, replace=_key_like(kind) if key_like else _valued(kind))
+
+
+def _named_call(m: re.Match[str]) -> str | None:
+    """A literal set for (or defaulted to) a secret's name in a call: ``define('DB_PASSWORD', '…')``,
+    ``props.put("mail.smtp.password", "…")``, ``ENV.fetch('DB_PASSWORD', '…')``; a value with a space is a label."""
+    named = _name_kind(m.group("name"))
+    value = m.group("val")
+    if named is None or any(c.isspace() for c in value) or not _plausible(
+            value, quoted=True, kind=named[0], env=bool(re.match(_ENV_NAME, m.group("name"))), config=False,
+            key_only=named[1]):
+        return None
+    return f"{m.group('pre')}{m.group('q')}{_marker(named[0])}{m.group('q')}"
+
+
+#: A secret-named key's closing quote: where ``_named_call`` may apply.
+_NAMED_CALL_TRIGGERS = tuple(f"{word}{q}" for word in ("pass", "password", "passwd", "pwd", "secret", "token", "key")
+                             for q in "'\"")
 _HEX = "[0-9a-f]"
 #: How a Discord bot token starts: a user id's first digit (1-9) in base64.
 _DISCORD_STARTS = ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT")
@@ -711,11 +745,12 @@ _RULES: tuple[_Rule, ...] = (
     # A Sentry DSN's key (``https://<key>@o1.ingest.sentry.io/2``); the host and project are kept.
     _Rule("sentry-dsn", r"(?P<pre>https://)[0-9a-f]{32}(?::[0-9a-f]{32})?(?=@[\w.\-]*sentry)", ("sentry",),
           fold=True, replace=_keep_prefix("sentry-dsn")),
-    _Rule("honeycomb-key", r"(?P<pre>\bx-honeycomb-team[\"']?\s*[:=]\s*)(?P<q>[\"']?)(?P<val>[A-Za-z0-9]{16,})(?P=q)",
+    _Rule("honeycomb-key", r"(?P<pre>\bx-honeycomb-team[\"']?\s*[:=]\s*)(?P<q>[\"']?)(?P<val>[A-Za-z0-9_]{16,})(?P=q)",
           ("honeycomb-team",), fold=True, replace=_valued("honeycomb-key")),
-    # An Azure storage account key (86 base64 characters and ``==``) where the text is about storage keys.
-    _Rule("azure-storage-key", r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])", ("storage", "keyname"),
-          fold=True),
+    # An Azure storage account or Cosmos DB key (86 base64 characters and ``==``) where the text is about storage
+    # keys or Cosmos DB (a sha512 integrity digest has the same length: ``sha512-…`` is kept).
+    _Rule("azure-storage-key", r"(?<![A-Za-z0-9+/])(?<!sha512-)[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])",
+          ("storage", "keyname", "cosmos", "documents.azure.com"), fold=True),
     # A registry's ``"auth"`` in ~/.docker/config.json: base64 of user:password.
     _Rule("docker-auth", r"(?P<pre>\"auths?\"\s*:\s*\")(?P<q>)(?P<val>[A-Za-z0-9+/]{16,}={0,2})(?=\")", ("auths",),
           replace=_valued("docker-auth")),
@@ -746,6 +781,18 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("supabase-token", rf"\bsbp_{_HEX}{{40}}\b", ("sbp_",)),
     _Rule("databricks-token", rf"\bdapi{_HEX}{{32}}(?:-\d)?\b", ("dapi",)),
     _Rule("newrelic-key", r"\bNRAK-[A-Z0-9]{27}\b", ("NRAK-",)),
+    _Rule("honeycomb-key", r"\bhc[ax][im]k_[a-z0-9]{32,}\b", ("hcaik_", "hcxik_", "hcamk_", "hcxmk_")),
+    _Rule("cloudflare-origin-ca-key", r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b", ("v1.0-",)),
+    _Rule("supabase-token", r"\bsb_secret_[A-Za-z0-9_\-]{20,}", ("sb_secret_",)),
+    _Rule("airtable-token", r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b", ("pat",)),
+    # LaunchDarkly server-side SDK and mobile keys (a client-side id is public, and bare hex).
+    _Rule("launchdarkly-key", r"\b(?:sdk|mob)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+          ("sdk-", "mob-")),
+    # Azure DevOps PATs in the 84-character format: 52 random characters, JQQJ, …, AZDO at 76.
+    _Rule("azure-devops-pat", r"\b[A-Za-z0-9]{52}JQQJ[A-Za-z0-9]{20}AZDO[A-Za-z0-9]{4}\b", ("AZDO",)),
+    # ``vault operator init`` output: the unseal (or recovery) key shares.
+    _Rule("vault-unseal-key", r"(?P<pre>\b(?:Unseal|Recovery) Key \d+:[ \t]*)[A-Za-z0-9+/]{20,}={0,2}",
+          ("Unseal Key", "Recovery Key"), replace=_keep_prefix("vault-unseal-key")),
     _Rule("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", ("eyJ",)),
     # Any scheme word (Bot, SSWS, Splunk, GenieKey …) or FCM's ``key=``; Bearer has its own rule below.
     _Rule("auth-token", r"(?P<pre>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
@@ -772,10 +819,30 @@ _RULES: tuple[_Rule, ...] = (
     # SQL: CREATE USER … IDENTIFIED BY '…', CREATE ROLE … PASSWORD '…'.
     _Rule("password", r"(?P<pre>(?<![\w\-])(?i:identified[ \t]+by|password)[ \t]+)(?P<q>')(?P<val>[^'\n]+)'",
           ("identified", "password"), fold=True, replace=_valued("password")),
-    # A database connection's password given third: new PDO(dsn, user, password), mysqli(host, user, password).
-    _Rule("password", r"(?P<pre>\b(?:PDO|mysqli|mysqli_connect|pg_connect)\s*\(\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,"
-          r"\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,\s*)(?P<q>['\"])(?P<val>[^'\"\n]+)(?P=q)", ("PDO", "mysqli"),
-          replace=_valued("password")),
+    # A database connection's password given third: new PDO(dsn, user, password), mysqli(host, user, password),
+    # DriverManager.getConnection(url, user, password).
+    _call_secret("password", r"\b(?:PDO|mysqli|mysqli_connect|pg_connect|DriverManager\.getConnection)", 2,
+                 ("PDO", "mysqli", "getConnection")),
+    # A password given second, after a user: NetworkCredential, PasswordAuthentication, HTTP basic auth (requests'
+    # auth=(user, pw) tuple, Go's SetBasicAuth), LDAP binds, smtplib/imaplib/ftplib ``.login(user, pw)``.
+    _call_secret("password", r"(?:\b(?:NetworkCredential|PasswordAuthentication|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|"
+                 r"SetBasicAuth|simple_bind_s|simple_bind|bind_s)|\.login|(?<![\w.])auth\s*=\s*)", 1,
+                 ("NetworkCredential", "PasswordAuthentication", "BasicAuth", "DigestAuth", "bind", ".login(", "auth=(",
+                  "auth = (")),
+    # A literal signing key: jwt.sign(payload, "…"), jwt.encode(payload, "…"), Go's SignedString([]byte("…")).
+    _call_secret("secret", r"\bjwt\.(?:sign|encode|verify|decode)", 1, ("jwt.",)),
+    _call_secret("secret", r"\bSignedString\s*\(\s*\[\]byte", 0, ("SignedString",)),
+    # An SDK client given its key as a literal: AzureKeyCredential("…"), PagerDuty's APISession("…"), Segment's
+    # analytics.load("…"), Algolia's algoliasearch(appId, "…") / SearchClient.create(appId, "…").
+    _call_secret("api-key", r"\b(?:AzureKeyCredential|APISession|analytics\.load)", 0,
+                 ("KeyCredential", "APISession", "analytics.load"), key_like=True),
+    _call_secret("api-key", r"\b(?:algoliasearch|SearchClient(?:\.create)?)", 1, ("algoliasearch", "SearchClient"),
+                 key_like=True),
+    # A literal set for (or defaulted to) a secret's name: define('DB_PASSWORD', '…'), props.put("….password", "…"),
+    # System.setProperty, ENV.fetch('DB_PASSWORD', '…'), os.getenv("API_TOKEN", "…"), t.Setenv(…).
+    _Rule("secret", r"(?P<pre>\b(?:define|put|setProperty|set|fetch|getenv|get|setdefault|Setenv|setenv|"
+          r"SetEnvironmentVariable)\s*\(\s*(?P<nq>['\"])(?P<name>[\w.\-]{2,100})(?P=nq)\s*,\s*)"
+          r"(?P<q>['\"])(?P<val>[^'\"\n]+)(?P=q)", _NAMED_CALL_TRIGGERS, fold=True, replace=_named_call),
     # A user and a password after "creds:" / "login:" (``creds: admin / Adm1n#77``).
     _Rule("password", r"(?P<pre>(?<![\w./\-])(?i:creds|credentials|login)[ \t]*[:=][ \t]*[\w.@\-]+[ \t]*/[ \t]*)(?P<q>)"
           r"(?P<val>[^\s\"'`]+)", ("creds", "credentials", "login"), fold=True, replace=_prose_password),
@@ -806,11 +873,14 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("secret", r"\bvariable\s+\"(?P<name>[\w\-]+)\"\s*\{[^{}]{0,600}?\bdefault\s*=\s*\"(?P<val>[^\"\n]+)\"",
           ("variable",), replace=_hcl_variable),
     # A password in a sentence: "the staging db password is …", "the wifi password for the lab is "…"".
-    _Rule("password", r"(?P<pre>(?:(?<![\w\-=./])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw)\b"
-          r"|`[A-Za-z_]*(?:PASSWORD|SECRET|TOKEN|[Pp]assword|[Ss]ecret|[Tt]oken)`)"
-          r"(?:[ \t]+(?:for|of|on)[ \t]+[\w.\-@`]+(?:[ \t]+[\w.\-@`]+){0,3}?[ \t]+(?:is|was|=|to)"
-          r"|[ \t]+(?:is|was|=|to))?[ \t]+)(?P<q>[\"'`]?)(?P<val>[^\s\"'`]*[^\s\"'`.,;:)])(?P=q)",
-          ("pass", "pwd", "pw ", "secret", "token"), fold=True, replace=_prose_password),
+    # … or "the ADO pat for the org is …", "set `REDIS_PASSWORD` in `.env` to `…`", "the password you gave (…)".
+    _Rule("password", r"(?P<pre>(?:(?<![\w\-=./])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw|pat"
+          r"|PAT)\b|`[A-Za-z_]*(?:PASSWORD|SECRET|TOKEN|[Pp]assword|[Ss]ecret|[Tt]oken)`)"
+          r"(?:[ \t]+(?:for|of|on|in)[ \t]+[\w.\-@`]+(?:[ \t]+[\w.\-@`]+){0,3}?[ \t]+(?:is|was|=|to)"
+          r"|[ \t]+(?:is|was|=|to)|[ \t]+(?:that[ \t]+)?you[ \t]+(?:gave|sent|provided|shared|pasted|supplied)"
+          r"(?:[ \t]+me)?(?:[ \t]+(?:earlier|above|before))?[ \t]*[(:])?(?:[ \t]+|(?<=[(:])))"
+          r"(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]+|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
+          ("pass", "pwd", "pw ", "secret", "token", "pat ", "pat:"), fold=True, replace=_prose_password),
     _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
           scan=_scan_assignments),
 )
