@@ -323,7 +323,7 @@ def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, 
 # -- assignments: password = "…", API_TOKEN=…, "secret": "…", POSTGRES_PASSWORD: … ---------------------------
 #: A name's last part that makes its value a secret, and the marker kind.
 _SECRET_WORDS = {"password": "password", "passwd": "password", "pwd": "password", "passphrase": "password",
-                 "pass": "password", "secret": "secret", "token": "token", "apikey": "api-key"}
+                 "pass": "password", "psk": "password", "secret": "secret", "token": "token", "apikey": "api-key"}
 #: Endings of a one-part name (``PGPASSWORD``, ``csrftoken``) that make it a secret's name.
 _SECRET_ENDINGS = (("password", "password"), ("passwd", "password"), ("passphrase", "password"),
                    ("secret", "secret"), ("token", "token"), ("apikey", "api-key"))
@@ -359,7 +359,7 @@ def _name_kind(name: str) -> tuple[str, bool] | None:
 #: no secret is still seen) its value.
 _ASSIGNMENT = (
     r"""(?<![A-Za-z0-9_.\-])(?P<nq>["']?)
-        (?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key))(?P=nq)\]?
+        (?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|psk|secret|token|key))(?P=nq)\]?
         (?P<sep>[ \t]*(?::=|=>|[:=])[ \t]*)
         (?=(?!["'`]?\[REDACTED:)
           (?:(?P<q>["'`])(?P<qval>[^"'`\n]{1,512})(?P=q)            # a quoted value
@@ -380,7 +380,7 @@ def _config_line(m: re.Match[str], value_end: int) -> bool:
 
 #: Where an assignment's name may end: a secret word, maybe a closing quote, then the separator. Found first (a
 #: cheap scan), so the full pattern runs only where a secret's name may be.
-_HINT = r"""(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key)["']?\]?[ \t]*(?::=|=>|[:=])"""
+_HINT = r"""(?i:pass(?:word|wd|phrase)?|pwd|psk|secret|token|key)["']?\]?[ \t]*(?::=|=>|[:=])"""
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _hint: list[re.Pattern[str]] = []
 
@@ -428,7 +428,8 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
         # a log line or prose (``missing env var API_TOKEN: NotPresent``) the value must look like one.
         env = bool(re.match(_ENV_NAME, m.group("name"))) and ("=" in m.group("sep") or config)
         config = config and not env
-        if not _plausible(value, quoted=quoted, kind=kind, env=env, config=config, key_only=key_only):
+        if not (_plausible(value, quoted=quoted, kind=kind, env=env, config=config, key_only=key_only)
+                or _diceware(m.group("name"), value)):
             continue
         out.append(text[done:start])
         out.append(_marker(kind))
@@ -438,6 +439,15 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
         return text
     out.append(text[done:])
     return "".join(out)
+
+
+def _diceware(name: str, value: str) -> bool:
+    """A passphrase of 4+ lower-case words joined by ``-`` given to a ``…passphrase`` name (``cinder-otter-maple-
+    raven``): not an identifier there, unless a word is a placeholder, prose or an example's."""
+    words = value.split("-")
+    return (name.lower().endswith("passphrase") and len(words) >= 4 and all(w.isalpha() and w.islower() for w in words)
+            and not any(w in _PLACEHOLDER_WORDS or w in _PROSE_WORDS or w in _EXAMPLE_WORDS or w in _FILL_WORDS
+                        for w in words))
 
 
 def _not_an_assignment(m: re.Match[str]) -> bool:
@@ -638,6 +648,91 @@ def _named_call(m: re.Match[str]) -> str | None:
     return f"{m.group('pre')}{m.group('q')}{_marker(named[0])}{m.group('q')}"
 
 
+def _named_value(kind: str | None = None) -> Replace:
+    """Keep ``pre`` and the quotes ``q``; the value (``val``, or ``qval`` when quoted) becomes the marker (of
+    ``kind``, or of the name's kind) when the name (group ``name``: ``AWS_SECRET_ACCESS_KEY``, ``nexusPassword``)
+    is a secret's and the value looks like one (as a config line's would)."""
+    def replace(m: re.Match[str]) -> str | None:
+        named = _name_kind(m.group("name"))
+        value = m.groupdict().get("qval") or m.group("val") or ""
+        q = m.group("q") or ""
+        if named is None or value.startswith("-") or not _plausible(
+                value, quoted=bool(q), kind=named[0], env=bool(re.match(_ENV_NAME, m.group("name"))), config=True,
+                key_only=named[1]):
+            return None
+        return f"{m.group('pre')}{q}{_marker(kind or named[0])}{q}"
+    return replace
+
+
+def _env_key(kind: str) -> Replace:
+    """Keep ``pre`` and the quotes ``q``; the value ``val`` becomes the marker when it looks like a key given to an
+    environment name (16+ characters, letters and digits, no placeholder)."""
+    def replace(m: re.Match[str]) -> str | None:
+        q = m.group("q") or ""
+        if not _plausible(m.group("val"), quoted=bool(q), kind=kind, env=True, config=False, key_only=True):
+            return None
+        return f"{m.group('pre')}{q}{_marker(kind)}{q}"
+    return replace
+
+
+def _dash_flag(m: re.Match[str]) -> str | None:
+    """A single-dash flag's secret (``keytool -storepass …``, Go's ``-token=…``, PowerShell's ``-Password '…'``);
+    ``pass:``/``env:``/``file:`` values are openssl/keytool references (or already redacted)."""
+    value = m.group("qval") or m.group("val") or ""
+    if re.match(r"(?:pass|env|file|fd|stdin)(?::|$)", value):
+        return None
+    return _valued("password" if "pass" in m.group("flag").lower() else "secret")(m)
+
+
+#: What makes a rotated credential's "new one" a password (``_rotated``): the text is about credentials ...
+_CREDENTIAL_TALK = r"(?i)rotat|passw|passphrase|credential|\bcreds?\b|vault|secret|\bpw\b"
+#: ... and the value is strong: 8+ characters with a digit and a letter, and mixed case or a symbol.
+_STRONG = r"^(?=[^\s]*\d)(?=[^\s]*[A-Za-z])(?=[^\s]*(?:[A-Z][^\s]*[a-z]|[a-z][^\s]*[A-Z]|[!@#$%^&*+=?~]))\S{8,}$"
+
+
+def _rotated(m: re.Match[str]) -> str | None:
+    """A credential given as "the new one" (``rotated it, new one for the vpn user is "…"``): only in a text about
+    credentials and only a strong value (``_STRONG``)."""
+    value, q = m.group("val"), m.group("q") or ""
+    if not re.search(_CREDENTIAL_TALK, m.string) or not re.match(_STRONG, value) or _not_a_value(value, code=False) \
+            or re.match(_VERSION, value):
+        return None
+    return f"{m.group('pre')}{q}{_marker('password')}{q}"
+
+
+def _prose_key(m: re.Match[str]) -> str | None:
+    """A key given in a sentence (``use this key: …``, ``the api key is …``): 20+ letters and digits with 3+ digits;
+    bare hex only after ``api key``/``access key`` (``the key is <sha>`` is a digest)."""
+    value = m.group("val")
+    hex_only = all(c in "0123456789abcdef" for c in value.lower())
+    if sum(c.isdigit() for c in value) < 3 or not any(c.isalpha() for c in value) or _not_a_value(value) or (
+            hex_only and not re.search(r"(?i)(?:api|access)[ \t]+key", m.group("pre"))):
+        return None
+    q = m.group("q") or ""
+    return f"{m.group('pre')}{q}{_marker('api-key')}{q}"
+
+
+def _htpasswd(m: re.Match[str]) -> str | None:
+    """``htpasswd -b [-c] file user password`` (``-n``: no file) and ``mosquitto_passwd -b file user password``: the
+    password, the last of the positional arguments."""
+    words = m.group("args").split()
+    flags = [w for w in words if w.startswith("-")]
+    rest = words[len(flags):]
+    if words[:len(flags)] != flags or "b" not in "".join(flags):
+        return None
+    wanted = 2 if "n" in "".join(flags) else 3
+    if len(rest) < wanted:
+        return None
+    value = rest[wanted - 1]
+    bare = value.strip("'\"")
+    if not bare or _not_a_value(bare, code=False):
+        return None
+    args = m.group("args")
+    at = args.index(value, len(" ".join(words[:len(flags) + wanted - 1])))
+    q = value[0] if value[0] in "'\"" and value[-1] == value[0] and len(value) > 1 else ""
+    return f"{m.group('pre')}{args[:at]}{q}{_marker('password')}{q}{args[at + len(value):]}"
+
+
 #: A secret-named key's closing quote: where ``_named_call`` may apply.
 _NAMED_CALL_TRIGGERS = tuple(f"{word}{q}" for word in ("pass", "password", "passwd", "pwd", "secret", "token", "key")
                              for q in "'\"")
@@ -649,7 +744,7 @@ _TOKEN_END = r"(?![A-Za-z0-9_\-])"
 #: A YAML key naming a secret whose value sits on the lines below it, more indented: a plain scalar, or a
 #: ``|`` / ``>`` block (``MYSQL_ROOT_PASSWORD:`` then ``    s3cr3t`` on the next line).
 _YAML_BLOCK = (r"(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?"
-               r"(?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key))"
+               r"(?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|psk|secret|token|key))"
                r"[ \t]*:[ \t]*"
                r"(?:[|>][-+]?[0-9]?)?[ \t]*(?:#[^\n]*)?\n(?P<body>(?:(?P=indent)[ \t]+\S[^\n]*(?:\n|\Z))+)")
 
@@ -680,7 +775,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("cloud-credential", rf"(?im)^(?P<header>(?:{_CSV_CELL},)*[ \t]*[\"']?(?:[\w.\-]+[ _])?(?:{_CSV_COLUMNS})"
           r"[\"']?[ \t]*(?:,[^\n]*)?)\n(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)",
           _CSV_TRIGGERS, fold=True, replace=_credential_csv),
-    _Rule("password", _YAML_BLOCK, ("pass", "pwd", "secret", "token", "key"), fold=True, replace=_yaml_block),
+    _Rule("password", _YAML_BLOCK, ("pass", "pwd", "psk", "secret", "token", "key"), fold=True, replace=_yaml_block),
     _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?@]+)@",
           ("://",), replace=_url_password),
     _Rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
@@ -847,15 +942,65 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", r"(?P<pre>(?<![\w./\-])(?i:creds|credentials|login)[ \t]*[:=][ \t]*[\w.@\-]+[ \t]*/[ \t]*)(?P<q>)"
           r"(?P<val>[^\s\"'`]+)", ("creds", "credentials", "login"), fold=True, replace=_prose_password),
     _cli_password(r"ldap\w*", r"-w[ \t]*", ("ldap",)),
+    # A password given positionally after its user: rabbitmqctl add_user USER PW, net user USER PW /add, htpasswd -b,
+    # echo 'user:pw' | chpasswd.
+    _Rule("password", r"(?P<pre>\brabbitmqctl\b[^\n;|&]{0,80}?[ \t](?:add_user|change_password|authenticate_user)"
+          r"[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)[ \t]+)"
+          r"(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)<>]+))",
+          ("rabbitmqctl",), replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\b(?i:net)[ \t]+(?i:user)[ \t]+(?:\"[^\"\n]+\"|[^\s\"/]+)[ \t]+)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"'`;|&)<>/*][^\s\"'`;|&)<>]*)(?P=q)(?=[ \t]+/)", ("net user", "NET USER"),
+          replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\b(?:htpasswd|mosquitto_passwd)[ \t]+)(?P<args>[^\n;|&<>]+)",
+          ("htpasswd", "mosquitto_passwd"), replace=_htpasswd),
+    _Rule("password", r"(?P<pre>\becho[ \t]+(?P<q>[\"']?)[\w.\-]+:)(?P<val>[^\s\"':]+)(?=(?P=q)[ \t]*\|[ \t]*"
+          r"(?:sudo[ \t]+)?chpasswd)", ("chpasswd",), replace=_valued("password")),
+    # Single-dash flags: keytool/jarsigner (-storepass, -srcstorepass, -keypass …), Go's flag package (-token=…),
+    # PowerShell (-Password '…'); openssl's -passin/-passout pass:… and ConvertTo-SecureString '…' -AsPlainText.
+    _Rule("password", r"(?P<pre>(?<![\w\-./])-(?P<flag>(?i:(?:src|dest|new)?(?:store|key)pass(?:word)?|password|passwd|"
+          r"passphrase|api-?key|token|auth-?token|access-?token|client-?secret|secret))(?:[ \t]+|=))"
+          r"(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))",
+          ("pass", "-token", "-secret", "key", "-auth", "-access"), fold=True, replace=_dash_flag),
+    _Rule("password", r"(?P<pre>(?<![\w\-])-pass(?:in|out|word)?[ \t]+pass:)(?P<q>)(?P<val>[^\s\"'`;|&)]+)", ("pass:",),
+          replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\bConvertTo-SecureString[ \t]+(?:-String[ \t]+)?)(?P<q>[\"'])(?P<val>[^\"'\n]+)(?P=q)"
+          r"(?=[^\n]*-AsPlainText)", ("ConvertTo-SecureString",), replace=_valued("password")),
+    # Gradle project and Java system properties named as secrets: -PnexusPassword=…, -Dspring.datasource.password=….
+    _Rule("secret", r"(?P<pre>(?<![\w\-])-[PD](?P<name>[A-Za-z][\w.\-]*)=)(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|"
+          r"(?P<val>[^\s\"'`;|&)]+))", ("-P", "-D"), replace=_named_value()),
+    # Redis: requirepass/masterauth (and keepalived's auth_pass) opening a config line, or given to CONFIG SET.
+    _Rule("password", r"(?P<pre>(?:(?m:^)[ \t]*|\b(?i:config[ \t]+set)[ \t]+)(?:requirepass|masterauth|auth_pass)"
+          r"[ \t]+)(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)", ("requirepass", "masterauth", "auth_pass"),
+          replace=_valued("password")),
+    # A CLI given its token positionally: snyk auth …, ngrok authtoken … / ngrok config add-authtoken ….
+    _Rule("token", r"(?P<pre>\b(?:snyk[ \t]+auth|ngrok[ \t]+(?:config[ \t]+add-)?authtoken)[ \t]+)(?P<q>[\"']?)"
+          r"(?P<val>[A-Za-z0-9_\-.]{16,})(?P=q)", ("snyk", "authtoken"), replace=_valued("token")),
+    # A Go MySQL DSN's password: user:pw@tcp(host:port)/db.
+    _Rule("password", r"(?P<pre>(?<![\w:/@.\-])[\w.\-]+:)(?P<q>)(?P<val>[^\s@/\"'`]+)(?=@(?:tcp|unix|udp)\()",
+          ("@tcp(", "@unix(", "@udp("), replace=_valued("password")),
+    # npm's _auth (base64 of user:password) and Yarn's npmAuthIdent (user:password).
+    _Rule("secret", r"(?P<pre>(?<![\w\-])(?:_auth\b|npmAuthIdent)[\"']?[ \t]*[=:][ \t]*)(?P<q>[\"']?)"
+          r"(?P<val>[A-Za-z0-9+/=:._\-]{8,})(?P=q)", ("_auth", "npmAuthIdent"), replace=_valued("secret")),
+    # An environment name for a personal access token: JIRA_PAT=…, ADO_PAT: ….
+    _Rule("token", r"(?<![\w.\-])(?P<pre>(?:[A-Z0-9]+_)+PAT[\"']?[ \t]*[=:][ \t]*)(?P<q>[\"']?)"
+          r"(?P<val>[A-Za-z0-9_\-.~+/=]{16,})(?P=q)(?![^\s\"',;])", ("_PAT",), replace=_env_key("token")),
+    # A key in a sentence: "use this key: …", "the api key is …".
+    _Rule("api-key", r"(?P<pre>(?<![\w\-./])(?i:(?:api|access|this|the|my|new|that|our)[ \t]+key)"
+          r"(?:[ \t]*:|[ \t]+(?:is|was|=))[ \t]*)(?P<q>[\"'`]?)(?P<val>[A-Za-z0-9]{20,})(?P=q)(?![\w\-])",
+          ("key:", "key is", "key was", "key ="), fold=True, replace=_prose_key),
+    # A rotated credential given as "the new one" in a text about credentials.
+    _Rule("password", r"(?P<pre>\bnew[ \t]+(?:one|value)(?:[ \t]+for[ \t]+[\w.\-@`]+(?:[ \t]+[\w.\-@`]+){0,3}?)?"
+          r"[ \t]+(?:is|was|=|:)[ \t]+)(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]+|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
+          ("new one", "new value"), fold=True, replace=_rotated),
     # Also prefixed (``--db-password``, ``--spring.datasource.password``) and in an argv list (``"--token", "…"``).
     _Rule("secret", r"(?P<pre>(?<![\w\-.])--(?:(?!no-)[a-z0-9]+[-.]){0,4}(?:password|passwd|pass|token|api-?key|"
           r"api-token|auth-token|access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|"
           r"webhook-secret|account-key|api-secret|app-secret|master-key|encryption-key|signing-key|license-key)"
           r"(?:[ \t]+|=|[\"'][ \t]*,[ \t]*))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))", ("--",),
           replace=_valued("secret")),
-    _Rule("secret", r"(?P<pre>\bname:[ \t]*[\"']?[A-Za-z_]*(?i:password|passwd|secret|token|api_?key)[\"']?"
+    _Rule("secret", r"(?P<pre>\bname:[ \t]*(?P<nq>[\"']?)(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P=nq)"
           r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*(?:\n[ \t]+)?)(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)]+)(?P=q)", ("value:",),
-          replace=_valued("secret")),
+          replace=_named_value("secret")),
     _Rule("password", r"(?P<pre>\bmachine[ \t]+\S+\s+login[ \t]+\S+\s+password[ \t]+)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"']+)(?P=q)", ("machine",), replace=_valued("password")),
     _Rule("password", r"(?m)^(?P<pre>[A-Za-z0-9_.\-*]+:(?:\d{1,5}|\*):[A-Za-z0-9_.\-*]+:[A-Za-z0-9_.\-*@]+:)"
@@ -881,7 +1026,7 @@ _RULES: tuple[_Rule, ...] = (
           r"(?:[ \t]+me)?(?:[ \t]+(?:earlier|above|before))?[ \t]*[(:])?(?:[ \t]+|(?<=[(:])))"
           r"(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]+|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
           ("pass", "pwd", "pw ", "secret", "token", "pat ", "pat:"), fold=True, replace=_prose_password),
-    _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
+    _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "psk", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
           scan=_scan_assignments),
 )
 
