@@ -488,6 +488,8 @@ def _valued(kind: str) -> Replace:
         if "--" in m.group("pre") and (re.fullmatch(r"[A-Z][A-Z0-9_]{1,30}[\])>]*", value)
                                        or m.group("pre").endswith("  ")):
             return None  # a usage line: a metavariable ([--token TOKEN]) or a help table's description column
+        if re.fullmatch(r"[A-Z]{2,}(?:_[A-Z]+)*[\])>]*[,.]?", value):
+            return None  # a metavariable of a usage line or a comment (``rabbitmqctl add_user USER PW``)
         if re.fullmatch(_PORTS, value):
             return None  # -p 8080:80
         q = m.group("q") or ""
@@ -533,6 +535,9 @@ def _prose_password(m: re.Match[str]) -> str | None:
         return None  # "stored secret 'prod/db'": a secret or token is given only with is/was/to/=
     if m.string.startswith(("..", "\u2026"), m.end("val")) or value.endswith("_"):
         return None  # elided: "the signing secret is whsec_..."
+    if q == "`" and said.startswith("pass") and not said.startswith(("passw", "passp")) and (
+            "=" in value or "(" in value or re.fullmatch(r"[A-Za-z_][A-Za-z_.]*", value)):
+        return None  # the verb: "pass `strict=True`", "pass `disallowed_special`"
     if value.startswith("-") or not _plausible(value, quoted=bool(q), kind="password", env=False, config=False,
                                                key_only=False):
         return None
@@ -979,8 +984,10 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", r"(?P<pre>(?<![\w:/@.\-])[\w.\-]+:)(?P<q>)(?P<val>[^\s@/\"'`]+)(?=@(?:tcp|unix|udp)\()",
           ("@tcp(", "@unix(", "@udp("), replace=_valued("password")),
     # npm's _auth (base64 of user:password) and Yarn's npmAuthIdent (user:password).
-    _Rule("secret", r"(?P<pre>(?<![\w\-])(?:_auth\b|npmAuthIdent)[\"']?[ \t]*[=:][ \t]*)(?P<q>[\"']?)"
-          r"(?P<val>[A-Za-z0-9+/=:._\-]{8,})(?P=q)", ("_auth", "npmAuthIdent"), replace=_valued("secret")),
+    _Rule("secret", r"(?m)^(?P<pre>[ \t]*(?://[^\s=]*:)?_auth[ \t]*=[ \t]*)(?P<q>[\"']?)(?P<val>[A-Za-z0-9+/]{8,}={0,2})"
+          r"(?P=q)[ \t]*$", ("_auth",), replace=_valued("secret")),
+    _Rule("secret", r"(?P<pre>\bnpmAuthIdent[\"']?[ \t]*:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"':]+:[^\s\"']+)(?P=q)",
+          ("npmAuthIdent",), replace=_valued("secret")),
     # An environment name for a personal access token: JIRA_PAT=…, ADO_PAT: ….
     _Rule("token", r"(?<![\w.\-])(?P<pre>(?:[A-Z0-9]+_)+PAT[\"']?[ \t]*[=:][ \t]*)(?P<q>[\"']?)"
           r"(?P<val>[A-Za-z0-9_\-.~+/=]{16,})(?P=q)(?![^\s\"',;])", ("_PAT",), replace=_env_key("token")),
@@ -1021,10 +1028,10 @@ _RULES: tuple[_Rule, ...] = (
     # … or "the ADO pat for the org is …", "set `REDIS_PASSWORD` in `.env` to `…`", "the password you gave (…)".
     _Rule("password", r"(?P<pre>(?:(?<![\w\-=./])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw|pat"
           r"|PAT)\b|`[A-Za-z_]*(?:PASSWORD|SECRET|TOKEN|[Pp]assword|[Ss]ecret|[Tt]oken)`)"
-          r"(?:[ \t]+(?:for|of|on|in)[ \t]+[\w.\-@`]+(?:[ \t]+[\w.\-@`]+){0,3}?[ \t]+(?:is|was|=|to)"
+          r"(?:[ \t]+(?:for|of|on|in)[ \t]+[\w.\-@`/]+(?:[ \t]+[\w.\-@`/]+){0,3}?[ \t]+(?:is|was|=|to)"
           r"|[ \t]+(?:is|was|=|to)|[ \t]+(?:that[ \t]+)?you[ \t]+(?:gave|sent|provided|shared|pasted|supplied)"
           r"(?:[ \t]+me)?(?:[ \t]+(?:earlier|above|before))?[ \t]*[(:])?(?:[ \t]+|(?<=[(:])))"
-          r"(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]+|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
+          r"(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]*[^\s\"'`,;:)]|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
           ("pass", "pwd", "pw ", "secret", "token", "pat ", "pat:"), fold=True, replace=_prose_password),
     _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "psk", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
           scan=_scan_assignments),
