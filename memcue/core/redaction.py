@@ -958,7 +958,7 @@ _RULES: tuple[_Rule, ...] = (
           replace=_valued("password")),
     _Rule("password", r"(?P<pre>\b(?:htpasswd|mosquitto_passwd)[ \t]+)(?P<args>[^\n;|&<>]+)",
           ("htpasswd", "mosquitto_passwd"), replace=_htpasswd),
-    _Rule("password", r"(?P<pre>\becho[ \t]+(?P<q>[\"']?)[\w.\-]+:)(?P<val>[^\s\"':]+)(?=(?P=q)[ \t]*\|[ \t]*"
+    _Rule("password", r"(?P<pre>\becho[ \t]+(?P<uq>[\"']?)[\w.\-]+:)(?P<q>)(?P<val>[^\s\"':]+)(?=(?P=uq)[ \t]*\|[ \t]*"
           r"(?:sudo[ \t]+)?chpasswd)", ("chpasswd",), replace=_valued("password")),
     # Single-dash flags: keytool/jarsigner (-storepass, -srcstorepass, -keypass …), Go's flag package (-token=…),
     # PowerShell (-Password '…'); openssl's -passin/-passout pass:… and ConvertTo-SecureString '…' -AsPlainText.
@@ -984,8 +984,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", r"(?P<pre>(?<![\w:/@.\-])[\w.\-]+:)(?P<q>)(?P<val>[^\s@/\"'`]+)(?=@(?:tcp|unix|udp)\()",
           ("@tcp(", "@unix(", "@udp("), replace=_valued("password")),
     # npm's _auth (base64 of user:password) and Yarn's npmAuthIdent (user:password).
-    _Rule("secret", r"(?m)^(?P<pre>[ \t]*(?://[^\s=]*:)?_auth[ \t]*=[ \t]*)(?P<q>[\"']?)(?P<val>[A-Za-z0-9+/]{8,}={0,2})"
-          r"(?P=q)[ \t]*$", ("_auth",), replace=_valued("secret")),
+    _Rule("secret", r"(?m)^(?P<pre>[ \t]*(?://[^\s=]*:)?_auth[ \t]*=[ \t]*)(?P<q>[\"']?)"
+          r"(?P<val>[A-Za-z0-9+/]{8,}={0,2})(?P=q)[ \t]*$", ("_auth",), replace=_valued("secret")),
     _Rule("secret", r"(?P<pre>\bnpmAuthIdent[\"']?[ \t]*:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"':]+:[^\s\"']+)(?P=q)",
           ("npmAuthIdent",), replace=_valued("secret")),
     # An environment name for a personal access token: JIRA_PAT=…, ADO_PAT: ….
@@ -1026,7 +1026,7 @@ _RULES: tuple[_Rule, ...] = (
           ("variable",), replace=_hcl_variable),
     # A password in a sentence: "the staging db password is …", "the wifi password for the lab is "…"".
     # … or "the ADO pat for the org is …", "set `REDIS_PASSWORD` in `.env` to `…`", "the password you gave (…)".
-    _Rule("password", r"(?P<pre>(?:(?<![\w\-=./])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw|pat"
+    _Rule("password", r"(?P<pre>(?:(?<![\w\-=./$])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw|pat"
           r"|PAT)\b|`[A-Za-z_]*(?:PASSWORD|SECRET|TOKEN|[Pp]assword|[Ss]ecret|[Tt]oken)`)"
           r"(?:[ \t]+(?:for|of|on|in)[ \t]+[\w.\-@`/]+(?:[ \t]+[\w.\-@`/]+){0,3}?[ \t]+(?:is|was|=|to)"
           r"|[ \t]+(?:is|was|=|to)|[ \t]+(?:that[ \t]+)?you[ \t]+(?:gave|sent|provided|shared|pasted|supplied)"
