@@ -738,6 +738,9 @@ def _htpasswd(m: re.Match[str]) -> str | None:
     return f"{m.group('pre')}{args[:at]}{q}{_marker('password')}{q}{args[at + len(value):]}"
 
 
+#: Where a single-dash secret flag may be (``_dash_flag``): after a space or a quote (``"-token", "…"``).
+_DASH_FLAG_TRIGGERS = ("storepass", "keypass", *(f"{before}-{name}" for before in " \"'" for name in (
+    "password", "passwd", "passphrase", "api", "token", "auth", "access", "client", "secret")))
 #: A secret-named key's closing quote: where ``_named_call`` may apply.
 _NAMED_CALL_TRIGGERS = tuple(f"{word}{q}" for word in ("pass", "password", "passwd", "pwd", "secret", "token", "key")
                              for q in "'\"")
@@ -927,8 +930,8 @@ _RULES: tuple[_Rule, ...] = (
     # auth=(user, pw) tuple, Go's SetBasicAuth), LDAP binds, smtplib/imaplib/ftplib ``.login(user, pw)``.
     _call_secret("password", r"(?:\b(?:NetworkCredential|PasswordAuthentication|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|"
                  r"SetBasicAuth|simple_bind_s|simple_bind|bind_s)|\.login|(?<![\w.])auth\s*=\s*)", 1,
-                 ("NetworkCredential", "PasswordAuthentication", "BasicAuth", "DigestAuth", "bind", ".login(", "auth=(",
-                  "auth = (")),
+                 ("NetworkCredential", "PasswordAuthentication", "BasicAuth", "DigestAuth", "simple_bind", "bind_s(",
+                  ".login(", "auth=(", "auth = (")),
     # A literal signing key: jwt.sign(payload, "…"), jwt.encode(payload, "…"), Go's SignedString([]byte("…")).
     _call_secret("secret", r"\bjwt\.(?:sign|encode|verify|decode)", 1, ("jwt.",)),
     _call_secret("secret", r"\bSignedString\s*\(\s*\[\]byte", 0, ("SignedString",)),
@@ -965,8 +968,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", r"(?P<pre>(?<![\w\-./])-(?P<flag>(?i:(?:src|dest|new)?(?:store|key)pass(?:word)?|password|passwd|"
           r"passphrase|api-?key|token|auth-?token|access-?token|client-?secret|secret))(?:[ \t]+|=))"
           r"(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))",
-          ("pass", "-token", "-secret", "key", "-auth", "-access"), fold=True, replace=_dash_flag),
-    _Rule("password", r"(?P<pre>(?<![\w\-])-pass(?:in|out|word)?[ \t]+pass:)(?P<q>)(?P<val>[^\s\"'`;|&)]+)", ("pass:",),
+          _DASH_FLAG_TRIGGERS, fold=True, replace=_dash_flag),
+    _Rule("password", r"(?P<pre>(?<![\w\-])-pass(?:in|out|word)?[ \t]+pass:)(?P<q>)(?P<val>[^\s\"'`;|&)]+)",
+          ("pass pass:", "passin pass:", "passout pass:", "password pass:"),
           replace=_valued("password")),
     _Rule("password", r"(?P<pre>\bConvertTo-SecureString[ \t]+(?:-String[ \t]+)?)(?P<q>[\"'])(?P<val>[^\"'\n]+)(?P=q)"
           r"(?=[^\n]*-AsPlainText)", ("ConvertTo-SecureString",), replace=_valued("password")),
@@ -994,7 +998,8 @@ _RULES: tuple[_Rule, ...] = (
     # A key in a sentence: "use this key: …", "the api key is …".
     _Rule("api-key", r"(?P<pre>(?<![\w\-./])(?i:(?:api|access|this|the|my|new|that|our)[ \t]+key)"
           r"(?:[ \t]*:|[ \t]+(?:is|was|=))[ \t]*)(?P<q>[\"'`]?)(?P<val>[A-Za-z0-9]{20,})(?P=q)(?![\w\-])",
-          ("key:", "key is", "key was", "key ="), fold=True, replace=_prose_key),
+          tuple(f"{word} key" for word in ("api", "access", "this", "the", "my", "new", "that", "our")), fold=True,
+          replace=_prose_key),
     # A rotated credential given as "the new one" in a text about credentials.
     _Rule("password", r"(?P<pre>\bnew[ \t]+(?:one|value)(?:[ \t]+for[ \t]+[\w.\-@`]+(?:[ \t]+[\w.\-@`]+){0,3}?)?"
           r"[ \t]+(?:is|was|=|:)[ \t]+)(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]+|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
@@ -1029,10 +1034,15 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", r"(?P<pre>(?:(?<![\w\-=./$])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw|pat"
           r"|PAT)\b|`[A-Za-z_]*(?:PASSWORD|SECRET|TOKEN|[Pp]assword|[Ss]ecret|[Tt]oken)`)"
           r"(?:[ \t]+(?:for|of|on|in)[ \t]+[\w.\-@`/]+(?:[ \t]+[\w.\-@`/]+){0,3}?[ \t]+(?:is|was|=|to)"
-          r"|[ \t]+(?:is|was|=|to)|[ \t]+(?:that[ \t]+)?you[ \t]+(?:gave|sent|provided|shared|pasted|supplied)"
-          r"(?:[ \t]+me)?(?:[ \t]+(?:earlier|above|before))?[ \t]*[(:])?(?:[ \t]+|(?<=[(:])))"
+          r"|[ \t]+(?:is|was|=|to))?[ \t]+)"
           r"(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]*[^\s\"'`,;:)]|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
           ("pass", "pwd", "pw ", "secret", "token", "pat ", "pat:"), fold=True, replace=_prose_password),
+    _Rule("password", r"(?P<pre>(?<![\w\-=./$])(?i:password|passwd|passphrase|secret|token|key|pw|pat)[ \t]+"
+          r"(?:that[ \t]+)?you[ \t]+(?:gave|sent|provided|shared|pasted|supplied)(?:[ \t]+me)?"
+          r"(?:[ \t]+(?:earlier|above|before))?(?:[ \t]*[(:][ \t]*|[ \t]+))"
+          r"(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]*[^\s\"'`,;:)]|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
+          ("you gave", "you sent", "you provided", "you shared", "you pasted", "you supplied"), fold=True,
+          replace=_prose_password),
     _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "psk", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
           scan=_scan_assignments),
 )
