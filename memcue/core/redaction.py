@@ -738,11 +738,11 @@ def _htpasswd(m: re.Match[str]) -> str | None:
     return f"{m.group('pre')}{args[:at]}{q}{_marker('password')}{q}{args[at + len(value):]}"
 
 
-#: Where a single-dash secret flag may be (``_dash_flag``): after a space or a quote (``"-token", "…"``).
-_DASH_FLAG_TRIGGERS = ("storepass", "keypass", *(f"{before}-{name}" for before in " \"'" for name in (
-    "password", "passwd", "passphrase", "api", "token", "auth", "access", "client", "secret")))
+#: Where a single-dash secret flag may be (``_dash_flag``): after a space.
+_DASH_FLAG_TRIGGERS = ("storepass", "keypass", " -pass", " -api", " -token", " -auth", " -access", " -client",
+                       " -secret")
 #: A secret-named key's closing quote: where ``_named_call`` may apply.
-_NAMED_CALL_TRIGGERS = tuple(f"{word}{q}" for word in ("pass", "password", "passwd", "pwd", "secret", "token", "key")
+_NAMED_CALL_TRIGGERS = tuple(f"{end}{q}" for end in ("word", "wd", "pass", "secret", "token", "key")
                              for q in "'\"")
 _HEX = "[0-9a-f]"
 #: How a Discord bot token starts: a user id's first digit (1-9) in base64.
@@ -930,8 +930,8 @@ _RULES: tuple[_Rule, ...] = (
     # auth=(user, pw) tuple, Go's SetBasicAuth), LDAP binds, smtplib/imaplib/ftplib ``.login(user, pw)``.
     _call_secret("password", r"(?:\b(?:NetworkCredential|PasswordAuthentication|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|"
                  r"SetBasicAuth|simple_bind_s|simple_bind|bind_s)|\.login|(?<![\w.])auth\s*=\s*)", 1,
-                 ("NetworkCredential", "PasswordAuthentication", "BasicAuth", "DigestAuth", "simple_bind", "bind_s(",
-                  ".login(", "auth=(", "auth = (")),
+                 ("Credential(", "Authentication(", "Auth(", "bind_s(", "simple_bind(", ".login(", "auth=(",
+                  "auth = (")),
     # A literal signing key: jwt.sign(payload, "…"), jwt.encode(payload, "…"), Go's SignedString([]byte("…")).
     _call_secret("secret", r"\bjwt\.(?:sign|encode|verify|decode)", 1, ("jwt.",)),
     _call_secret("secret", r"\bSignedString\s*\(\s*\[\]byte", 0, ("SignedString",)),
@@ -957,7 +957,7 @@ _RULES: tuple[_Rule, ...] = (
           r"(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)<>]+))",
           ("rabbitmqctl",), replace=_valued("password")),
     _Rule("password", r"(?P<pre>\b(?i:net)[ \t]+(?i:user)[ \t]+(?:\"[^\"\n]+\"|[^\s\"/]+)[ \t]+)(?P<q>[\"']?)"
-          r"(?P<val>[^\s\"'`;|&)<>/*][^\s\"'`;|&)<>]*)(?P=q)(?=[ \t]+/)", ("net user", "NET USER"),
+          r"(?P<val>[^\s\"'`;|&)<>/*][^\s\"'`;|&)<>]*)(?P=q)(?=[ \t]+/)", ("net user",), fold=True,
           replace=_valued("password")),
     _Rule("password", r"(?P<pre>\b(?:htpasswd|mosquitto_passwd)[ \t]+)(?P<args>[^\n;|&<>]+)",
           ("htpasswd", "mosquitto_passwd"), replace=_htpasswd),
@@ -985,8 +985,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("token", r"(?P<pre>\b(?:snyk[ \t]+auth|ngrok[ \t]+(?:config[ \t]+add-)?authtoken)[ \t]+)(?P<q>[\"']?)"
           r"(?P<val>[A-Za-z0-9_\-.]{16,})(?P=q)", ("snyk", "authtoken"), replace=_valued("token")),
     # A Go MySQL DSN's password: user:pw@tcp(host:port)/db.
-    _Rule("password", r"(?P<pre>(?<![\w:/@.\-])[\w.\-]+:)(?P<q>)(?P<val>[^\s@/\"'`]+)(?=@(?:tcp|unix|udp)\()",
-          ("@tcp(", "@unix(", "@udp("), replace=_valued("password")),
+    _Rule("password", r"(?P<pre>(?<![\w:/@.\-])[\w.\-]+:)(?P<q>)(?P<val>[^\s@/\"'`]+)(?=@(?:tcp|unix)\()",
+          ("@tcp(", "@unix("), replace=_valued("password")),
     # npm's _auth (base64 of user:password) and Yarn's npmAuthIdent (user:password).
     _Rule("secret", r"(?m)^(?P<pre>[ \t]*(?://[^\s=]*:)?_auth[ \t]*=[ \t]*)(?P<q>[\"']?)"
           r"(?P<val>[A-Za-z0-9+/]{8,}={0,2})(?P=q)[ \t]*$", ("_auth",), replace=_valued("secret")),
@@ -996,9 +996,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("token", r"(?<![\w.\-])(?P<pre>(?:[A-Z0-9]+_)+PAT[\"']?[ \t]*[=:][ \t]*)(?P<q>[\"']?)"
           r"(?P<val>[A-Za-z0-9_\-.~+/=]{16,})(?P=q)(?![^\s\"',;])", ("_PAT",), replace=_env_key("token")),
     # A key in a sentence: "use this key: …", "the api key is …".
-    _Rule("api-key", r"(?P<pre>(?<![\w\-./])(?i:(?:api|access|this|the|my|new|that|our)[ \t]+key)"
+    _Rule("api-key", r"(?P<pre>(?<![\w\-./])(?i:(?:api|access|this|the|new)[ \t]+key)"
           r"(?:[ \t]*:|[ \t]+(?:is|was|=))[ \t]*)(?P<q>[\"'`]?)(?P<val>[A-Za-z0-9]{20,})(?P=q)(?![\w\-])",
-          tuple(f"{word} key" for word in ("api", "access", "this", "the", "my", "new", "that", "our")), fold=True,
+          tuple(f"{word} key" for word in ("api", "access", "this", "the", "new")), fold=True,
           replace=_prose_key),
     # A rotated credential given as "the new one" in a text about credentials.
     _Rule("password", r"(?P<pre>\bnew[ \t]+(?:one|value)(?:[ \t]+for[ \t]+[\w.\-@`]+(?:[ \t]+[\w.\-@`]+){0,3}?)?"
