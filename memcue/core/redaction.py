@@ -16,44 +16,68 @@ What is found:
   SAS signatures, GitHub, GitLab, Slack (tokens, webhook URLs), OpenAI, Anthropic, Stripe (keys and ``whsec_``
   webhook secrets), npm, PyPI, RubyGems, Docker Hub, Hugging Face, SendGrid, Twilio (``SK`` key ids; ``AC`` account
   ids when the text names Twilio; an API secret right after its ``SK`` id), Resend, MessageBird and Cohere (by
-  name), Brevo, Mailgun, HashiCorp Vault, Doppler, Telegram and Discord bot tokens (a Discord token's first part
-  must be a user id in base64) and Discord webhook URLs, DigitalOcean, Netlify, Fly.io, Shopify, Linear, Notion,
-  NuGet, Atlassian, Postman, 1Password service accounts, age keys, Grafana, Sentry, Supabase, Databricks, New Relic,
-  Microsoft Entra client secrets (``…Q~…``), Teams webhooks, Sentry DSN keys, Honeycomb keys, Azure storage keys
-  where the text is about storage keys, JWTs; a legacy ``s.`` Vault token when the text names Vault;
+  name), Brevo, Mailgun, HashiCorp Vault (tokens; unseal and recovery keys as ``vault operator init`` prints
+  them), Doppler, Telegram and Discord bot tokens (a Discord token's first part must be a user id in base64, or its
+  first and last parts mix digits with both cases) and Discord webhook URLs, DigitalOcean, Netlify, Fly.io, Shopify,
+  Linear, Notion, NuGet, Atlassian, Postman, 1Password service accounts, age keys, Grafana, Sentry, Supabase
+  (``sbp_``, ``sb_secret_``), Databricks, New Relic, Microsoft Entra client secrets (``…Q~…``), Teams webhooks,
+  Sentry DSN keys, Honeycomb keys (``hcaik_`` …, and after ``x-honeycomb-team``), Cloudflare origin CA keys
+  (``v1.0-…``), Airtable PATs (``pat….<hex>``), LaunchDarkly SDK and mobile keys (``sdk-``/``mob-`` and a UUID),
+  Azure DevOps PATs in the 84-character format, Azure storage and Cosmos DB keys where the text is about storage
+  keys or Cosmos DB, JWTs; a legacy ``s.`` Vault token when the text names Vault;
 - credentials by their place: ``Authorization: <any scheme> …`` (``Bot``, ``SSWS`` …; a scheme memcue does not know
   needs a generated-looking credential) and FCM's ``key=``, ``"auths"`` entries of a Docker config, SQL ``IDENTIFIED
-  BY '…'`` / ``PASSWORD '…'``, a password given third to ``new PDO(…)``/``mysqli(…)``, ``redis-cli -a``, the
-  password of ``scheme://user:pw@host`` (also with an empty user, ``redis://:pw@host``), ``curl -u user:pw`` /
-  ``--user user:pw``, flags such as ``--token X``, ``--api-key=X``, ``--password X`` (``--token-file path`` is a
-  path), ``mysql -p'pw'``, ``sshpass -p pw``, ``docker login``/``az login``/``oc login`` ``-p pw``, ``ldapsearch -w
-  pw``, a Kubernetes ``- name: DB_PASSWORD`` / ``value: …`` pair, an XML ``<add key="ClearTextPassword"
-  value="…"/>`` pair or ``<password>…</password>`` element, a query parameter such as ``?appid=``/``&api_key=`` with
-  a generated-looking value, a Terraform variable named as a secret (its ``default``), a password in a sentence
-  (``the db password is …``, ``user admin, pass …``, ``set `MQ_PASSWORD` to …``, ``the webhook secret is …``,
-  ``creds: admin / …``: the word after must look like a value);
-- assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``secret``, ``token``,
-  ``api_key``, ``PGPASSWORD``, ``client_secret`` …), quoted or not, in code, JSON, YAML (nested blocks such as
-  compose ``environment:``), ``.env`` files and shell ``export``; the name is kept. An environment-style name
-  (``POSTGRES_PASSWORD``) or a config line (the name opens the line, the value ends it) is trusted with a short
-  value; in prose a value must look like one (a digit, a symbol or mixed case). A ``*_KEY`` name (``STRIPE_KEY``)
-  needs a key-like value (16+ characters, letters and digits), a lower-case one (``routing_key``) a
-  generated-looking one; so does an environment name with a secret word inside (``SECRET_KEY_BASE``: 16+ characters
-  mixing digits and both cases, or 32+ hex digits). A header or pair inside a quoted string (``-H "X-Api-Key: …"``,
-  a JSON-encoded command) is an assignment too.
+  BY '…'`` / ``PASSWORD '…'``, a password given third to ``new PDO(…)``/``mysqli(…)``/``DriverManager
+  .getConnection(…)`` or second, after a user, to ``NetworkCredential``, ``PasswordAuthentication``, basic-auth
+  helpers (``auth=(user, pw)``, ``SetBasicAuth``), LDAP binds and ``.login(user, pw)``; a literal signing key given
+  to ``jwt.sign``/``jwt.encode``/``SignedString``; a literal key given to an SDK client (``AzureKeyCredential``,
+  PagerDuty's ``APISession``, Segment's ``analytics.load``, ``algoliasearch(appId, …)``: generated-looking only); a
+  literal set for or defaulted to a secret's name in a call (``define('DB_PASSWORD', …)``, ``props.put("….password",
+  …)``, ``System.setProperty``, ``ENV.fetch('X_PASSWORD', …)``, ``os.getenv("API_TOKEN", …)``: no spaces);
+  ``redis-cli -a``, ``requirepass``/``masterauth`` lines and ``CONFIG SET``; the password of
+  ``scheme://user:pw@host`` (also with an empty user, ``redis://:pw@host``) and of a Go DSN (``user:pw@tcp(…)``);
+  ``curl -u user:pw`` / ``--user user:pw``, flags such as ``--token X``, ``--api-key=X``, ``--password X``
+  (``--token-file path`` is a path), single-dash ones (keytool's ``-storepass``/``-srcstorepass``/``-keypass``,
+  Go's ``-token=X``, PowerShell's ``-Password``), openssl's ``pass:…``, ``ConvertTo-SecureString '…'
+  -AsPlainText``, ``-P``/``-D`` properties named as secrets (``-PnexusPassword=…``), ``mysql -p'pw'``, ``sshpass -p
+  pw``, ``docker login``/``az login``/``oc login`` ``-p pw``, ``ldapsearch -w pw``, a password given positionally
+  after its user (``rabbitmqctl add_user u pw``, ``htpasswd -b [-c] file u pw``, ``mosquitto_passwd -b``, ``net
+  user u pw /add``, ``echo 'u:pw' | chpasswd``), a token given to ``snyk auth``/``ngrok authtoken``, npm's
+  ``_auth=`` line and Yarn's ``npmAuthIdent``, a Kubernetes ``- name: <a secret's name>`` / ``value: …`` pair
+  (``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``), an XML ``<add key="ClearTextPassword" value="…"/>`` pair or
+  ``<password>…</password>`` element, a query parameter such as ``?appid=``/``&api_key=`` with a generated-looking
+  value, a Terraform variable named as a secret (its ``default``), a password in a sentence (``the db password is
+  …``, ``the ADO pat for the org is …``, ``user admin, pass …``, ``set `MQ_PASSWORD` in `.env` to …``, ``the webhook
+  secret is …``, ``creds: admin / …``, ``the password you gave (…)``: the word after must look like a value), a key
+  in one (``use this key: …``, ``the api key is …``: 20+ letters and digits with 3+ digits; hex only after ``api
+  key``), a rotated credential given as ``the new one … is …`` in a text about credentials (a strong value only);
+- assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``psk``, ``secret``,
+  ``token``, ``api_key``, ``PGPASSWORD``, ``client_secret`` …; ``*_PAT`` environment names), quoted or not, in code,
+  JSON, YAML (nested blocks such as compose ``environment:``), ``.env`` files and shell ``export``; the name is
+  kept. An environment-style name (``POSTGRES_PASSWORD``) or a config line (the name opens the line, the value ends
+  it) is trusted with a short value; in prose a value must look like one (a digit, a symbol or mixed case). A
+  ``*_KEY`` name (``STRIPE_KEY``) needs a key-like value (16+ characters, letters and digits), a lower-case one
+  (``routing_key``) a generated-looking one; so does an environment name with a secret word inside
+  (``SECRET_KEY_BASE``: 16+ characters mixing digits and both cases, or 32+ hex digits). A ``…passphrase`` name
+  takes 4+ lower-case words joined by ``-`` (``cinder-otter-maple-raven``). A header or pair inside a quoted string
+  (``-H "X-Api-Key: …"``, a JSON-encoded command) is an assignment too.
 
 Not secrets, kept as written: examples (``sk-...``, ``YOUR_API_KEY``, ``django-insecure-change-me``, ``ghp_XXXX…``,
 ``hf_***``, a PEM block with no key in it), a flag named in prose (``use --password via stdin``, ``the --token
-flag``), ``@file`` values, validation rule lists (``required|min:12``), secret-store paths (``prod/db/password``),
+flag``, ``the -password option``), the verb "pass" before code (``pass `strict=True```), upper-case
+metavariables (``rabbitmqctl add_user USER PW``), ``@file`` values, openssl/keytool references (``-passin env:X``,
+``-storepass:env X``), validation rule lists (``required|min:12``), secret-store paths (``prod/db/password``, also
+with a field: ``secret/data/db:password`` in an Ansible ``hashi_vault`` lookup), elided values (``whsec_...``),
 versions (``^9.0.2``), test output (``--- PASS: TestX``), a shell expansion (``${DB_PASSWORD:?set it}``), an ARN's
 ``secret:`` part, placeholders and references (``${VAR}``, ``<token>``, ``get_token()``, ``settings.SECRET_KEY``: a
 dotted name only where code can stand, not in a quoted string, a URL or a shell argument), f-string fields
 ``{cfg['pw']}``, YAML tags ``!vault``, identifiers that name a secret such as ``--secret=db-password``, the rest of
 an ``==``), paths (``PWD=/home/me/src``), numbers and durations (``TOKEN_TTL=3600``, ``timeout: 30s``; a password of
 6+ digits is still a password), lower-case identifiers in prose or YAML (``pass: test_login_flow``), names that only
-start with a secret word (``password_reset_url``, ``token_count``), git SHAs, UUIDs and sha256 digests (no rule
-matches bare hex). ``tests/test_redaction.py`` holds both lists; ``benchmarks/redaction_quality.py`` measures misses
-and false positives on a dev split and held-out splits.
+start with a secret word (``password_reset_url``, ``token_count``), git SHAs, UUIDs and sha256 and sha512 digests
+(``sha512-…`` integrity hashes; bare hex or a UUID is a secret only where a vendor's call or command takes one:
+``algoliasearch(appId, '…')``, ``snyk auth …``, ``the api key is …``). ``tests/test_redaction.py`` holds both
+lists; ``benchmarks/redaction_quality.py`` measures misses and false positives on a dev split and held-out splits.
 
 Why not detect-secrets (1.5.0, evaluated in a scratch venv): it is built to scan files for review, not to
 rewrite text. (1) It reports a secret's value, not its span, and for several kinds not even the whole value:
