@@ -753,6 +753,8 @@ def _htpasswd(m: re.Match[str]) -> str | None:
     if len(rest) < wanted:
         return None
     value = rest[wanted - 1]
+    if value[0] not in "'\"":
+        value = value.rstrip("'\",")  # the command inside a string literal: "… user pw",
     bare = value.strip("'\"")
     if not bare or _not_a_value(bare, code=False):
         return None
