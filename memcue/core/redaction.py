@@ -16,44 +16,68 @@ What is found:
   SAS signatures, GitHub, GitLab, Slack (tokens, webhook URLs), OpenAI, Anthropic, Stripe (keys and ``whsec_``
   webhook secrets), npm, PyPI, RubyGems, Docker Hub, Hugging Face, SendGrid, Twilio (``SK`` key ids; ``AC`` account
   ids when the text names Twilio; an API secret right after its ``SK`` id), Resend, MessageBird and Cohere (by
-  name), Brevo, Mailgun, HashiCorp Vault, Doppler, Telegram and Discord bot tokens (a Discord token's first part
-  must be a user id in base64) and Discord webhook URLs, DigitalOcean, Netlify, Fly.io, Shopify, Linear, Notion,
-  NuGet, Atlassian, Postman, 1Password service accounts, age keys, Grafana, Sentry, Supabase, Databricks, New Relic,
-  Microsoft Entra client secrets (``…Q~…``), Teams webhooks, Sentry DSN keys, Honeycomb keys, Azure storage keys
-  where the text is about storage keys, JWTs; a legacy ``s.`` Vault token when the text names Vault;
+  name), Brevo, Mailgun, HashiCorp Vault (tokens; unseal and recovery keys as ``vault operator init`` prints
+  them), Doppler, Telegram and Discord bot tokens (a Discord token's first part must be a user id in base64, or its
+  first and last parts mix digits with both cases) and Discord webhook URLs, DigitalOcean, Netlify, Fly.io, Shopify,
+  Linear, Notion, NuGet, Atlassian, Postman, 1Password service accounts, age keys, Grafana, Sentry, Supabase
+  (``sbp_``, ``sb_secret_``), Databricks, New Relic, Microsoft Entra client secrets (``…Q~…``), Teams webhooks,
+  Sentry DSN keys, Honeycomb keys (``hcaik_`` …, and after ``x-honeycomb-team``), Cloudflare origin CA keys
+  (``v1.0-…``), Airtable PATs (``pat….<hex>``), LaunchDarkly SDK and mobile keys (``sdk-``/``mob-`` and a UUID),
+  Azure DevOps PATs in the 84-character format, Azure storage and Cosmos DB keys where the text is about storage
+  keys or Cosmos DB, JWTs; a legacy ``s.`` Vault token when the text names Vault;
 - credentials by their place: ``Authorization: <any scheme> …`` (``Bot``, ``SSWS`` …; a scheme memcue does not know
   needs a generated-looking credential) and FCM's ``key=``, ``"auths"`` entries of a Docker config, SQL ``IDENTIFIED
-  BY '…'`` / ``PASSWORD '…'``, a password given third to ``new PDO(…)``/``mysqli(…)``, ``redis-cli -a``, the
-  password of ``scheme://user:pw@host`` (also with an empty user, ``redis://:pw@host``), ``curl -u user:pw`` /
-  ``--user user:pw``, flags such as ``--token X``, ``--api-key=X``, ``--password X`` (``--token-file path`` is a
-  path), ``mysql -p'pw'``, ``sshpass -p pw``, ``docker login``/``az login``/``oc login`` ``-p pw``, ``ldapsearch -w
-  pw``, a Kubernetes ``- name: DB_PASSWORD`` / ``value: …`` pair, an XML ``<add key="ClearTextPassword"
-  value="…"/>`` pair or ``<password>…</password>`` element, a query parameter such as ``?appid=``/``&api_key=`` with
-  a generated-looking value, a Terraform variable named as a secret (its ``default``), a password in a sentence
-  (``the db password is …``, ``user admin, pass …``, ``set `MQ_PASSWORD` to …``, ``the webhook secret is …``,
-  ``creds: admin / …``: the word after must look like a value);
-- assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``secret``, ``token``,
-  ``api_key``, ``PGPASSWORD``, ``client_secret`` …), quoted or not, in code, JSON, YAML (nested blocks such as
-  compose ``environment:``), ``.env`` files and shell ``export``; the name is kept. An environment-style name
-  (``POSTGRES_PASSWORD``) or a config line (the name opens the line, the value ends it) is trusted with a short
-  value; in prose a value must look like one (a digit, a symbol or mixed case). A ``*_KEY`` name (``STRIPE_KEY``)
-  needs a key-like value (16+ characters, letters and digits), a lower-case one (``routing_key``) a
-  generated-looking one; so does an environment name with a secret word inside (``SECRET_KEY_BASE``: 16+ characters
-  mixing digits and both cases, or 32+ hex digits). A header or pair inside a quoted string (``-H "X-Api-Key: …"``,
-  a JSON-encoded command) is an assignment too.
+  BY '…'`` / ``PASSWORD '…'``, a password given third to ``new PDO(…)``/``mysqli(…)``/``DriverManager
+  .getConnection(…)`` or second, after a user, to ``NetworkCredential``, ``PasswordAuthentication``, basic-auth
+  helpers (``auth=(user, pw)``, ``SetBasicAuth``), LDAP binds and ``.login(user, pw)``; a literal signing key given
+  to ``jwt.sign``/``jwt.encode``/``SignedString``; a literal key given to an SDK client (``AzureKeyCredential``,
+  PagerDuty's ``APISession``, Segment's ``analytics.load``, ``algoliasearch(appId, …)``: generated-looking only); a
+  literal set for or defaulted to a secret's name in a call (``define('DB_PASSWORD', …)``, ``props.put("….password",
+  …)``, ``System.setProperty``, ``ENV.fetch('X_PASSWORD', …)``, ``os.getenv("API_TOKEN", …)``: no spaces);
+  ``redis-cli -a``, ``requirepass``/``masterauth`` lines and ``CONFIG SET``; the password of
+  ``scheme://user:pw@host`` (also with an empty user, ``redis://:pw@host``) and of a Go DSN (``user:pw@tcp(…)``);
+  ``curl -u user:pw`` / ``--user user:pw``, flags such as ``--token X``, ``--api-key=X``, ``--password X``
+  (``--token-file path`` is a path), single-dash ones (keytool's ``-storepass``/``-srcstorepass``/``-keypass``,
+  Go's ``-token=X``, PowerShell's ``-Password``), openssl's ``pass:…``, ``ConvertTo-SecureString '…'
+  -AsPlainText``, ``-P``/``-D`` properties named as secrets (``-PnexusPassword=…``), ``mysql -p'pw'``, ``sshpass -p
+  pw``, ``docker login``/``az login``/``oc login`` ``-p pw``, ``ldapsearch -w pw``, a password given positionally
+  after its user (``rabbitmqctl add_user u pw``, ``htpasswd -b [-c] file u pw``, ``mosquitto_passwd -b``, ``net
+  user u pw /add``, ``echo 'u:pw' | chpasswd``), a token given to ``snyk auth``/``ngrok authtoken``, npm's
+  ``_auth=`` line and Yarn's ``npmAuthIdent``, a Kubernetes ``- name: <a secret's name>`` / ``value: …`` pair
+  (``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``), an XML ``<add key="ClearTextPassword" value="…"/>`` pair or
+  ``<password>…</password>`` element, a query parameter such as ``?appid=``/``&api_key=`` with a generated-looking
+  value, a Terraform variable named as a secret (its ``default``), a password in a sentence (``the db password is
+  …``, ``the ADO pat for the org is …``, ``user admin, pass …``, ``set `MQ_PASSWORD` in `.env` to …``, ``the webhook
+  secret is …``, ``creds: admin / …``, ``the password you gave (…)``: the word after must look like a value), a key
+  in one (``use this key: …``, ``the api key is …``: 20+ letters and digits with 3+ digits; hex only after ``api
+  key``), a rotated credential given as ``the new one … is …`` in a text about credentials (a strong value only);
+- assignments whose name ends in a secret word (``password``, ``passwd``, ``pwd``, ``pass``, ``psk``, ``secret``,
+  ``token``, ``api_key``, ``PGPASSWORD``, ``client_secret`` …; ``*_PAT`` environment names), quoted or not, in code,
+  JSON, YAML (nested blocks such as compose ``environment:``), ``.env`` files and shell ``export``; the name is
+  kept. An environment-style name (``POSTGRES_PASSWORD``) or a config line (the name opens the line, the value ends
+  it) is trusted with a short value; in prose a value must look like one (a digit, a symbol or mixed case). A
+  ``*_KEY`` name (``STRIPE_KEY``) needs a key-like value (16+ characters, letters and digits), a lower-case one
+  (``routing_key``) a generated-looking one; so does an environment name with a secret word inside
+  (``SECRET_KEY_BASE``: 16+ characters mixing digits and both cases, or 32+ hex digits). A ``…passphrase`` name
+  takes 4+ lower-case words joined by ``-`` (``cinder-otter-maple-raven``). A header or pair inside a quoted string
+  (``-H "X-Api-Key: …"``, a JSON-encoded command) is an assignment too.
 
 Not secrets, kept as written: examples (``sk-...``, ``YOUR_API_KEY``, ``django-insecure-change-me``, ``ghp_XXXX…``,
 ``hf_***``, a PEM block with no key in it), a flag named in prose (``use --password via stdin``, ``the --token
-flag``), ``@file`` values, validation rule lists (``required|min:12``), secret-store paths (``prod/db/password``),
+flag``, ``the -password option``), the verb "pass" before code (``pass `strict=True```), upper-case
+metavariables (``rabbitmqctl add_user USER PW``), ``@file`` values, openssl/keytool references (``-passin env:X``,
+``-storepass:env X``), validation rule lists (``required|min:12``), secret-store paths (``prod/db/password``, also
+with a field: ``secret/data/db:password`` in an Ansible ``hashi_vault`` lookup), elided values (``whsec_...``),
 versions (``^9.0.2``), test output (``--- PASS: TestX``), a shell expansion (``${DB_PASSWORD:?set it}``), an ARN's
 ``secret:`` part, placeholders and references (``${VAR}``, ``<token>``, ``get_token()``, ``settings.SECRET_KEY``: a
 dotted name only where code can stand, not in a quoted string, a URL or a shell argument), f-string fields
 ``{cfg['pw']}``, YAML tags ``!vault``, identifiers that name a secret such as ``--secret=db-password``, the rest of
 an ``==``), paths (``PWD=/home/me/src``), numbers and durations (``TOKEN_TTL=3600``, ``timeout: 30s``; a password of
 6+ digits is still a password), lower-case identifiers in prose or YAML (``pass: test_login_flow``), names that only
-start with a secret word (``password_reset_url``, ``token_count``), git SHAs, UUIDs and sha256 digests (no rule
-matches bare hex). ``tests/test_redaction.py`` holds both lists; ``benchmarks/redaction_quality.py`` measures misses
-and false positives on a dev split and held-out splits.
+start with a secret word (``password_reset_url``, ``token_count``), git SHAs, UUIDs and sha256 and sha512 digests
+(``sha512-…`` integrity hashes; bare hex or a UUID is a secret only where a vendor's call or command takes one:
+``algoliasearch(appId, '…')``, ``snyk auth …``, ``the api key is …``). ``tests/test_redaction.py`` holds both
+lists; ``benchmarks/redaction_quality.py`` measures misses and false positives on a dev split and held-out splits.
 
 Why not detect-secrets (1.5.0, evaluated in a scratch venv): it is built to scan files for review, not to
 rewrite text. (1) It reports a secret's value, not its span, and for several kinds not even the whole value:
@@ -223,8 +247,9 @@ _PORTS = r"\d+(?::\d+)*(?:/(?:tcp|udp))?"
 #: A secret manager's reference, a scheme and a path with no user info (``op://Dev/postgres/password``,
 #: ``vault:secret/data/app#db_password``); ``base64:`` values (Laravel's ``APP_KEY``) are secrets.
 _URI_REFERENCE = r"^(?!base64:)[a-z][a-z0-9+.\-]{0,20}:(?://)?[\w.\-#:]*/[\w.\-#:/]*$"
-#: Lower-case words joined by ``/`` (``prod/db/password``).
-_STORE_PATH = r"^[a-z][a-z0-9_\-]*(?:/[a-z0-9_\-]+)+$"
+#: Lower-case words joined by ``/``, maybe with a field after ``:`` or ``#`` (``prod/db/password``,
+#: ``secret/data/db:password`` as Ansible's hashi_vault lookup takes it).
+_STORE_PATH = r"^[a-z][a-z0-9_\-]*(?:/[a-z0-9_\-]+)+(?:[:#][a-z0-9_\-]+)?$"
 #: Four or more of one masking letter: ``sk_test_xxxxxxxx``, ``ghp_XXXXXXXX``.
 _MASK_RUN = r"(?:x{4,}|X{4,})(?![A-Za-z0-9]*[A-WYZa-wyz0-9])"
 #: First words of an instruction standing where a value would (``fill in``, ``paste your token``).
@@ -322,7 +347,7 @@ def _plausible(value: str, *, quoted: bool, kind: str, env: bool, config: bool, 
 # -- assignments: password = "…", API_TOKEN=…, "secret": "…", POSTGRES_PASSWORD: … ---------------------------
 #: A name's last part that makes its value a secret, and the marker kind.
 _SECRET_WORDS = {"password": "password", "passwd": "password", "pwd": "password", "passphrase": "password",
-                 "pass": "password", "secret": "secret", "token": "token", "apikey": "api-key"}
+                 "pass": "password", "psk": "password", "secret": "secret", "token": "token", "apikey": "api-key"}
 #: Endings of a one-part name (``PGPASSWORD``, ``csrftoken``) that make it a secret's name.
 _SECRET_ENDINGS = (("password", "password"), ("passwd", "password"), ("passphrase", "password"),
                    ("secret", "secret"), ("token", "token"), ("apikey", "api-key"))
@@ -358,7 +383,7 @@ def _name_kind(name: str) -> tuple[str, bool] | None:
 #: no secret is still seen) its value.
 _ASSIGNMENT = (
     r"""(?<![A-Za-z0-9_.\-])(?P<nq>["']?)
-        (?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key))(?P=nq)\]?
+        (?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|psk|secret|token|key))(?P=nq)\]?
         (?P<sep>[ \t]*(?::=|=>|[:=])[ \t]*)
         (?=(?!["'`]?\[REDACTED:)
           (?:(?P<q>["'`])(?P<qval>[^"'`\n]{1,512})(?P=q)            # a quoted value
@@ -379,7 +404,7 @@ def _config_line(m: re.Match[str], value_end: int) -> bool:
 
 #: Where an assignment's name may end: a secret word, maybe a closing quote, then the separator. Found first (a
 #: cheap scan), so the full pattern runs only where a secret's name may be.
-_HINT = r"""(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key)["']?\]?[ \t]*(?::=|=>|[:=])"""
+_HINT = r"""(?i:pass(?:word|wd|phrase)?|pwd|psk|secret|token|key)["']?\]?[ \t]*(?::=|=>|[:=])"""
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _hint: list[re.Pattern[str]] = []
 
@@ -427,7 +452,8 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
         # a log line or prose (``missing env var API_TOKEN: NotPresent``) the value must look like one.
         env = bool(re.match(_ENV_NAME, m.group("name"))) and ("=" in m.group("sep") or config)
         config = config and not env
-        if not _plausible(value, quoted=quoted, kind=kind, env=env, config=config, key_only=key_only):
+        if not (_plausible(value, quoted=quoted, kind=kind, env=env, config=config, key_only=key_only)
+                or _diceware(m.group("name"), value)):
             continue
         out.append(text[done:start])
         out.append(_marker(kind))
@@ -437,6 +463,15 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
         return text
     out.append(text[done:])
     return "".join(out)
+
+
+def _diceware(name: str, value: str) -> bool:
+    """A passphrase of 4+ lower-case words joined by ``-`` given to a ``…passphrase`` name (``cinder-otter-maple-
+    raven``): not an identifier there, unless a word is a placeholder, prose or an example's."""
+    words = value.split("-")
+    return (name.lower().endswith("passphrase") and len(words) >= 4 and all(w.isalpha() and w.islower() for w in words)
+            and not any(w in _PLACEHOLDER_WORDS or w in _PROSE_WORDS or w in _EXAMPLE_WORDS or w in _FILL_WORDS
+                        for w in words))
 
 
 def _not_an_assignment(m: re.Match[str]) -> bool:
@@ -477,6 +512,8 @@ def _valued(kind: str) -> Replace:
         if "--" in m.group("pre") and (re.fullmatch(r"[A-Z][A-Z0-9_]{1,30}[\])>]*", value)
                                        or m.group("pre").endswith("  ")):
             return None  # a usage line: a metavariable ([--token TOKEN]) or a help table's description column
+        if re.fullmatch(r"[A-Z]{2,}(?:_[A-Z]+)*[\])>]*[,.]?", value):
+            return None  # a metavariable of a usage line or a comment (``rabbitmqctl add_user USER PW``)
         if re.fullmatch(_PORTS, value):
             return None  # -p 8080:80
         q = m.group("q") or ""
@@ -502,10 +539,12 @@ _DIGITS_B64 = ("MNO", "DTjz", "AEIMQUYcgk", "wxyz012345")
 
 
 def _discord(m: re.Match[str]) -> str | None:
-    # The first part is a user id (17-20 digits) in base64; a dotted CamelCase name is no such thing.
-    part = m.group("id")
+    # The first part is a user id (17-20 digits) in base64, or the token is plainly generated (its first and last
+    # parts each mix digits with both cases); a dotted CamelCase name is neither.
+    part, last = m.group("id"), m.group(0).rsplit(".", 1)[1]
     whole = len(part) - len(part) % 4
-    if all(c in _DIGITS_B64[i % 4] for i, c in enumerate(part[:whole])):
+    if all(c in _DIGITS_B64[i % 4] for i, c in enumerate(part[:whole])) or (
+            _password_part(part) and _password_part(last)):
         return _marker("discord-token")
     return None
 
@@ -513,14 +552,20 @@ def _discord(m: re.Match[str]) -> str | None:
 def _prose_password(m: re.Match[str]) -> str | None:
     """A password given in a sentence (``the db password is Xy7-kq2p``, ``user admin, pass Blue62!``): kept
     unless the word after it looks like a value (6+ characters with a digit, a symbol or mixed case)."""
-    value = m.group("val")
+    value, q = m.group("val"), m.group("q") or ""
     said = m.group("pre").lower()
-    if not re.search(r"\b(?:is|was|to)\b|=|pass|pw|creds|credentials|login", said):
+    if not re.search(r"\b(?:is|was|to|gave|sent|provided|shared|pasted|supplied)\b|=|pass|pw|creds|credentials|login",
+                     said):
         return None  # "stored secret 'prod/db'": a secret or token is given only with is/was/to/=
-    if value.startswith("-") or not _plausible(value, quoted=bool(m.group("q")), kind="password", env=False,
-                                               config=False, key_only=False):
+    if m.string.startswith(("..", "\u2026"), m.end("val")) or value.endswith("_"):
+        return None  # elided: "the signing secret is whsec_..."
+    if q == "`" and said.startswith("pass") and not said.startswith(("passw", "passp")) and (
+            "=" in value or "(" in value or re.fullmatch(r"[A-Za-z_][A-Za-z_.]*", value)):
+        return None  # the verb: "pass `strict=True`", "pass `disallowed_special`"
+    if value.startswith("-") or not _plausible(value, quoted=bool(q), kind="password", env=False, config=False,
+                                               key_only=False):
         return None
-    return f"{m.group('pre')}{m.group('q')}{_marker('password')}{m.group('q')}"
+    return f"{m.group('pre')}{q}{_marker('password')}{q}"
 
 
 def _hcl_variable(m: re.Match[str]) -> str | None:
@@ -607,6 +652,124 @@ def _cli_password(program: str, flag: str, triggers: tuple[str, ...]) -> _Rule:
                  r"(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", triggers, replace=_valued("password"))
 
 
+#: An argument before the one a rule wants: a quoted string, an object literal or a plain expression
+#: (``process.env.URL!``, ``user``, ``{ id: user.id }``).
+_ARG = r"(?:'[^'\n]*'|\"[^\"\n]*\"|\{[^{}\n]*\}|[\w.!$\[\]]+)"
+
+
+def _call_secret(kind: str, callee: str, before: int, triggers: tuple[str, ...], *, key_like: bool = False) -> _Rule:
+    """The quoted literal given as argument ``before`` + 1 to a call of ``callee`` (a pattern), the ones before it
+    plain (``_ARG``): ``new NetworkCredential(user, "pw")``, ``algoliasearch(appId, "key")``. ``key_like``: only a
+    generated-looking value (16+ characters mixing digits and both cases, or 32+ hex digits)."""
+    return _Rule(kind, rf"(?P<pre>{callee}\s*\(\s*(?:{_ARG}\s*,\s*){{{before}}})(?P<q>['\"])(?P<val>[^'\"\n]+)(?P=q)",
+                 triggers, replace=_key_like(kind) if key_like else _valued(kind))
+
+
+def _named_call(m: re.Match[str]) -> str | None:
+    """A literal set for (or defaulted to) a secret's name in a call: ``define('DB_PASSWORD', '…')``,
+    ``props.put("mail.smtp.password", "…")``, ``ENV.fetch('DB_PASSWORD', '…')``; a value with a space is a label."""
+    named = _name_kind(m.group("name"))
+    value = m.group("val")
+    if named is None or any(c.isspace() for c in value) or not _plausible(
+            value, quoted=True, kind=named[0], env=bool(re.match(_ENV_NAME, m.group("name"))), config=False,
+            key_only=named[1]):
+        return None
+    return f"{m.group('pre')}{m.group('q')}{_marker(named[0])}{m.group('q')}"
+
+
+def _named_value(kind: str | None = None) -> Replace:
+    """Keep ``pre`` and the quotes ``q``; the value (``val``, or ``qval`` when quoted) becomes the marker (of
+    ``kind``, or of the name's kind) when the name (group ``name``: ``AWS_SECRET_ACCESS_KEY``, ``nexusPassword``)
+    is a secret's and the value looks like one (as a config line's would)."""
+    def replace(m: re.Match[str]) -> str | None:
+        named = _name_kind(m.group("name"))
+        value = m.groupdict().get("qval") or m.group("val") or ""
+        q = m.group("q") or ""
+        if named is None or value.startswith("-") or not _plausible(
+                value, quoted=bool(q), kind=named[0], env=bool(re.match(_ENV_NAME, m.group("name"))), config=True,
+                key_only=named[1]):
+            return None
+        return f"{m.group('pre')}{q}{_marker(kind or named[0])}{q}"
+    return replace
+
+
+def _env_key(kind: str) -> Replace:
+    """Keep ``pre`` and the quotes ``q``; the value ``val`` becomes the marker when it looks like a key given to an
+    environment name (16+ characters, letters and digits, no placeholder)."""
+    def replace(m: re.Match[str]) -> str | None:
+        q = m.group("q") or ""
+        if not _plausible(m.group("val"), quoted=bool(q), kind=kind, env=True, config=False, key_only=True):
+            return None
+        return f"{m.group('pre')}{q}{_marker(kind)}{q}"
+    return replace
+
+
+def _dash_flag(m: re.Match[str]) -> str | None:
+    """A single-dash flag's secret (``keytool -storepass …``, Go's ``-token=…``, PowerShell's ``-Password '…'``);
+    ``pass:``/``env:``/``file:`` values are openssl/keytool references (or already redacted)."""
+    value = m.group("qval") or m.group("val") or ""
+    if re.match(r"(?:pass|env|file|fd|stdin)(?::|$)", value):
+        return None
+    return _valued("password" if "pass" in m.group("flag").lower() else "secret")(m)
+
+
+#: What makes a rotated credential's "new one" a password (``_rotated``): the text is about credentials ...
+_CREDENTIAL_TALK = r"(?i)rotat|passw|passphrase|credential|\bcreds?\b|vault|secret|\bpw\b"
+#: ... and the value is strong: 8+ characters with a digit and a letter, and mixed case or a symbol.
+_STRONG = r"^(?=[^\s]*\d)(?=[^\s]*[A-Za-z])(?=[^\s]*(?:[A-Z][^\s]*[a-z]|[a-z][^\s]*[A-Z]|[!@#$%^&*+=?~]))\S{8,}$"
+
+
+def _rotated(m: re.Match[str]) -> str | None:
+    """A credential given as "the new one" (``rotated it, new one for the vpn user is "…"``): only in a text about
+    credentials and only a strong value (``_STRONG``)."""
+    value, q = m.group("val"), m.group("q") or ""
+    if not re.search(_CREDENTIAL_TALK, m.string) or not re.match(_STRONG, value) or _not_a_value(value, code=False) \
+            or re.match(_VERSION, value):
+        return None
+    return f"{m.group('pre')}{q}{_marker('password')}{q}"
+
+
+def _prose_key(m: re.Match[str]) -> str | None:
+    """A key given in a sentence (``use this key: …``, ``the api key is …``): 20+ letters and digits with 3+ digits;
+    bare hex only after ``api key``/``access key`` (``the key is <sha>`` is a digest)."""
+    value = m.group("val")
+    hex_only = all(c in "0123456789abcdef" for c in value.lower())
+    if sum(c.isdigit() for c in value) < 3 or not any(c.isalpha() for c in value) or _not_a_value(value) or (
+            hex_only and not re.search(r"(?i)(?:api|access)[ \t]+key", m.group("pre"))):
+        return None
+    q = m.group("q") or ""
+    return f"{m.group('pre')}{q}{_marker('api-key')}{q}"
+
+
+def _htpasswd(m: re.Match[str]) -> str | None:
+    """``htpasswd -b [-c] file user password`` (``-n``: no file) and ``mosquitto_passwd -b file user password``: the
+    password, the last of the positional arguments."""
+    words = m.group("args").split()
+    flags = [w for w in words if w.startswith("-")]
+    rest = words[len(flags):]
+    if words[:len(flags)] != flags or "b" not in "".join(flags):
+        return None
+    wanted = 2 if "n" in "".join(flags) else 3
+    if len(rest) < wanted:
+        return None
+    value = rest[wanted - 1]
+    if value[0] not in "'\"":
+        value = value.rstrip("'\",")  # the command inside a string literal: "… user pw",
+    bare = value.strip("'\"")
+    if not bare or _not_a_value(bare, code=False):
+        return None
+    args = m.group("args")
+    at = args.index(value, len(" ".join(words[:len(flags) + wanted - 1])))
+    q = value[0] if value[0] in "'\"" and value[-1] == value[0] and len(value) > 1 else ""
+    return f"{m.group('pre')}{args[:at]}{q}{_marker('password')}{q}{args[at + len(value):]}"
+
+
+#: Where a single-dash secret flag may be (``_dash_flag``): after a space.
+_DASH_FLAG_TRIGGERS = ("storepass", "keypass", " -pass", " -api", " -token", " -auth", " -access", " -client",
+                       " -secret")
+#: A secret-named key's closing quote: where ``_named_call`` may apply.
+_NAMED_CALL_TRIGGERS = tuple(f"{end}{q}" for end in ("word", "wd", "pass", "secret", "token", "key")
+                             for q in "'\"")
 _HEX = "[0-9a-f]"
 #: How a Discord bot token starts: a user id's first digit (1-9) in base64.
 _DISCORD_STARTS = ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT")
@@ -615,7 +778,7 @@ _TOKEN_END = r"(?![A-Za-z0-9_\-])"
 #: A YAML key naming a secret whose value sits on the lines below it, more indented: a plain scalar, or a
 #: ``|`` / ``>`` block (``MYSQL_ROOT_PASSWORD:`` then ``    s3cr3t`` on the next line).
 _YAML_BLOCK = (r"(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?"
-               r"(?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|secret|token|key))"
+               r"(?P<name>(?:[A-Za-z][A-Za-z0-9_.\-]{0,100}?)?(?i:pass(?:word|wd|phrase)?|pwd|psk|secret|token|key))"
                r"[ \t]*:[ \t]*"
                r"(?:[|>][-+]?[0-9]?)?[ \t]*(?:#[^\n]*)?\n(?P<body>(?:(?P=indent)[ \t]+\S[^\n]*(?:\n|\Z))+)")
 
@@ -646,7 +809,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("cloud-credential", rf"(?im)^(?P<header>(?:{_CSV_CELL},)*[ \t]*[\"']?(?:[\w.\-]+[ _])?(?:{_CSV_COLUMNS})"
           r"[\"']?[ \t]*(?:,[^\n]*)?)\n(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)",
           _CSV_TRIGGERS, fold=True, replace=_credential_csv),
-    _Rule("password", _YAML_BLOCK, ("pass", "pwd", "secret", "token", "key"), fold=True, replace=_yaml_block),
+    _Rule("password", _YAML_BLOCK, ("pass", "pwd", "psk", "secret", "token", "key"), fold=True, replace=_yaml_block),
     _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?@]+)@",
           ("://",), replace=_url_password),
     _Rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
@@ -711,11 +874,12 @@ _RULES: tuple[_Rule, ...] = (
     # A Sentry DSN's key (``https://<key>@o1.ingest.sentry.io/2``); the host and project are kept.
     _Rule("sentry-dsn", r"(?P<pre>https://)[0-9a-f]{32}(?::[0-9a-f]{32})?(?=@[\w.\-]*sentry)", ("sentry",),
           fold=True, replace=_keep_prefix("sentry-dsn")),
-    _Rule("honeycomb-key", r"(?P<pre>\bx-honeycomb-team[\"']?\s*[:=]\s*)(?P<q>[\"']?)(?P<val>[A-Za-z0-9]{16,})(?P=q)",
+    _Rule("honeycomb-key", r"(?P<pre>\bx-honeycomb-team[\"']?\s*[:=]\s*)(?P<q>[\"']?)(?P<val>[A-Za-z0-9_]{16,})(?P=q)",
           ("honeycomb-team",), fold=True, replace=_valued("honeycomb-key")),
-    # An Azure storage account key (86 base64 characters and ``==``) where the text is about storage keys.
-    _Rule("azure-storage-key", r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])", ("storage", "keyname"),
-          fold=True),
+    # An Azure storage account or Cosmos DB key (86 base64 characters and ``==``) where the text is about storage
+    # keys or Cosmos DB (a sha512 integrity digest has the same length: ``sha512-…`` is kept).
+    _Rule("azure-storage-key", r"(?<![A-Za-z0-9+/])(?<!sha512-)[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])",
+          ("storage", "keyname", "cosmos", "documents.azure.com"), fold=True),
     # A registry's ``"auth"`` in ~/.docker/config.json: base64 of user:password.
     _Rule("docker-auth", r"(?P<pre>\"auths?\"\s*:\s*\")(?P<q>)(?P<val>[A-Za-z0-9+/]{16,}={0,2})(?=\")", ("auths",),
           replace=_valued("docker-auth")),
@@ -746,6 +910,18 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("supabase-token", rf"\bsbp_{_HEX}{{40}}\b", ("sbp_",)),
     _Rule("databricks-token", rf"\bdapi{_HEX}{{32}}(?:-\d)?\b", ("dapi",)),
     _Rule("newrelic-key", r"\bNRAK-[A-Z0-9]{27}\b", ("NRAK-",)),
+    _Rule("honeycomb-key", r"\bhc[ax][im]k_[a-z0-9]{32,}\b", ("hcaik_", "hcxik_", "hcamk_", "hcxmk_")),
+    _Rule("cloudflare-origin-ca-key", r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b", ("v1.0-",)),
+    _Rule("supabase-token", r"\bsb_secret_[A-Za-z0-9_\-]{20,}", ("sb_secret_",)),
+    _Rule("airtable-token", r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b", ("pat",)),
+    # LaunchDarkly server-side SDK and mobile keys (a client-side id is public, and bare hex).
+    _Rule("launchdarkly-key", r"\b(?:sdk|mob)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+          ("sdk-", "mob-")),
+    # Azure DevOps PATs in the 84-character format: 52 random characters, JQQJ, …, AZDO at 76.
+    _Rule("azure-devops-pat", r"\b[A-Za-z0-9]{52}JQQJ[A-Za-z0-9]{20}AZDO[A-Za-z0-9]{4}\b", ("AZDO",)),
+    # ``vault operator init`` output: the unseal (or recovery) key shares.
+    _Rule("vault-unseal-key", r"(?P<pre>\b(?:Unseal|Recovery) Key \d+:[ \t]*)[A-Za-z0-9+/]{20,}={0,2}",
+          ("Unseal Key", "Recovery Key"), replace=_keep_prefix("vault-unseal-key")),
     _Rule("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", ("eyJ",)),
     # Any scheme word (Bot, SSWS, Splunk, GenieKey …) or FCM's ``key=``; Bearer has its own rule below.
     _Rule("auth-token", r"(?P<pre>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
@@ -772,23 +948,97 @@ _RULES: tuple[_Rule, ...] = (
     # SQL: CREATE USER … IDENTIFIED BY '…', CREATE ROLE … PASSWORD '…'.
     _Rule("password", r"(?P<pre>(?<![\w\-])(?i:identified[ \t]+by|password)[ \t]+)(?P<q>')(?P<val>[^'\n]+)'",
           ("identified", "password"), fold=True, replace=_valued("password")),
-    # A database connection's password given third: new PDO(dsn, user, password), mysqli(host, user, password).
-    _Rule("password", r"(?P<pre>\b(?:PDO|mysqli|mysqli_connect|pg_connect)\s*\(\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,"
-          r"\s*(?:'[^'\n]*'|\"[^\"\n]*\")\s*,\s*)(?P<q>['\"])(?P<val>[^'\"\n]+)(?P=q)", ("PDO", "mysqli"),
-          replace=_valued("password")),
+    # A database connection's password given third: new PDO(dsn, user, password), mysqli(host, user, password),
+    # DriverManager.getConnection(url, user, password).
+    _call_secret("password", r"\b(?:PDO|mysqli|mysqli_connect|pg_connect|DriverManager\.getConnection)", 2,
+                 ("PDO", "mysqli", "getConnection")),
+    # A password given second, after a user: NetworkCredential, PasswordAuthentication, HTTP basic auth (requests'
+    # auth=(user, pw) tuple, Go's SetBasicAuth), LDAP binds, smtplib/imaplib/ftplib ``.login(user, pw)``.
+    _call_secret("password", r"(?:\b(?:NetworkCredential|PasswordAuthentication|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|"
+                 r"SetBasicAuth|simple_bind_s|simple_bind|bind_s)|\.login|(?<![\w.])auth\s*=\s*)", 1,
+                 ("Credential(", "Authentication(", "Auth(", "bind_s(", "simple_bind(", ".login(", "auth=(",
+                  "auth = (")),
+    # A literal signing key: jwt.sign(payload, "…"), jwt.encode(payload, "…"), Go's SignedString([]byte("…")).
+    _call_secret("secret", r"\bjwt\.(?:sign|encode|verify|decode)", 1, ("jwt.",)),
+    _call_secret("secret", r"\bSignedString\s*\(\s*\[\]byte", 0, ("SignedString",)),
+    # An SDK client given its key as a literal: AzureKeyCredential("…"), PagerDuty's APISession("…"), Segment's
+    # analytics.load("…"), Algolia's algoliasearch(appId, "…") / SearchClient.create(appId, "…").
+    _call_secret("api-key", r"\b(?:AzureKeyCredential|APISession|analytics\.load)", 0,
+                 ("KeyCredential", "APISession", "analytics.load"), key_like=True),
+    _call_secret("api-key", r"\b(?:algoliasearch|SearchClient(?:\.create)?)", 1, ("algoliasearch", "SearchClient"),
+                 key_like=True),
+    # A literal set for (or defaulted to) a secret's name: define('DB_PASSWORD', '…'), props.put("….password", "…"),
+    # System.setProperty, ENV.fetch('DB_PASSWORD', '…'), os.getenv("API_TOKEN", "…"), t.Setenv(…).
+    _Rule("secret", r"(?P<pre>\b(?:define|put|setProperty|set|fetch|getenv|get|setdefault|Setenv|setenv|"
+          r"SetEnvironmentVariable)\s*\(\s*(?P<nq>['\"])(?P<name>[\w.\-]{2,100})(?P=nq)\s*,\s*)"
+          r"(?P<q>['\"])(?P<val>[^'\"\n]+)(?P=q)", _NAMED_CALL_TRIGGERS, fold=True, replace=_named_call),
     # A user and a password after "creds:" / "login:" (``creds: admin / Adm1n#77``).
     _Rule("password", r"(?P<pre>(?<![\w./\-])(?i:creds|credentials|login)[ \t]*[:=][ \t]*[\w.@\-]+[ \t]*/[ \t]*)(?P<q>)"
           r"(?P<val>[^\s\"'`]+)", ("creds", "credentials", "login"), fold=True, replace=_prose_password),
     _cli_password(r"ldap\w*", r"-w[ \t]*", ("ldap",)),
+    # A password given positionally after its user: rabbitmqctl add_user USER PW, net user USER PW /add, htpasswd -b,
+    # echo 'user:pw' | chpasswd.
+    _Rule("password", r"(?P<pre>\brabbitmqctl\b[^\n;|&]{0,80}?[ \t](?:add_user|change_password|authenticate_user)"
+          r"[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)[ \t]+)"
+          r"(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)<>]+))",
+          ("rabbitmqctl",), replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\b(?i:net)[ \t]+(?i:user)[ \t]+(?:\"[^\"\n]+\"|[^\s\"/]+)[ \t]+)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"'`;|&)<>/*][^\s\"'`;|&)<>]*)(?P=q)(?=[ \t]+/)", ("net user",), fold=True,
+          replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\b(?:htpasswd|mosquitto_passwd)[ \t]+)(?P<args>[^\n;|&<>]+)",
+          ("htpasswd", "mosquitto_passwd"), replace=_htpasswd),
+    _Rule("password", r"(?P<pre>\becho[ \t]+(?P<uq>[\"']?)[\w.\-]+:)(?P<q>)(?P<val>[^\s\"':]+)(?=(?P=uq)[ \t]*\|[ \t]*"
+          r"(?:sudo[ \t]+)?chpasswd)", ("chpasswd",), replace=_valued("password")),
+    # Single-dash flags: keytool/jarsigner (-storepass, -srcstorepass, -keypass …), Go's flag package (-token=…),
+    # PowerShell (-Password '…'); openssl's -passin/-passout pass:… and ConvertTo-SecureString '…' -AsPlainText.
+    _Rule("password", r"(?P<pre>(?<![\w\-./])-(?P<flag>(?i:(?:src|dest|new)?(?:store|key)pass(?:word)?|password|passwd|"
+          r"passphrase|api-?key|token|auth-?token|access-?token|client-?secret|secret))(?:[ \t]+|=))"
+          r"(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))",
+          _DASH_FLAG_TRIGGERS, fold=True, replace=_dash_flag),
+    _Rule("password", r"(?P<pre>(?<![\w\-])-pass(?:in|out|word)?[ \t]+pass:)(?P<q>)(?P<val>[^\s\"'`;|&)]+)",
+          ("pass pass:", "passin pass:", "passout pass:", "password pass:"),
+          replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\bConvertTo-SecureString[ \t]+(?:-String[ \t]+)?)(?P<q>[\"'])(?P<val>[^\"'\n]+)(?P=q)"
+          r"(?=[^\n]*-AsPlainText)", ("ConvertTo-SecureString",), replace=_valued("password")),
+    # Gradle project and Java system properties named as secrets: -PnexusPassword=…, -Dspring.datasource.password=….
+    _Rule("secret", r"(?P<pre>(?<![\w\-])-[PD](?P<name>[A-Za-z][\w.\-]*)=)(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|"
+          r"(?P<val>[^\s\"'`;|&)]+))", ("-P", "-D"), replace=_named_value()),
+    # Redis: requirepass/masterauth (and keepalived's auth_pass) opening a config line, or given to CONFIG SET.
+    _Rule("password", r"(?P<pre>(?:(?m:^)[ \t]*|\b(?i:config[ \t]+set)[ \t]+)(?:requirepass|masterauth|auth_pass)"
+          r"[ \t]+)(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)", ("requirepass", "masterauth", "auth_pass"),
+          replace=_valued("password")),
+    # A CLI given its token positionally: snyk auth …, ngrok authtoken … / ngrok config add-authtoken ….
+    _Rule("token", r"(?P<pre>\b(?:snyk[ \t]+auth|ngrok[ \t]+(?:config[ \t]+add-)?authtoken)[ \t]+)(?P<q>[\"']?)"
+          r"(?P<val>[A-Za-z0-9_\-.]{16,})(?P=q)", ("snyk", "authtoken"), replace=_valued("token")),
+    # A Go MySQL DSN's password: user:pw@tcp(host:port)/db.
+    _Rule("password", r"(?P<pre>(?<![\w:/@.\-])[\w.\-]+:)(?P<q>)(?P<val>[^\s@/\"'`]+)(?=@(?:tcp|unix)\()",
+          ("@tcp(", "@unix("), replace=_valued("password")),
+    # npm's _auth (base64 of user:password) and Yarn's npmAuthIdent (user:password).
+    _Rule("secret", r"(?m)^(?P<pre>[ \t]*(?://[^\s=]*:)?_auth[ \t]*=[ \t]*)(?P<q>[\"']?)"
+          r"(?P<val>[A-Za-z0-9+/]{8,}={0,2})(?P=q)[ \t]*$", ("_auth",), replace=_valued("secret")),
+    _Rule("secret", r"(?P<pre>\bnpmAuthIdent[\"']?[ \t]*:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"':]+:[^\s\"']+)(?P=q)",
+          ("npmAuthIdent",), replace=_valued("secret")),
+    # An environment name for a personal access token: JIRA_PAT=…, ADO_PAT: ….
+    _Rule("token", r"(?<![\w.\-])(?P<pre>(?:[A-Z0-9]+_)+PAT[\"']?[ \t]*[=:][ \t]*)(?P<q>[\"']?)"
+          r"(?P<val>[A-Za-z0-9_\-.~+/=]{16,})(?P=q)(?![^\s\"',;])", ("_PAT",), replace=_env_key("token")),
+    # A key in a sentence: "use this key: …", "the api key is …".
+    _Rule("api-key", r"(?P<pre>(?<![\w\-./])(?i:(?:api|access|this|the|new)[ \t]+key)"
+          r"(?:[ \t]*:|[ \t]+(?:is|was|=))[ \t]*)(?P<q>[\"'`]?)(?P<val>[A-Za-z0-9]{20,})(?P=q)(?![\w\-])",
+          tuple(f"{word} key" for word in ("api", "access", "this", "the", "new")), fold=True,
+          replace=_prose_key),
+    # A rotated credential given as "the new one" in a text about credentials.
+    _Rule("password", r"(?P<pre>\bnew[ \t]+(?:one|value)(?:[ \t]+for[ \t]+[\w.\-@`]+(?:[ \t]+[\w.\-@`]+){0,3}?)?"
+          r"[ \t]+(?:is|was|=|:)[ \t]+)(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]+|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
+          ("new one", "new value"), fold=True, replace=_rotated),
     # Also prefixed (``--db-password``, ``--spring.datasource.password``) and in an argv list (``"--token", "…"``).
     _Rule("secret", r"(?P<pre>(?<![\w\-.])--(?:(?!no-)[a-z0-9]+[-.]){0,4}(?:password|passwd|pass|token|api-?key|"
           r"api-token|auth-token|access-token|secret|client-secret|secret-key|access-key|private-token|bot-token|"
           r"webhook-secret|account-key|api-secret|app-secret|master-key|encryption-key|signing-key|license-key)"
           r"(?:[ \t]+|=|[\"'][ \t]*,[ \t]*))(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)]+))", ("--",),
           replace=_valued("secret")),
-    _Rule("secret", r"(?P<pre>\bname:[ \t]*[\"']?[A-Za-z_]*(?i:password|passwd|secret|token|api_?key)[\"']?"
+    _Rule("secret", r"(?P<pre>\bname:[ \t]*(?P<nq>[\"']?)(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P=nq)"
           r"[ \t]*\n[ \t]*-?[ \t]*value:[ \t]*(?:\n[ \t]+)?)(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)]+)(?P=q)", ("value:",),
-          replace=_valued("secret")),
+          replace=_named_value("secret")),
     _Rule("password", r"(?P<pre>\bmachine[ \t]+\S+\s+login[ \t]+\S+\s+password[ \t]+)(?P<q>[\"']?)"
           r"(?P<val>[^\s\"']+)(?P=q)", ("machine",), replace=_valued("password")),
     _Rule("password", r"(?m)^(?P<pre>[A-Za-z0-9_.\-*]+:(?:\d{1,5}|\*):[A-Za-z0-9_.\-*]+:[A-Za-z0-9_.\-*@]+:)"
@@ -806,12 +1056,20 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("secret", r"\bvariable\s+\"(?P<name>[\w\-]+)\"\s*\{[^{}]{0,600}?\bdefault\s*=\s*\"(?P<val>[^\"\n]+)\"",
           ("variable",), replace=_hcl_variable),
     # A password in a sentence: "the staging db password is …", "the wifi password for the lab is "…"".
-    _Rule("password", r"(?P<pre>(?:(?<![\w\-=./])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw)\b"
-          r"|`[A-Za-z_]*(?:PASSWORD|SECRET|TOKEN|[Pp]assword|[Ss]ecret|[Tt]oken)`)"
-          r"(?:[ \t]+(?:for|of|on)[ \t]+[\w.\-@`]+(?:[ \t]+[\w.\-@`]+){0,3}?[ \t]+(?:is|was|=|to)"
-          r"|[ \t]+(?:is|was|=|to))?[ \t]+)(?P<q>[\"'`]?)(?P<val>[^\s\"'`]*[^\s\"'`.,;:)])(?P=q)",
-          ("pass", "pwd", "pw ", "secret", "token"), fold=True, replace=_prose_password),
-    _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
+    # … or "the ADO pat for the org is …", "set `REDIS_PASSWORD` in `.env` to `…`", "the password you gave (…)".
+    _Rule("password", r"(?P<pre>(?:(?<![\w\-=./$])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw|pat"
+          r"|PAT)\b|`[A-Za-z_]*(?:PASSWORD|SECRET|TOKEN|[Pp]assword|[Ss]ecret|[Tt]oken)`)"
+          r"(?:[ \t]+(?:for|of|on|in)[ \t]+[\w.\-@`/]+(?:[ \t]+[\w.\-@`/]+){0,3}?[ \t]+(?:is|was|=|to)"
+          r"|[ \t]+(?:is|was|=|to))?[ \t]+)"
+          r"(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]*[^\s\"'`,;:)]|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
+          ("pass", "pwd", "pw ", "secret", "token", "pat ", "pat:"), fold=True, replace=_prose_password),
+    _Rule("password", r"(?P<pre>(?<![\w\-=./$])(?i:password|passwd|passphrase|secret|token|key|pw|pat)[ \t]+"
+          r"(?:that[ \t]+)?you[ \t]+(?:gave|sent|provided|shared|pasted|supplied)(?:[ \t]+me)?"
+          r"(?:[ \t]+(?:earlier|above|before))?(?:[ \t]*[(:][ \t]*|[ \t]+))"
+          r"(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]*[^\s\"'`,;:)]|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
+          ("you gave", "you sent", "you provided", "you shared", "you pasted", "you supplied"), fold=True,
+          replace=_prose_password),
+    _Rule("secret", _ASSIGNMENT, ("pass", "pwd", "psk", "secret", "token", "key"), fold=True, flags=re.VERBOSE,
           scan=_scan_assignments),
 )
 
