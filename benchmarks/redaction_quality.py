@@ -2,7 +2,7 @@
 lines, per kind and per split, for ``memcue.core.redaction.redact``.
 
 Run: ``.venv/bin/python benchmarks/redaction_quality.py`` (under a second). Reads
-``benchmarks/data/redaction/{dev,test,test2,test3,test4}_{secrets,ordinary}.jsonl``; writes
+``benchmarks/data/redaction/<split>_{secrets,ordinary}.jsonl`` for every split present; writes
 ``benchmarks/results/redaction_quality.{json,md}``. ``--split NAME`` runs one split.
 
 Sets: ``*_secrets.jsonl`` rows are ``{"text", "secret", "kind"}`` (a line or short block holding one FAKE
