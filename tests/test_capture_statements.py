@@ -13,6 +13,14 @@ from memcue.sidecar.recall import KEYWORD_CHANNELS, RecallRequest, RecallService
 from memcue.sidecar.store import CANDIDATE_TTL_S, NewCandidate, NewMemory, Store, StoreProtocol
 
 POSITIVES = [
+    ("Hi! Bit of context first: the planner runs on labsrv-07 under /opt/planner. Can you look at the tray count?",
+     "note", "Bit of context first: the planner runs on labsrv-07 under /opt/planner."),
+    ("Heads up: Narwhal, the -80 in room 214, gets decommissioned at the end of March. Can you check the boxes?",
+     "note", "Heads up: Narwhal, the -80 in room 214, gets decommissioned at the end of March."),
+    ("Scrap that. Nothing should look samples up by their label. Can you fix the finder?", "decision",
+     "Nothing should look samples up by their label."),
+    ("We key everything on the barcode and only the barcode. Can you fix the finder?", "decision",
+     "We key everything on the barcode and only the barcode."),
     ("cool. also while you're in there: never print the secret key, not even with --verbose. can you run the check?",
      "decision", "also while you're in there: never print the secret key, not even with --verbose."),
     ("oh and btw, don't push to main directly. thanks", "decision", "oh and btw, don't push to main directly."),
@@ -61,6 +69,8 @@ POSITIVES = [
      "add the route sort, and keep everything 3.9-compatible"),
 ]
 NEGATIVES = [
+    "Nobody can log in since the deploy, why?",
+    "nothing happens when I click save",
     "if the build fails, never mind the docs job.",
     "while you're at it, don't commit yet, just look.",
     "should we always use uv?",

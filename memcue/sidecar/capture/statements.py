@@ -55,16 +55,18 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
                  r"\blet'?s (?:always|never)\b"),
     ("decision", _DONT_START + r"\s+\w+"),
     ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
+    ("decision", r"^(?:(?:and|so|also)\s+)?(?:nothing|no one|nobody|no \w+)\s+(?:\w+\s+){0,2}?(?:should|must|may|"
+                 r"ever)\b(?!\s+have\b)|^(?:we|our \w+)\b.{0,80}\band only\b"),
     ("decision", r"\b(?:has|have|needs?) to (?:stay|remain)\b|\bmust (?:stay|remain)\b|"
                  r"\bgoes through (?:me|him|her|them|[A-Z][\w'-]+)\b|"
                  r"\bkeep\s+(?:\w+\s+){0,3}?[\w.]+-(?:only|compatible)\b|"
                  r"^(?:(?:and|also|so|please)\s+)*(?:whenever|every time|each time|any time)\b"),
     ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|fwiw|btw|psa|heads[- ]up|for the record|"
              r"for what it'?s worth|just so you know|"
-             r"(?:some |for |a bit of )?(?:context|background)(?: first)?)\b"
+             r"(?:(?:some|a|for|quick|(?:a )?(?:little )?bit of)\s+)*(?:context|background)(?: first)?)\b"
              r"[,:!]?\s+(?=.*\b(?:is|are|was|were|has|"
              r"have|lives?|lands?|sits?|owns?|runs?|uses?|stays?|must|needs?|goes|comes?|belongs?|points?|depends?|"
-             r"means?)\b)"),
+             r"means?|gets?|got|becomes?|will|won't|moves?|closes?|retires?)\b)"),
 ))
 #: A "don't ..." that holds only for the moment ("don't change anything yet", "don't commit for now, just look",
 #: "don't push until I review it"): an instruction for this turn, not a rule to keep.
