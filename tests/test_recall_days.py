@@ -29,6 +29,7 @@ ROWS = [
     ("can you make the importer skip blank lines", "request", MONDAY),
     ("please add a retry to the webhook sender", "request", YESTERDAY),
     ("rename the settings screen to preferences", "request", NOW - 3 * HOUR),
+    ("If a LIMS import fails, Priya Raman at the core facility re-runs it (ext. 4471)", "decision", NOW - 9 * 86400),
 ]
 
 
@@ -75,3 +76,11 @@ def test_a_request_question_never_answers_with_its_own_copy(store: Store, embedd
     assert "can you make the importer skip blank lines" in got
     got = ask(store, embedder, "what  did i ask you?")
     assert bare not in got and question in got
+
+
+def test_a_time_that_describes_the_world_does_not_hide_an_older_answer(store: Store, embedder: Embedder) -> None:
+    """"last night's failed import" names when the import failed, not when the memory was written, so the
+    nine-day-old rule answers. "yesterday on the importer" (above) keeps its day."""
+    got = ask(store, embedder, "who do I ask to re-run last night's failed LIMS import?")
+    assert got and got[0].startswith("If a LIMS import fails"), got
+

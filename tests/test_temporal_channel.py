@@ -153,6 +153,7 @@ def test_a_future_period_is_a_plan_not_a_window(query: str) -> None:
     "who's on call for the gateway this week?", "add a retry to the uploader this morning, it keeps timing out",
     "smoke-publish to my local box like we did before, I want to see it still works after the retry changes",
     "rerun the import since the migration broke it",
+    "who do I ask to re-run last night's failed import?", "the box was out during Monday's inventory, is that a bug?",
 ])
 def test_a_period_around_now_in_a_task_names_the_moment_not_a_window(query: str) -> None:
     """"today's fixes" are the ones the task is about, not memories written today, and "see it still works after

@@ -23,7 +23,8 @@ expression                             window
 "5 hours ago"                          centred on the point, half width max(1 h, half the amount)
 "last/this week|month|year"            that calendar period ("next week", "tomorrow": a plan, no window;
                                        a period around now, "today", "this week", only in a question about
-                                       the past: "what did we decide today?", not "ship today's fixes")
+                                       the past: "what did we decide today?", not "ship today's fixes"; a
+                                       period that qualifies a thing, "last night's import", sets none)
 "in March", "March", "March 2024"      the whole month (the most recent March not in the future)
 "March 3", "2024-03-03", "3/4/2024"    that day (numeric dates month-first, dateparser's English default)
 "in 2024", "Q3 2024"                   that year / quarter
@@ -227,10 +228,19 @@ def _current(span: Span, now: float, text: str) -> bool:
             and not _ASKS_PAST.search(text))
 
 
+_POSSESSIVE = re.compile(r"['’]s\b", re.IGNORECASE)
+
+
+def _possessive(span: Span, text: str) -> bool:
+    """A period that qualifies a thing ("last night's failed import", "Monday's inventory", "today's export"):
+    it says when that thing happened, not when the memories about it were written, so it sets no window."""
+    return bool(_POSSESSIVE.match(text, span.finish)) and not span.bound
+
+
 @lru_cache(maxsize=4096)
 def _parse_cached(text: str, base_minute: int) -> TimeIntent | None:
     spans = [s for s in find_spans(text) if resolve_span(s, base_minute) and not _future(s, base_minute)
-             and not _current(s, base_minute, text)]
+             and not _current(s, base_minute, text) and not _possessive(s, text)]
     _mark_bounds(text, spans)
     start, end, order = _window(spans)
     # "check it still works after the retry changes" is a task about now, not a question about what came after
