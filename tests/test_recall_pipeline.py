@@ -207,6 +207,12 @@ def test_owner_check_and_baseline_in_support_features() -> None:
     # A statement (no question word) is held to carrying its words.
     statement = Support(cosine=0.6, baseline=0.1, question=False, key_terms=["httpx"], cue_terms=[])
     assert support_label(statement) != "supported"
+    # A task that repeats earlier work: a strongly close memory of any kind carrying one of its key terms.
+    repeat = Support(cosine=0.68, baseline=0.1, question=False, key_terms=["export", "watcher", "half"],
+                     cue_terms=["export"])
+    assert support_label(repeat) == "supported"
+    assert support_label(Support(cosine=0.5, baseline=0.1, question=False, key_terms=["export", "watcher", "half"],
+                                 cue_terms=["export"])) != "supported"  # close, not strongly
 
 
 def test_the_words_of_conversation_are_never_key_terms() -> None:
