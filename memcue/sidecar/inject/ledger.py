@@ -13,6 +13,10 @@ step under the ledger's lock: of two SessionStarts for one session at the same m
 a harness firing twice: case C23), one builds the block and the other sees the claim and gets the pointer. A
 claim whose block came out empty (or was cut off by the budget) is released, so a later start may try again.
 
+A memory shown only beside a tool call (``add_injected(..., beside_tool=True)``) is not repeated beside another
+tool call, but the prompt hook may give it again (``injected(key, for_prompt=True)`` leaves it out): shown next to
+an edit five turns ago, it is easy to miss when the user now asks the question it answers.
+
 Keys are ``"<harness>:<session id>"``; a session without an id is never recorded (nothing tells its prompts
 apart). At most ``SESSIONS_KEPT`` sessions are kept, the least recently used out first. Thread-safe.
 """
@@ -29,12 +33,13 @@ SESSIONS_KEPT = 4096
 
 
 class _Session:
-    __slots__ = ("block", "claimed", "injected")
+    __slots__ = ("beside_tool", "block", "claimed", "injected")
 
     def __init__(self) -> None:
         self.block = False
         self.claimed = False
         self.injected: set[int] = set()
+        self.beside_tool: set[int] = set()
 
 
 class SessionLedger:
@@ -95,17 +100,27 @@ class SessionLedger:
                 session.claimed = False
                 session.block = session.block or given
 
-    def injected(self, key: str) -> frozenset[int]:
-        """Memory ids already injected into the session's conversation (empty for an unknown session)."""
+    def injected(self, key: str, *, for_prompt: bool = False) -> frozenset[int]:
+        """Memory ids already injected into the session's conversation (empty for an unknown session); with
+        ``for_prompt``, without those shown only beside a tool call."""
         with self._lock:
             session = self._sessions.get(key) if key else None
-            return frozenset(session.injected) if session else frozenset()
+            if session is None:
+                return frozenset()
+            return frozenset(session.injected - session.beside_tool if for_prompt else session.injected)
 
-    def add_injected(self, key: str, memory_ids: Iterable[int]) -> None:
-        """Record memory ids injected into the session's conversation."""
+    def add_injected(self, key: str, memory_ids: Iterable[int], *, beside_tool: bool = False) -> None:
+        """Record memory ids injected into the session's conversation, ``beside_tool`` when by a tool call's
+        block (a prompt or session-start block clears that mark)."""
         if key:
             with self._lock:
-                self._get(key).injected.update(memory_ids)
+                session = self._get(key)
+                ids = set(memory_ids)
+                if beside_tool:
+                    session.beside_tool.update(ids - session.injected)  # not one a prompt block showed
+                else:
+                    session.beside_tool.difference_update(ids)
+                session.injected.update(ids)
 
     def forget_injected(self, key: str) -> None:
         """The session's conversation was cleared or compacted: nothing injected is in front of the model."""
@@ -114,6 +129,7 @@ class SessionLedger:
                 session = self._sessions.get(key)
                 if session is not None:
                     session.injected.clear()
+                    session.beside_tool.clear()
 
     def __len__(self) -> int:
         with self._lock:

@@ -175,7 +175,7 @@ class HookService:
                                   skipped=SKIP_TIMEOUT)
             return _nothing(started)
         key = self.ledger.key(harness, session_id)
-        shown = self.ledger.injected(key)  # already in the conversation: not repeated
+        shown = self.ledger.injected(key, for_prompt=True)  # already in the conversation: not repeated
         supported = self.native_filter(harness, injectable(answer, limit))
         results = [r for r in supported if r["memory_id"] not in shown]
         if self.prompt_block == "compact":

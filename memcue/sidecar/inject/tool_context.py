@@ -14,7 +14,8 @@ holds bookkeeping rows, and skips superseded and forgotten ones and the captured
 events: ``CAPTURED_KINDS``); each candidate is then checked word for word. Kinds that say how to work
 (``store.CONSTRAINING_KINDS``: decisions, preferences, conventions, bugs, lessons, procedures) come first, then the
 closer match, then the newest. A memory already injected in the session (by the prompt hook, the session-start
-block or an earlier tool call: the shared ``SessionLedger``) is not given again. At most ``MAX_MEMORIES``, rendered
+block or an earlier tool call: the shared ``SessionLedger``) is not given again beside a tool call; the prompt
+hook may still give one shown only beside a tool call, when a prompt asks for it. At most ``MAX_MEMORIES``, rendered
 under the hook's token budget (300 by default) with the same untrusted-data framing as every block
 (``TOOL_HEADER``).
 """
@@ -212,7 +213,7 @@ async def tool_context(backend: HookBackend, ledger: SessionLedger, harness: str
     skipped = ("" if block.text else SKIP_TIMEOUT if rows is None else SKIP_NOTHING if not rows
                else SKIP_SHOWN if not fresh else SKIP_NO_ROOM)
     if block.text:
-        ledger.add_injected(key, (r["memory_id"] for r in given))
+        ledger.add_injected(key, (r["memory_id"] for r in given), beside_tool=True)
     backend.record_served(query_id, session_id, "tool", given, "full" if block.text else "", tokens=block.tokens,
                           skipped=skipped)
     return ToolAnswer(block, given, skipped, query_id)
