@@ -195,6 +195,36 @@ def test_fail_edit_pass_becomes_one_promoted_memory_across_a_restart(home: Path,
         sc.stop()
 
 
+def _pre_tool(cwd: str, tool: str, tool_input: dict[str, Any], session_id: str) -> str:
+    """The additionalContext the real PreToolUse hook gives a Claude Code call ("" for none)."""
+    payload = {**_base(cwd, "PreToolUse", session_id), "tool_name": tool, "tool_input": tool_input,
+               "tool_use_id": f"toolu_{session_id[:6]}"}
+    run = run_hook(payload, "pre-tool-use")
+    assert run.returncode == 0, run
+    return json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"] if run.stdout.strip() else ""
+
+
+def test_a_transition_is_given_beside_an_edit_of_its_file_not_beside_every_test_run(home: Path, tmp_path: Path
+                                                                                    ) -> None:
+    """``pytest -q`` names the program every transition names: running the tests again is not a reason to show
+    how they once failed. Editing the file the fix touched is."""
+    project = tmp_path / "shop"
+    project.mkdir()
+    totals = str(project / "shop" / "totals.py")
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        _hook(bash_failure(str(project), command="pytest -q"))
+        _hook(edit(str(project), totals))
+        _hook(bash_success(str(project), command="pytest -q"))
+        assert wait_until(lambda: sc.client.candidates(state="promoted")["results"])
+        assert _pre_tool(str(project), "Bash", {"command": "pytest -q"}, "b1c2d3e4-0000-4000-8000-000000000001") == ""
+        beside = _pre_tool(str(project), "Edit", {"file_path": totals, "old_string": "a", "new_string": "b"},
+                           "b1c2d3e4-0000-4000-8000-000000000002")
+        assert "failed with" in beside and "parse_total" in beside, beside
+    finally:
+        sc.stop()
+
+
 def test_a_pass_without_a_failure_and_a_non_test_command_make_nothing(home: Path, tmp_path: Path) -> None:
     project = tmp_path / "shop"
     project.mkdir()

@@ -11,13 +11,14 @@ answer is not a semantic recall: a memory is given only when its text carries on
 
 Candidates come from the keyword index (one FTS5 query of the identifiers' words, ``CANDIDATES`` best), which never
 holds bookkeeping rows, and skips superseded and forgotten ones and the captured kinds (prompts, answers, session
-events: ``CAPTURED_KINDS``); each candidate is then checked word for word. Kinds that say how to work
-(``store.CONSTRAINING_KINDS``: decisions, preferences, conventions, bugs, lessons, procedures) come first, then the
-closer match, then the newest. A memory already injected in the session (by the prompt hook, the session-start
-block or an earlier tool call: the shared ``SessionLedger``) is not given again beside a tool call; the prompt
-hook may still give one shown only beside a tool call, when a prompt asks for it. At most ``MAX_MEMORIES``, rendered
-under the hook's token budget (300 by default) with the same untrusted-data framing as every block
-(``TOOL_HEADER``).
+events: ``CAPTURED_KINDS``); each candidate is then checked word for word. A test that failed and then passed is
+given beside a shell call only when the call names a file it names (``unittest`` alone matches every one). Kinds
+that say how to work (``store.CONSTRAINING_KINDS``: decisions, preferences, conventions, bugs, lessons, procedures)
+come first, then the closer match, then the newest. A memory already injected in the session (by the prompt hook,
+the session-start block or an earlier tool call: the shared ``SessionLedger``) is not given again beside a tool
+call; the prompt hook may still give one shown only beside a tool call, when a prompt asks for it. At most
+``MAX_MEMORIES``, rendered under the hook's token budget (300 by default) with the same untrusted-data framing as
+every block (``TOOL_HEADER``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ SKIP_SHOWN = "already shown in this session"
 SKIP_NO_ROOM = "did not fit the block's budget"
 SKIP_TIMEOUT = "budget timeout: no answer within the hook's budget"
 
+#: The source of memories promoted from a test that failed and then passed (``capture.test_runs``).
+TEST_TRANSITION_SOURCE = "capture:test-passed"
 #: A run of path-ish characters in a memory's text (backquotes, quotes, brackets, ``:line`` end it).
 _RUN = re.compile(r"[\w./@+~-]+")
 
@@ -117,6 +120,7 @@ class Lookup:
     """One tool call's identifiers (``query``: the hook's ``tool_query``) and how to find and check them."""
 
     def __init__(self, query: dict[str, Any]) -> None:
+        self.shell = query.get("type") == "shell"
         self.paths = [p.replace("\\", "/") for p in _strings(query.get("paths"))]
         self.terms = _strings(query.get("terms"))
         self._modules = [_module(p) for p in self.paths]
@@ -144,16 +148,17 @@ class Lookup:
         kept = dict.fromkeys(p for p in phrases if re.search(r"\w", p))
         return " OR ".join('"' + p.replace('"', '""') + '"' for p in kept)
 
-    def strength(self, content: str) -> int:
+    def strength(self, content: str, *, paths_only: bool = False) -> int:
         """How closely ``content`` names this call (the best of its identifiers; 0 none): see ``_path_strength``;
-        a term of several words, a flag or an environment variable 2, a program alone 1."""
+        a term of several words, a flag or an environment variable 2, a program alone 1 (with ``paths_only``,
+        terms do not count)."""
         best = 0
         if self.paths:
             for token in _tokens(content):
                 for path, module in zip(self.paths, self._modules, strict=True):
                     best = max(best, _path_strength(token, path, module))
             best = max([best, *(1 for p in self._bare if p.search(content))])
-        for pattern, weight in self._patterns:
+        for pattern, weight in [] if paths_only else self._patterns:
             if weight > best and pattern.search(content):
                 best = weight
         return best
@@ -175,7 +180,10 @@ def matching_rows(backend: HookBackend, lookup: Lookup, project: str) -> list[di
     for row in rows:
         if row.get("bookkeeping") or row.get("superseded_by") is not None or row.get("forgotten_at") is not None:
             continue
-        strength = lookup.strength(str(row.get("content") or ""))
+        # A test that failed and then passed is that test command's own history, not a warning about running it:
+        # beside a shell call it is given only for a file the call names.
+        transition = lookup.shell and row.get("source") == TEST_TRANSITION_SOURCE
+        strength = lookup.strength(str(row.get("content") or ""), paths_only=transition)
         if strength:
             scored.append((_rank(row, strength), row))
     scored.sort(key=lambda item: item[0])
