@@ -135,3 +135,42 @@ def test_a_dry_run_shows_what_registering_the_server_would_do_and_changes_nothin
     assert not (tmp_path / "claude" / "settings.json").exists()
     assert "not registered" not in _cli(tmp_path, "install", "codex", "--dry-run", "--no-mcp").stdout
     assert "MCP server" not in _cli(tmp_path, "install", "codex", "--dry-run", "--no-mcp").stdout
+
+
+def test_doctor_times_the_codex_server_against_codexs_optional_server_grace(tmp_path: Path) -> None:
+    """The real server started as Codex starts it (its registered command, a cleared environment): with
+    Codex's 1 s default or a generous grace the timing is reported; with a grace no start can meet, doctor warns
+    and names the setting. Doctor never writes it."""
+    config = tmp_path / "codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("mcp_optional_startup_grace_ms = 60000\n")
+    assert _cli(tmp_path, "install", "codex").returncode == 0
+
+    def mcp_finding() -> dict:
+        out = _cli(tmp_path, "doctor", "--json")
+        return {f["area"]: f for f in json.loads(out.stdout)["data"]["findings"]}["codex mcp"]
+
+    try:
+        found = mcp_finding()
+        assert found["status"] == "ok" and found["grace_ms"] == 60000 and 0 < found["start_ms"] < 60000
+        assert "started in" in found["message"]
+        text = config.read_text().replace("= 60000", "= 1")
+        config.write_text(text)
+        found = mcp_finding()
+        assert found["status"] == "warn" and found["grace_ms"] == 1
+        assert "mcp_optional_startup_grace_ms = 3000" in found["message"]
+        assert config.read_text() == text, "doctor changes nothing"
+    finally:
+        _cli(tmp_path, "stop")  # the server starts the sidecar in the background, as it does for Codex
+
+
+def test_doctor_warns_when_the_registered_codex_server_cannot_start(tmp_path: Path) -> None:
+    """A server table of memcue's whose interpreter is gone (memcue's environment removed without an uninstall):
+    a warning, not a crash, within the start timeout."""
+    config = tmp_path / "codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[mcp_servers.memcue]\ncommand = "/gone/venv/bin/python"\nargs = ["-m", "memcue", "mcp"]\n')
+    out = _cli(tmp_path, "doctor", "--json")
+    found = {f["area"]: f for f in json.loads(out.stdout)["data"]["findings"]}["codex mcp"]
+    assert found["status"] == "warn" and "did not start" in found["message"]
+    assert found["grace_ms"] == 1000, "Codex's default when config.toml does not set it"

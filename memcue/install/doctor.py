@@ -2,10 +2,11 @@
 
 Checks, per registered harness (``memcue.harnesses``; each installer's ``check``): its config file, whether
 memcue is wired in and current (this interpreter, these timeouts), the harness's version when its program is
-on PATH, and for Codex whether Codex trusts the hooks (asked through ``codex app-server``); then the
-sidecar (running, model, tokenizer, sqlite-vec, config errors, a socket path something else occupies) and
-the hook log (recent failures, the latest timings when ``MEMCUE_HOOK_DEBUG`` is on), and for each wired harness
-when something was last captured from it (a warning past ``STALE_CAPTURE_DAYS``). Each finding is
+on PATH, and for Codex whether Codex trusts the hooks (asked through ``codex app-server``) and whether
+memcue's MCP server starts within the time Codex gives it (``install.mcp_startup``); then the sidecar
+(running, model, tokenizer, sqlite-vec, config errors, a socket path something else occupies) and the hook log
+(recent failures, the latest timings when ``MEMCUE_HOOK_DEBUG`` is on), and for each wired harness when
+something was last captured from it (a warning past ``STALE_CAPTURE_DAYS``). Each finding is
 ``ok``, ``warn`` or ``problem``; the command exits 1 when any is a problem.
 """
 
@@ -22,8 +23,8 @@ from typing import Any
 
 from memcue.core.paths import Locations, socket_blocked
 from memcue.harnesses import HARNESSES, NAMES
-from memcue.install import mcp_servers, placement
-from memcue.install.edits import hooks_json
+from memcue.install import mcp_servers, mcp_startup, placement
+from memcue.install.edits import hooks_json, toml_file
 from memcue.install.edits.files import InstallError, read_bytes
 from memcue.install.engine import installer, present
 
@@ -228,6 +229,21 @@ def _mcp_server(harness: str) -> bool:
         return False
 
 
+def check_mcp_startup() -> list[dict[str, Any]]:
+    """Codex only, when memcue's MCP server is registered there: one timed start of it against Codex's grace
+    for optional servers (``install.mcp_startup``; adds about a second to doctor)."""
+    try:
+        entry = mcp_servers.registered("codex")
+        config = toml_file.read(installer("codex").settings_path().with_name("config.toml"))
+    except InstallError:
+        return []  # an unreadable config.toml is the codex finding's to report
+    if not mcp_servers.is_ours(entry):
+        return []
+    assert entry is not None
+    status, message, detail = mcp_startup.startup_finding(entry, mcp_startup.codex_grace_ms(config))
+    return [finding("codex mcp", status, message, **detail)]
+
+
 def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
     """The sidecar's state, or why it cannot start; not running is fine (hooks start it)."""
     from memcue.client import Client, ClientError, SidecarDown
@@ -342,8 +358,8 @@ def run_checks(loc: Locations) -> dict[str, Any]:
     """Every check: ``{"ok": bool, "findings": [{"area", "status", "message", ...}]}``."""
     harnesses = [installer(name).check() for name in NAMES]
     wired = [f for f in harnesses if f.get("installed")]
-    findings = [*harnesses, *check_placement(wired), *check_sidecar(loc), check_hook_log(loc),
-                *check_captures(loc, wired)]
+    findings = [*harnesses, *check_placement(wired), *check_mcp_startup(), *check_sidecar(loc),
+                check_hook_log(loc), *check_captures(loc, wired)]
     if not any(f.get("installed") for f in harnesses):
         findings.append(finding("harnesses", PROBLEM, "memcue is wired into no harness: run `memcue install "
                                                       f"all` (or {', '.join(NAMES)})"))
