@@ -98,8 +98,10 @@ def markdown(report: dict[str, Any]) -> str:
                                                                       if t["probe"]))
     row("memories injected into task turns needing nothing", lambda s: sum(
         t["injected"] for t in s["no_answer_turns"] if not t["probe"]))
-    row("PostToolUse records spooled / shell calls (claude-code; codex)", lambda s: "; ".join(
-        f"{v['spooled']}/{v['scripted']}" for _, v in sorted(s["tool_records"].items())))
+    row("PostToolUse records spooled / shell calls run (claude-code; codex)", lambda s: "; ".join(
+        f"{v['spooled']}/{v['scripted'] - v.get('refused', 0)}" + (f" ({v['refused']} refused by the harness)"
+                                                                   if v.get("refused") else "")
+        for _, v in sorted(s["tool_records"].items())))
     row("model requests not from a harness (memcue)", lambda s: s["model_calls"]["non_harness_requests"])
     row("wall time (s)", lambda s: s["wall_s"])
     lat = report["post_tool_use"]

@@ -86,7 +86,8 @@ class WeekRun:
     captured prompts too), ``candidates`` (every state), ``installs`` (the install reports), ``other_requests``
     (model requests outside every turn), ``problems`` (the stub's), ``ledger`` (``memcue ledger --json``'s data,
     None when the command does not exist), ``recalls`` (per turn ``"S2 t0"``: what a recall of its prompt gives
-    at the week's end, one line), ``tool_records`` (PostToolUse records the hooks spooled, per harness) and
+    at the week's end, one line), ``tool_records`` (PostToolUse records the hooks spooled, per harness),
+    ``refused`` (shell calls the harness itself refused to run, so no hook could see them, per harness) and
     ``seconds`` of wall time."""
 
     turns: list[TurnRun] = field(default_factory=list)
@@ -98,6 +99,7 @@ class WeekRun:
     ledger: Any = None
     recalls: dict[str, str] = field(default_factory=dict)
     tool_records: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
     project: str = ""
     seconds: float = 0.0
 
@@ -238,6 +240,20 @@ def settle(client: Client, loc: Locations, timeout_s: float = SETTLE_TIMEOUT_S) 
     client.wait_idle(timeout_s=max(5.0, deadline - time.monotonic()))
 
 
+def codex_refused(codex_home: Path) -> int:
+    """Shell calls Codex refused to start, from its session rollouts under ``codex_home``: Codex 0.171 answers
+    a call it will not run (``rm -rf`` inside, "rm -f style commands are not permitted") with an
+    ``exec_command failed: CreateProcess … Rejected(…)`` output and runs no PostToolUse hook for it."""
+    count = 0
+    for path in (codex_home / "sessions").rglob("*.jsonl"):
+        for line in path.read_text(errors="replace").splitlines():
+            if '"function_call_output"' not in line:
+                continue
+            output = str((json.loads(line).get("payload") or {}).get("output", ""))
+            count += output.startswith("exec_command failed: CreateProcess") and "Rejected(" in output
+    return count
+
+
 def final_state(run: WeekRun, client: Client, env: dict[str, str], project: Path) -> None:
     """Fill ``run.rows`` (every memory of the project, bookkeeping included), ``run.candidates`` (every state),
     ``run.recalls``, ``run.tool_records`` and ``run.ledger``."""
@@ -250,6 +266,7 @@ def final_state(run: WeekRun, client: Client, env: dict[str, str], project: Path
             if '"op":"tool"' in line.replace(" ", ""):
                 harness = str(json.loads(line).get("source", "")).removeprefix("hook:")
                 run.tool_records[harness] = run.tool_records.get(harness, 0) + 1
+    run.refused["codex"] = codex_refused(Path(env["HOME"]) / ".codex")
     for turn in run.turns:
         answer = client.recall(turn.prompt, project=run.project)
         top = "; ".join(f"#{r.get('memory_id')} {r.get('memory_kind')} {r.get('tier')} cos "

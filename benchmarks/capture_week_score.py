@@ -267,11 +267,14 @@ def model_calls(run: WeekRun) -> dict[str, Any]:
 
 
 def tool_records(script: dict[str, Any], run: WeekRun) -> dict[str, dict[str, int]]:
-    """Per harness: the shell calls the script made (``scripted``) and the PostToolUse records its hooks spooled
-    (``spooled``): a record missing is a tool call the test-run signal never saw."""
+    """Per harness: the shell calls the script made (``scripted``), those the harness refused to run
+    (``refused``: no hook runs for them) and the PostToolUse records its hooks spooled (``spooled``): a record
+    missing from a call that ran is a tool call the test-run signal never saw."""
     out: dict[str, dict[str, int]] = {}
     for s in script["sessions"]:
-        row = out.setdefault(s["harness"], {"scripted": 0, "spooled": run.tool_records.get(s["harness"], 0)})
+        h = s["harness"]
+        row = out.setdefault(h, {"scripted": 0, "refused": run.refused.get(h, 0),
+                                 "spooled": run.tool_records.get(h, 0)})
         row["scripted"] += sum(1 for t in s["turns"] for a in t.get("actions") or [] if a.get("tool") == "shell")
     return out
 

@@ -1,7 +1,8 @@
 """The scripted-week benchmark's runner (``benchmarks/capture_week_run.py``) on a two-session script, so the
 benchmark cannot rot: a decision the user states in Claude Code (with a scripted shell call in the same turn)
 must reach the model's context when a Codex session asks for it, through the real binaries, memcue's default
-install and the scripted loopback model; and memcue itself must call the model zero times."""
+install and the scripted loopback model; memcue itself must call the model zero times; and every shell call the
+harness ran leaves one PostToolUse record, the ones it refused none."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ SCRIPT = {
              "actions": [{"tool": "shell", "command": "sed -i 's/PORT = 1/PORT = 5433/' app.py"}],
              "answer": "app.py now uses port 5433 for the invoices database.", "introduces": ["F01"], "needs": []}]},
         {"id": "S2", "harness": "codex", "turns": [
-            {"prompt": "Which port does the invoices database listen on?", "actions": [],
+            {"prompt": "Which port does the invoices database listen on?",
+             "actions": [{"tool": "shell", "command": "ls"}, {"tool": "shell", "command": "rm -rf build"}],
              "answer": "5433.", "introduces": [], "needs": ["F01"]}]},
     ],
 }
@@ -48,4 +50,7 @@ def test_a_statement_made_in_claude_code_comes_back_in_codex(tmp_path: Path) -> 
     assert fact["needs"] == [{"turn": "S2 t0", "harness": "codex", "back": True, "via": fact["needs"][0]["via"]}]
     assert score["model_calls"]["non_harness_requests"] == 0
     assert not run.problems, "the stub found every tool it was told to call"
+    # Codex 0.171 refuses `rm -rf` itself and runs no hook for it: counted apart, not as a lost record.
+    assert score["tool_records"] == {"claude-code": {"scripted": 1, "refused": 0, "spooled": 1},
+                                     "codex": {"scripted": 2, "refused": 1, "spooled": 1}}
     assert "1 facts (at least 20)" in score["script_problems"], "the week rules are checked (this script breaks them)"
