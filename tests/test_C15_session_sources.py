@@ -96,3 +96,36 @@ def test_C15_the_resumed_pointer_counts_only_memories_that_can_answer(home: Path
         sc.stop()
     assert sum(r["memory_kind"] == "request" for r in rows) == 10 and len(rows) >= 13
     assert resumed == pointer_line(1), "one decision; not the prompts, the bookkeeping, the records or the forgotten"
+
+
+def test_C15_the_note_and_pointer_name_only_tools_the_session_has(home: Path, tmp_path: Path) -> None:
+    """After `memcue install claude-code --no-mcp` a Claude Code session has none of memcue's tools: its note and
+    pointer name none (the real CLI writes the install record the sidecar reads). Codex, installed by default,
+    keeps the MCP note; Hermes' note names its provider's tools."""
+    import subprocess
+    import sys
+
+    from memcue.core.blocks import STANDING_NOTE_HERMES, STANDING_NOTE_NO_TOOLS
+
+    env = {**os.environ, "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "CODEX_HOME": str(tmp_path / "codex"), "MEMCUE_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    for args in (["claude-code", "--no-mcp"], ["codex"]):
+        run = subprocess.run([sys.executable, "-m", "memcue", "install", *args], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+    project = tmp_path / "billing-api"
+    project.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        no_tools = _start(home, project, "n1", "startup")
+        no_tools_resumed = _start(home, project, "n2", "resume")
+        codex_start = run_hook({"session_id": "c1", "cwd": str(project), "hook_event_name": "SessionStart",
+                                "source": "startup", "model": "gpt-5"}, "session-start", harness="codex",
+                               env={**os.environ, "MEMCUE_HOME": str(home), "MEMCUE_HOOK_SPAWN": "0"})
+        hermes_note = sc.client.session_context(project=str(project), session_id="h1", harness="hermes")["context"]
+    finally:
+        sc.stop()
+    assert no_tools == STANDING_NOTE_NO_TOOLS and "remember`" in no_tools and "MCP" not in no_tools
+    assert no_tools_resumed == pointer_line(0, "none") and "tool" not in no_tools_resumed
+    assert STANDING_NOTE in context_of(codex_start)
+    assert hermes_note == STANDING_NOTE_HERMES and "memcue_remember" in hermes_note

@@ -20,7 +20,7 @@ import memcue.hooks.launch as launch
 from memcue import adapters
 from memcue.adapters import event_name, hermes
 from memcue.adapters.base import POST_TOOL_USE, SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE_HERMES
 from memcue.core.project import resolve_project
 from memcue.install import hermes as hermes_install
 
@@ -104,8 +104,8 @@ def test_C14_through_the_real_hook_and_sidecar(home: Path, tmp_path: Path) -> No
     assert all((r.returncode, r.stderr) == (0, b"") for r in runs.values())
     prompt, start = runs["prompt"].stdout.decode(), runs["start"].stdout.decode()
     assert prompt.startswith(PROMPT_HEADER) and "build-cache key" in prompt  # plain text, not JSON
-    assert start.startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n") and "build-cache key" in start
-    assert runs["empty start"].stdout.decode() == STANDING_NOTE  # no memories: the note alone, as plain text
+    assert start.startswith(f"{STANDING_NOTE_HERMES}\n\n{SESSION_HEADER}\n") and "build-cache key" in start
+    assert runs["empty start"].stdout.decode() == STANDING_NOTE_HERMES  # no memories: the note alone, as plain text
     assert runs["stop"].stdout == runs["empty"].stdout == b""
 
 

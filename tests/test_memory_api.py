@@ -16,7 +16,7 @@ from conftest import Sidecar, context_of, embed_pending, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars
 
 from memcue.client import ClientError
-from memcue.core.blocks import POINTER, SESSION_HEADER, STANDING_NOTE
+from memcue.core.blocks import POINTER, POINTER_SAVE, SESSION_HEADER, STANDING_NOTE
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
@@ -30,7 +30,8 @@ TARGET = "Deploys to the Lisbon cluster are frozen on Fridays after 3 pm"
 #: Shares no word with TARGET: only the semantic channels can find it.
 PARAPHRASE = "When is shipping code to production blocked at the end of the week?"
 #: The one-line pointer (its count includes global memories other tests wrote).
-POINTED = re.compile(re.escape(POINTER).replace(re.escape("{count}"), r"\d+ memor(y|ies)"))
+POINTED = re.compile(re.escape(POINTER).replace(re.escape("{count}"), r"\d+ memor(y|ies)")
+                     .replace(re.escape("{save}"), re.escape(POINTER_SAVE["mcp"])))
 DISTRACTORS = ["The webhook sender retries five times with exponential backoff",
                "Use ruff for linting and formatting in every repository",
                "The billing service stores invoices in Postgres 16"]

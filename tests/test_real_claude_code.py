@@ -29,7 +29,7 @@ from real_harness import (
     wait_for_bookkeeping,
 )
 
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE, STANDING_NOTE_NO_TOOLS
 from memcue.core.project import resolve_project
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
@@ -63,7 +63,9 @@ def test_claude_code_gets_the_fact_once_and_the_session_block(home: Path, tmp_pa
     assert sent.count(FACT) == 1, explain(proc, sc)  # by the prompt hook, once
     assert sent.count(PINNED) == 1  # by the session-start block, once
     assert SESSION_HEADER in sent and PROMPT_HEADER in sent
-    assert sent.count(STANDING_NOTE) == 1 and sent.index(STANDING_NOTE) < sent.index(SESSION_HEADER)
+    # The note names memcue's MCP tools only when the install registered the server (`claude` on PATH).
+    note = STANDING_NOTE if report.get("mcp_registered") else STANDING_NOTE_NO_TOOLS
+    assert sent.count(note) == 1 and sent.index(note) < sent.index(SESSION_HEADER)
     assert sent.index(SESSION_HEADER) < sent.index(PINNED) and sent.index(PROMPT_HEADER) < sent.index(FACT)
     assert sum(r.text.count(FACT) for r in stub.requests) == 1  # and nowhere else
     assert any(r["memory_kind"] == "request" and r["content"] == QUESTION for r in captured["results"])

@@ -31,7 +31,7 @@ from real_harness import (
     wait_for_bookkeeping,
 )
 
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE_HERMES
 from memcue.core.project import resolve_project
 
 pytestmark = [pytest.mark.real_harness, pytest.mark.slow]
@@ -121,7 +121,7 @@ def test_hermes_gets_the_fact_once_in_memory_context_and_the_session_block(home:
     assert user.index("<memory-context>") < user.index(PROMPT_HEADER) < user.index(FACT) < \
         user.index("</memory-context>"), user
     assert SESSION_HEADER in system and PINNED in system and system.index(SESSION_HEADER) < system.index(PINNED)
-    assert system.count(STANDING_NOTE) == 1 and system.index(STANDING_NOTE) < system.index(SESSION_HEADER)
+    assert system.count(STANDING_NOTE_HERMES) == 1 and system.index(STANDING_NOTE_HERMES) < system.index(SESSION_HEADER)
     assert turns[0].text.count(PINNED) == 1
     assert sum(r.text.count(FACT) for r in stub.requests) == 1  # and nowhere else
     assert {"memcue_recall", "memcue_remember"} <= {t["function"]["name"] for t in body.get("tools", [])}

@@ -14,7 +14,14 @@ import re
 import pytest
 
 from memcue.adapters import claude_code, codex, hermes
-from memcue.core.blocks import SESSION_HEADER, STANDING_NOTE, pointer_line
+from memcue.core.blocks import (
+    SESSION_HEADER,
+    STANDING_NOTE,
+    STANDING_NOTE_HERMES,
+    STANDING_NOTE_NO_TOOLS,
+    STANDING_NOTES,
+    pointer_line,
+)
 from memcue.sidecar.inject import render_block
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 
@@ -38,6 +45,19 @@ def test_the_note_is_short_plain_and_says_what_to_save(counter: TokenCounter) ->
                   "environment", "duplicate"):
         assert words in STANDING_NOTE, words
     assert counter.count(pointer_line(27_000)) < 60 and "\n" not in pointer_line(0)
+
+
+def test_every_variant_of_the_note_is_short_plain_and_names_only_its_tools(counter: TokenCounter) -> None:
+    """The notes of a Hermes session (its provider's two tools) and of one without memcue's tools (``--no-mcp``)
+    obey the same rules, and each pointer names the saving tool of its note or none."""
+    for tools, note in STANDING_NOTES.items():
+        assert counter.count(note) < 120 and "\n" not in note and "!" not in note, tools
+        assert [w for w in re.findall(r"\b[A-Z]{2,}\b", note) if w != "MCP"] == [], tools
+        assert note.startswith("memcue is this project's memory across sessions"), tools
+    assert "update_memory" not in STANDING_NOTE_HERMES and "memcue_remember" in STANDING_NOTE_HERMES
+    assert "MCP" not in STANDING_NOTE_NO_TOOLS and "`memcue remember`" in STANDING_NOTE_NO_TOOLS
+    assert "memcue_remember" in pointer_line(3, "hermes") and "tool" not in pointer_line(3, "none")
+    assert pointer_line(3) == pointer_line(3, "mcp") and "MCP tool remember" in pointer_line(3)
 
 
 def test_memories_give_way_before_the_note(counter: TokenCounter) -> None:

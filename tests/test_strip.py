@@ -31,7 +31,7 @@ def block(header: str = blocks.PROMPT_HEADER, max_tokens: int = 1000) -> str:
 def test_headers_match_the_hook_service() -> None:
     assert blocks.PROMPT_HEADER.startswith(strip.PROMPT_LEAD) and blocks.SESSION_HEADER.startswith(strip.SESSION_LEAD)
     assert blocks.POINTER.startswith(strip.POINTER_START)
-    assert strip.STANDING_NOTE == blocks.STANDING_NOTE
+    assert strip.STANDING_NOTES == blocks.STANDING_NOTES
 
 
 def session_start_block(max_tokens: int = 1000) -> str:
@@ -52,9 +52,10 @@ def test_session_start_block_with_its_standing_note_is_removed() -> None:
 
 
 def test_a_wrapped_or_quoted_standing_note_is_removed_and_the_user_lines_kept() -> None:
-    for width in (30, 72, 100):
-        pasted = "\n".join("> " + line for line in textwrap.wrap(blocks.STANDING_NOTE, width))
-        assert strip_injected(f"{pasted}\nrecall\nwhat does it mean?") == "recall\nwhat does it mean?", width
+    for note in blocks.STANDING_NOTES.values():  # each harness's variant (its tools, or none)
+        for width in (30, 72, 100):
+            pasted = "\n".join("> " + line for line in textwrap.wrap(note, width))
+            assert strip_injected(f"{pasted}\nrecall\nwhat does it mean?") == "recall\nwhat does it mean?", width
     for text in ("memcue is this project's memory, right?", "memcue is this project's memory"[:19]):
         assert strip_injected(text) == text
 
@@ -71,8 +72,9 @@ def test_session_block_and_left_out_line_are_removed() -> None:
 
 
 def test_pointer_line_is_removed() -> None:
-    pointer = blocks.POINTER.format(count="4 memories")
-    assert strip_injected(f"{pointer}\nwhat next?") == "what next?"
+    for tools in blocks.STANDING_NOTES:
+        pointer = blocks.pointer_line(4, tools)
+        assert strip_injected(f"{pointer}\nwhat next?") == "what next?", tools
 
 
 def test_hermes_memory_context_is_removed() -> None:

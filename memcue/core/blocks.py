@@ -47,11 +47,30 @@ STANDING_NOTE = ("memcue is this project's memory across sessions: it adds relev
                  "each: a decision and its reason, a bug's cause and its fix, an exact command that worked, a "
                  "preference of the user, a fact about the environment. Recall first to see whether it is already "
                  "stored; if it is and has changed, update that memory instead of saving a duplicate.")
+#: The standing note for a Hermes session: memcue's memory provider gives Hermes' agent its own two tools
+#: (``install/templates/hermes_plugin.py``), not the MCP server's.
+STANDING_NOTE_HERMES = ("memcue is this project's memory across sessions: it adds relevant memories to prompts and "
+                        "has the tools memcue_recall and memcue_remember. Worth saving with memcue_remember, a "
+                        "sentence or two each: a decision and its reason, a bug's cause and its fix, an exact command "
+                        "that worked, a preference of the user, a fact about the environment. Recall first with "
+                        "memcue_recall to see whether it is already stored.")
+#: The standing note where memcue's tools are not installed (``memcue install … --no-mcp``): nothing to call,
+#: so it says what is kept without the agent, and how the user keeps more.
+STANDING_NOTE_NO_TOOLS = ("memcue is this project's memory across sessions: it adds relevant memories to prompts "
+                          "and keeps the decisions the user states, the commits that land and the tests that go "
+                          "from failing to passing. Its tools are not installed here; the user keeps anything else "
+                          "with `memcue remember`.")
+#: Every standing note, by the tools the session has: memcue's MCP server, Hermes' provider tools, or none.
+STANDING_NOTES = {"mcp": STANDING_NOTE, "hermes": STANDING_NOTE_HERMES, "none": STANDING_NOTE_NO_TOOLS}
 #: What a resumed session, or a session that already had its block, gets instead: one line (``{count}``:
-#: "no memories yet", "1 memory", "12 memories"). It names ``remember`` too: the one thing of the standing note
-#: worth repeating when a compacted conversation may have lost it.
-POINTER = ("memcue: memory is on for this project ({count}); relevant ones are added to your prompts, you can "
-           "ask what was decided before, and its MCP tool remember saves something new.")
+#: "no memories yet", "1 memory", "12 memories"; ``{save}``: ``POINTER_SAVE``'s phrase for the session's tools).
+#: It names the tool that saves too: the one thing of the standing note worth repeating when a compacted
+#: conversation may have lost it.
+POINTER = ("memcue: memory is on for this project ({count}); relevant ones are added to your prompts{save}.")
+#: ``POINTER``'s ending by the session's tools (keys of ``STANDING_NOTES``).
+POINTER_SAVE = {"mcp": ", you can ask what was decided before, and its MCP tool remember saves something new",
+                "hermes": ", you can ask what was decided before, and its tool memcue_remember saves something new",
+                "none": " and you can ask what was decided before"}
 #: The pointer's text before its count, by which a pasted copy is recognised.
 POINTER_START = POINTER[: POINTER.index("{count}")]
 
@@ -75,8 +94,8 @@ def left_out_line(n: int) -> str:
     return f"[memcue: {n} more {'memory' if n == 1 else 'memories'} left out to fit the budget]"
 
 
-def pointer_line(count: int) -> str:
+def pointer_line(count: int, tools: str = "mcp") -> str:
     """``POINTER`` for a project whose pointer count (``Store.doc_count``) is ``count`` (>= 0): "no memories
-    yet", "1 memory" or "12 memories"."""
+    yet", "1 memory" or "12 memories", naming the saving tool of ``tools`` (a key of ``STANDING_NOTES``)."""
     said = "no memories yet" if count <= 0 else f"{count} {'memory' if count == 1 else 'memories'}"
-    return POINTER.format(count=said)
+    return POINTER.format(count=said, save=POINTER_SAVE.get(tools, POINTER_SAVE["mcp"]))

@@ -122,6 +122,11 @@ class Locations:
     def config_file(self) -> Path:
         return self.root / "config.toml"
 
+    def install_record(self, name: str) -> Path:
+        """Where ``memcue install`` keeps its record ``name`` (a harness's hooks: its name; the MCP server it
+        registered with a harness: ``mcp-<harness>``)."""
+        return self.root / "install" / f"{name}.json"
+
 
 def locations() -> Locations:
     """Locations for the current environment (reads ``MEMCUE_HOME`` each call). Raises ``RelativeHomeError``

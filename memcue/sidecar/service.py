@@ -12,6 +12,7 @@ callers cannot starve the event loop. The service also implements ``inject.HookB
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -35,7 +36,7 @@ from memcue.sidecar.capture.native import SOURCES, NativeSync
 from memcue.sidecar.capture.native.sync import START_PROJECTS
 from memcue.sidecar.dedup import NearCheck, find_near_duplicate, near_duplicates
 from memcue.sidecar.imports import ImportResult, import_memories
-from memcue.sidecar.inject import HookResult, HookService
+from memcue.sidecar.inject import HookResult, HookService, session_tools
 from memcue.sidecar.recall import (
     KEYWORD_CHANNELS,
     RecallRequest,
@@ -152,7 +153,8 @@ class MemoryService:
                                   home=Path(settings.native_home or Path.home()), off=settings.sources_off,
                                   after_write=self._native_changed)
         self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit,
-                                  native_filter=self._native.not_loaded_by)
+                                  native_filter=self._native.not_loaded_by,
+                                  tools_of=functools.partial(session_tools, locations))
         self._warm: threading.Thread | None = None
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0

@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from memcue.core.paths import Locations
+
 
 class InstallError(RuntimeError):
     """A config file memcue will not touch; the message says why and that nothing was changed."""
@@ -75,8 +77,8 @@ def diff(path: Path, old: bytes | None, new: bytes | None) -> str:
 
 
 def record_path(state_dir: Path, harness: str) -> Path:
-    """Where the install record of ``harness`` lives."""
-    return state_dir / "install" / f"{harness}.json"
+    """Where the install record of ``harness`` lives (``core.paths.Locations.install_record``)."""
+    return Locations(state_dir).install_record(harness)
 
 
 def load_record(state_dir: Path, harness: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE, pointer_line
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE, STANDING_NOTES, pointer_line
 from memcue.sidecar.inject.backend import HookBackend
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
@@ -116,14 +116,18 @@ class HookService:
     ``prompt_block``: "full" or "compact" (the sidecar's settings); ``prompt_limit``: results a prompt hook
     asks recall for (1..100). ``ledger``: what each session was already shown; ``timings``: the latest calls.
     ``native_filter(harness, items)``: ``items`` without the memories ``harness`` loads from its own files already
-    (``capture.native``: no duplicate tokens); applied to a prompt's results and to the session-start rows."""
+    (``capture.native``: no duplicate tokens); applied to a prompt's results and to the session-start rows.
+    ``tools_of(harness)``: the tools its sessions have, a key of ``STANDING_NOTES`` (``inject.note``), which picks
+    the standing note and the pointer's wording."""
 
     def __init__(self, backend: HookBackend, *, prompt_block: str = "full", prompt_limit: int = PROMPT_LIMIT,
-                 native_filter: NativeFilter = lambda harness, items: list(items)) -> None:
+                 native_filter: NativeFilter = lambda harness, items: list(items),
+                 tools_of: Callable[[str], str] = lambda harness: "mcp") -> None:
         self.backend = backend
         self.prompt_block = prompt_block
         self.prompt_limit = prompt_limit
         self.native_filter = native_filter
+        self.tools_of = tools_of
         #: Per session: its one full session-start block (case C15) and the memories already injected.
         self.ledger = SessionLedger()
         self.timings = HookTimings()
@@ -228,7 +232,7 @@ class HookService:
             # The conversation already holds memcue's block (resumed, compacted/cleared in the same session), or
             # another call for this session is building it right now (case C23): a one-line pointer, never a
             # second full block (case C15).
-            return await self._pointer(project, max_tokens, max_chars, started, query_id)
+            return await self._pointer(project, self.tools_of(harness), max_tokens, max_chars, started, query_id)
         rows: list[dict[str, Any]] = []
         given = False
         try:
@@ -238,7 +242,8 @@ class HookService:
                 rows = self.native_filter(harness, rows)
             # Past the budget the rows are abandoned: the note alone (it needs no store).
             block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens,
-                                 max_tokens=max_tokens, max_chars=max_chars, preface=STANDING_NOTE)
+                                 max_tokens=max_tokens, max_chars=max_chars,
+                                 preface=STANDING_NOTES.get(self.tools_of(harness), STANDING_NOTE))
             # Only a block that was given counts as the session's one full block (C15).
             given = bool(block.text)
             if not given:
@@ -250,12 +255,12 @@ class HookService:
         finally:
             self.ledger.end_claim(key, given)
 
-    async def _pointer(self, project: str, max_tokens: int, max_chars: int, started: float,
+    async def _pointer(self, project: str, tools: str, max_tokens: int, max_chars: int, started: float,
                        query_id: str) -> HookResult:
-        """The one-line ``POINTER`` for ``project`` (its count: memories that can answer, ``doc_count``), nothing
-        when it does not fit."""
+        """The one-line ``POINTER`` for ``project`` (its count: memories that can answer, ``doc_count``; its
+        saving tool: ``tools``), nothing when it does not fit."""
         count = await anyio.to_thread.run_sync(self.backend.doc_count, project, limiter=self.backend.limiter)
-        text = pointer_line(count)
+        text = pointer_line(count, tools)
         tokens = self.backend.count_tokens(text)
         if tokens > max_tokens or len(text) > max_chars:
             return _nothing(started, query_id)

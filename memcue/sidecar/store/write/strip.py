@@ -26,15 +26,15 @@ from memcue.core.blocks import (
     POINTER_START,
     PROMPT_LEAD,
     SESSION_LEAD,
-    STANDING_NOTE,
+    STANDING_NOTES,
     TOOL_LEAD,
 )
 
 _HEADERS = re.compile(r"^[ \t>]*(?:" + "|".join(re.escape(h) for h in (PROMPT_LEAD, SESSION_LEAD, TOOL_LEAD)) + r")")
 _DATA_NOTE_WORDS = " ".join(DATA_NOTE.split())
 _POINTER = re.compile(r"^[ \t>]*" + re.escape(POINTER_START) + r".*$")
-#: The standing note with its spaces collapsed, which a wrapped piece of a pasted copy is part of.
-_NOTE_WORDS = " ".join(STANDING_NOTE.split())
+#: Each standing note with its spaces collapsed, which a wrapped piece of a pasted copy is part of.
+_NOTES_WORDS = tuple(" ".join(note.split()) for note in STANDING_NOTES.values())
 #: Characters a line must hold to be taken for the note's start ("memcue is this project's": 24).
 _NOTE_START_CHARS = 20
 #: The memories' element of a full block, whole; and a line of one cut before its close: the opening tag, a
@@ -60,16 +60,20 @@ def _words(line: str) -> str:
 def _note_start(line: str) -> bool:
     """Whether ``line`` is the standing note or, wrapped, its first words (``_NOTE_START_CHARS`` or more)."""
     words = _words(line)
-    return len(words) >= _NOTE_START_CHARS and _NOTE_WORDS.startswith(words)
+    return len(words) >= _NOTE_START_CHARS and any(note.startswith(words) for note in _NOTES_WORDS)
 
 
-def _note_piece(line: str) -> bool:
-    """Whether ``line`` is a wrapped piece of the standing note, quote markers aside: three or more words of
-    it, or its last words (a short line after the note that merely shares a word with it is the user's)."""
-    words = _words(line)
-    if len(words.split(" ")) >= 3:
-        return words in _NOTE_WORDS
-    return bool(words) and _NOTE_WORDS.endswith(" " + words)
+def _after_note(lines: list[str], start: int) -> int:
+    """The index after a standing note that begins at ``lines[start]`` (``_note_start``): the following lines,
+    quote markers aside, are taken while they go on continuing one note word for word, so a line after the
+    note that merely shares a word with it is the user's."""
+    seen, i = _words(lines[start]), start + 1
+    while i < len(lines):
+        joined = f"{seen} {_words(lines[i])}"
+        if not _words(lines[i]) or not any(note.startswith(joined) for note in _NOTES_WORDS):
+            break
+        seen, i = joined, i + 1
+    return i
 
 
 def _data_note_piece(line: str) -> bool:
@@ -93,9 +97,7 @@ def strip_injected(text: str) -> str:
             i += 1
             continue
         if _note_start(line):  # the note, and the rest of it when a terminal wrapped it
-            i += 1
-            while i < len(lines) and _note_piece(lines[i]):
-                i += 1
+            i = _after_note(lines, i)
             continue
         if _COMPACT_OPEN.match(line):  # a compact block without its closing tag
             i += 1
