@@ -97,6 +97,39 @@ def test_C11_uninstall_after_another_edit_removes_only_ours(tmp_path: Path) -> N
     assert left == {**json.loads(C11), "model": "opus"}
 
 
+def test_C11_a_reinstall_after_the_users_edit_keeps_the_edit_at_uninstall(tmp_path: Path) -> None:
+    """The user edits the file after the install, then memcue's entries are updated (a new interpreter): the
+    first install's original no longer describes the file, so the uninstall removes memcue's entries and keeps
+    the edit instead of restoring that original."""
+    path = _settings(tmp_path)
+    path.parent.mkdir()
+    path.write_text(C11)
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0
+    edited = json.loads(path.read_text().replace(sys.executable, "/old/venv/bin/python"))
+    edited["model"] = "opus"
+    path.write_text(json.dumps(edited, indent=2) + "\n")
+    again = _cli(tmp_path, "install", "claude-code")
+    assert again.returncode == 0 and sys.executable in path.read_text() and "/old/venv" not in path.read_text()
+    assert _cli(tmp_path, "uninstall", "claude-code").returncode == 0
+    assert json.loads(path.read_text()) == {**json.loads(C11), "model": "opus"}
+
+
+def test_C11_a_file_replaced_after_the_install_is_the_new_original(tmp_path: Path) -> None:
+    """The settings file is deleted and written anew after an install (memcue's entries gone with it); the next
+    install and its uninstall give that new file back byte for byte, not the first one."""
+    path = _settings(tmp_path)
+    path.parent.mkdir()
+    path.write_text("{}\n")
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0
+    path.unlink()
+    replaced = '{\n  "model": "opus",\n  "env": {"A": "1"}\n}\n'
+    path.write_text(replaced)
+    assert _cli(tmp_path, "install", "claude-code").returncode == 0
+    removed = _cli(tmp_path, "uninstall", "claude-code")
+    assert removed.returncode == 0 and "original restored" in removed.stdout
+    assert path.read_text() == replaced
+
+
 def test_a_symlinked_settings_file_stays_a_symlink_and_its_target_is_edited(tmp_path: Path) -> None:
     """A dotfiles checkout's settings.json linked into the config folder (issue 16, finding 6)."""
     target = tmp_path / "dotfiles" / "claude-settings.json"

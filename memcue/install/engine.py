@@ -155,8 +155,7 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
         "dry_run": dry_run, "note": note, "files": [str(p) for p, _, _ in owned], "created": old is None}
     if not changed or dry_run:
         return report
-    record = load_record(state_dir, name)
-    first = record if record.get("path") == str(path) else {}
+    first = _baseline(mod, path, old, load_record(state_dir, name))
     kept = first.get("backup")
     if config_changed and old is not None and not (kept and Path(kept).exists()):
         kept = str(backup(path))
@@ -181,6 +180,26 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
     if project is not None:
         report["note"] = mod.keep_out_of_git(project) or report["note"]
     return report
+
+
+def _baseline(mod: ModuleType, path: Path, old: bytes | None, record: dict[str, Any]) -> dict[str, Any]:
+    """The earlier install's record an install builds on. Its original (backup and hash) stands only while the
+    file is byte for byte what memcue last wrote there. A file changed since that still holds memcue's entries
+    (the user edited it): no original describes it any more, so the uninstall will remove memcue's entries
+    only, keeping the edit. A file without them (deleted and written anew, or cleaned by hand) is the new
+    original. The folders memcue made are kept either way."""
+    if record.get("path") != str(path):
+        return {}
+    if old is not None and record.get("written_sha256") == sha256(old):
+        return record
+    dirs = {"created_dirs": record["created_dirs"]} if record.get("created_dirs") else {}
+    if old is None:
+        return dirs
+    settings, _ = mod.parse(old, path)
+    cleaned, _ = mod.parse(old, path)
+    if mod.uninstall(cleaned, path, record.get("state") or {}) == settings:
+        return dirs
+    return {**record, "backup": None, "original_sha256": None}
 
 
 def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: Path | None = None) -> dict[str, Any]:
