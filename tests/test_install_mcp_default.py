@@ -150,18 +150,16 @@ def test_doctor_times_the_codex_server_against_codexs_optional_server_grace(tmp_
         out = _cli(tmp_path, "doctor", "--json")
         return {f["area"]: f for f in json.loads(out.stdout)["data"]["findings"]}["codex mcp"]
 
-    try:
-        found = mcp_finding()
-        assert found["status"] == "ok" and found["grace_ms"] == 60000 and 0 < found["start_ms"] < 60000
-        assert "started in" in found["message"]
-        text = config.read_text().replace("= 60000", "= 1")
-        config.write_text(text)
-        found = mcp_finding()
-        assert found["status"] == "warn" and found["grace_ms"] == 1
-        assert "mcp_optional_startup_grace_ms = 3000" in found["message"]
-        assert config.read_text() == text, "doctor changes nothing"
-    finally:
-        _cli(tmp_path, "stop")  # the server starts the sidecar in the background, as it does for Codex
+    found = mcp_finding()
+    assert found["status"] == "ok" and found["grace_ms"] == 60000 and 0 < found["start_ms"] < 60000
+    assert "started in" in found["message"]
+    text = config.read_text().replace("= 60000", "= 1")
+    config.write_text(text)
+    found = mcp_finding()
+    assert found["status"] == "warn" and found["grace_ms"] == 1
+    assert "mcp_optional_startup_grace_ms = 3000" in found["message"]
+    assert config.read_text() == text, "doctor changes nothing"
+    assert not (tmp_path / "home" / "sidecar.pid").exists(), "and starts no sidecar"
 
 
 def test_doctor_warns_when_the_registered_codex_server_cannot_start(tmp_path: Path) -> None:

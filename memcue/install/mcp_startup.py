@@ -96,9 +96,10 @@ def startup_finding(entry: dict[str, Any], grace_ms: int) -> tuple[str, str, dic
     """``(status, message, detail)`` for memcue's server ``entry`` (``{"command", "args", "env"}`` as
     registered) against ``grace_ms``: "ok", or "warn" when one timed start takes ``WARN_SHARE`` of the grace
     or more, or fails. The server starts with the entry's ``env`` over ``PATH`` and ``HOME`` only (Codex
-    clears a stdio server's environment, DESIGN.md section 3)."""
+    clears a stdio server's environment, DESIGN.md section 3), and without starting the sidecar."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
     env.update({str(k): str(v) for k, v in (entry.get("env") or {}).items()})
+    env["MEMCUE_MCP_WARM_UP"] = "0"  # a check starts no sidecar (``mcp.server.WARM_UP_ENV``)
     try:
         ms = start_ms(str(entry.get("command", "")), [str(a) for a in entry.get("args") or []], env)
     except InstallError as exc:

@@ -310,10 +310,17 @@ def build_server(backend: Backend | None = None) -> Any:
     return server
 
 
+#: ``0``/``false``/``no``/``off`` keeps the server from starting the sidecar before a tool needs it (``memcue doctor``
+#: sets it when it times a start, so a check starts nothing that outlives it).
+WARM_UP_ENV = "MEMCUE_MCP_WARM_UP"
+
+
 def main() -> int:
-    """Run the MCP server on stdio until the client closes it; the sidecar is started in the background."""
+    """Run the MCP server on stdio until the client closes it; the sidecar is started in the background unless
+    ``$MEMCUE_MCP_WARM_UP`` turns that off (a tool call still starts it when it is needed)."""
     backend = Backend()
-    backend.warm_up()
+    if os.environ.get(WARM_UP_ENV, "").strip().lower() not in ("0", "false", "no", "off"):
+        backend.warm_up()
     try:
         build_server(backend).run("stdio")
     finally:
