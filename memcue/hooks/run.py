@@ -39,6 +39,7 @@ from memcue.adapters.base import (
 )
 from memcue.core.hooks_off import hooks_off
 from memcue.core.paths import locations, socket_blocked
+from memcue.core.switches import HOOK_SPAWN_ENV, switched_off
 from memcue.core.text import scrub_surrogates
 from memcue.hooks import logging_
 from memcue.hooks.logging_ import log
@@ -54,7 +55,7 @@ DEADLINES_S: dict[str, float] = {USER_PROMPT_SUBMIT: 2.5, SESSION_START: 4.5, PR
 CAPTURE_ONLY = (STOP, SESSION_END, POST_TOOL_USE, POST_TOOL_USE_FAILURE, PRE_COMPACT)
 DEFAULT_DEADLINE_S = 2.5
 DEADLINE_ENV = "MEMCUE_HOOK_DEADLINE_S"
-SPAWN_ENV = "MEMCUE_HOOK_SPAWN"
+SPAWN_ENV = HOOK_SPAWN_ENV
 DEBUG_ENV = "MEMCUE_HOOK_DEBUG"
 
 #: Waiting for stdin ends this long (s) before the deadline, or at half the deadline if that is later.
@@ -131,7 +132,7 @@ def deadline_seconds(event: str) -> float:
 
 def spawn_enabled() -> bool:
     """False when ``$MEMCUE_HOOK_SPAWN`` is 0/false/no/off."""
-    return os.environ.get(SPAWN_ENV, "").strip().lower() not in ("0", "false", "no", "off")
+    return not switched_off(SPAWN_ENV)
 
 
 def process_started(fallback: float) -> float:

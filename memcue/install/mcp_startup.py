@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from memcue.core.switches import MCP_WARM_UP_ENV
 from memcue.install.edits.files import InstallError
 
 #: Codex's default ``mcp_optional_startup_grace_ms`` (ms), as of Codex 0.171 (module docstring).
@@ -99,7 +100,7 @@ def startup_finding(entry: dict[str, Any], grace_ms: int) -> tuple[str, str, dic
     clears a stdio server's environment, DESIGN.md section 3), and without starting the sidecar."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
     env.update({str(k): str(v) for k, v in (entry.get("env") or {}).items()})
-    env["MEMCUE_MCP_WARM_UP"] = "0"  # a check starts no sidecar (``mcp.server.WARM_UP_ENV``)
+    env[MCP_WARM_UP_ENV] = "0"  # a check starts no sidecar
     try:
         ms = start_ms(str(entry.get("command", "")), [str(a) for a in entry.get("args") or []], env)
     except InstallError as exc:

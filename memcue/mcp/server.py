@@ -18,6 +18,7 @@ from pydantic import Field
 
 from memcue.core.project import project_key
 from memcue.core.session_ids import resolve_session_id
+from memcue.core.switches import MCP_WARM_UP_ENV, switched_off
 from memcue.mcp.backend import Backend, failure
 from memcue.mcp.shape import cut, parse_ids, recall_project, shape_recall
 
@@ -310,16 +311,11 @@ def build_server(backend: Backend | None = None) -> Any:
     return server
 
 
-#: ``0``/``false``/``no``/``off`` keeps the server from starting the sidecar before a tool needs it (``memcue doctor``
-#: sets it when it times a start, so a check starts nothing that outlives it).
-WARM_UP_ENV = "MEMCUE_MCP_WARM_UP"
-
-
 def main() -> int:
     """Run the MCP server on stdio until the client closes it; the sidecar is started in the background unless
     ``$MEMCUE_MCP_WARM_UP`` turns that off (a tool call still starts it when it is needed)."""
     backend = Backend()
-    if os.environ.get(WARM_UP_ENV, "").strip().lower() not in ("0", "false", "no", "off"):
+    if not switched_off(MCP_WARM_UP_ENV):
         backend.warm_up()
     try:
         build_server(backend).run("stdio")

@@ -2,8 +2,8 @@
 
 Prompt hooks inject only what ``policy.injectable`` allows: supported memories close to the best one,
 never a weak match (a person asking sees those, labelled) and never a ``related`` answer, so a bad match
-is dropped rather than dressed up. Session start injects memcue's standing note (``blocks.STANDING_NOTE``: what
-memcue is, what is worth saving with ``remember``), then the project's pinned memories, its newest memories (no
+is dropped rather than dressed up. Session start injects memcue's standing note (``blocks.STANDING_NOTES``: what
+memcue is, what is worth saving with the session's tools), then the project's pinned memories, its newest memories (no
 bookkeeping, no captured prompts) and a recall on the project's name.
 
 A prompt hook's block is "full" (each memory's text) unless the sidecar's settings (``MEMCUE_PROMPT_BLOCK=compact``
@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE, STANDING_NOTES, pointer_line
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTES, pointer_line
 from memcue.sidecar.inject.backend import HookBackend
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
@@ -210,8 +210,8 @@ class HookService:
                             budget_s: float, max_tokens: int, max_chars: int,
                             started: float | None = None) -> HookResult:
         """The session-start block of ``project`` for the session ``session_id`` of ``harness`` (the SessionStart
-        hook and ``POST /session_context`` both come here): ``STANDING_NOTE``, then pinned memories, the newest
-        ones and a recall on the project's name, rendered under ``max_tokens`` / ``max_chars`` (memories are
+        hook and ``POST /session_context`` both come here): the standing note of its tools, then pinned memories,
+        the newest ones and a recall on the project's name, rendered under ``max_tokens`` / ``max_chars`` (memories are
         dropped before the note; an empty project gets the note alone), built within ``budget_s`` (s).
         ``source`` is a SessionStart source (``SOURCES``). Nothing ("" context) without a project.
 
@@ -228,11 +228,12 @@ class HookService:
             self.ledger.forget_injected(key)  # the conversation no longer holds what was injected
         if not project:
             return _nothing(started, query_id)
+        tools = self.tools_of(harness)
         if source == "resume" or not self.ledger.claim_block(key):
             # The conversation already holds memcue's block (resumed, compacted/cleared in the same session), or
             # another call for this session is building it right now (case C23): a one-line pointer, never a
             # second full block (case C15).
-            return await self._pointer(project, self.tools_of(harness), max_tokens, max_chars, started, query_id)
+            return await self._pointer(project, tools, max_tokens, max_chars, started, query_id)
         rows: list[dict[str, Any]] = []
         given = False
         try:
@@ -242,8 +243,7 @@ class HookService:
                 rows = self.native_filter(harness, rows)
             # Past the budget the rows are abandoned: the note alone (it needs no store).
             block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens,
-                                 max_tokens=max_tokens, max_chars=max_chars,
-                                 preface=STANDING_NOTES.get(self.tools_of(harness), STANDING_NOTE))
+                                 max_tokens=max_tokens, max_chars=max_chars, preface=STANDING_NOTES[tools])
             # Only a block that was given counts as the session's one full block (C15).
             given = bool(block.text)
             if not given:
