@@ -546,3 +546,17 @@ def test_kinds_the_seventh_held_out_split_found() -> None:
                  '"integrity": "sha512-' + "Zq3Xk8vJ2oL5mN7pQ1rS" * 4 + 'Zq3Xk8==" (@azure/cosmos)',
                  "give the team a pat on the back: the PAT rotation job is green"):
         assert redact(kept).text == kept, kept
+
+
+def test_kinds_the_third_held_out_split_left() -> None:
+    """The last kind test3 found: a user and password pair given with a login in a sentence ("logging into grafana
+    with admin / …"). Names around a slash after "sign in with" are not a pair (``Google / GitHub``)."""
+    for text, secret in (
+            ("tried signing into the staging console as ops-admin / Rv8!tq2Lmz and got a 403", "Rv8!tq2Lmz"),
+            ("Logged in to jenkins using deploy/Wq7Zt2Kp9x, the job list is empty", "Wq7Zt2Kp9x"),
+            ("can you log into pgadmin with postgres / Sienna4471 and check the locks?", "Sienna4471")):
+        assert secret not in redact(text).text, text
+    for kept in ("sign in with Google / GitHub on the landing page", "log in with email/password or a magic link",
+                 "sign in using SSO / SAML through Okta", "I logged in with my work account / personal account",
+                 "log in as root/toor is the image's documented default"):
+        assert redact(kept).text == kept, kept

@@ -3,9 +3,8 @@
 
 Each test split (test, test2, test3, test4, test5, test6, test7) was written by someone who read neither the rules
 nor the other splits, run once while held out, and then had the kinds it found fixed (the first-run numbers are in
-benchmarks/README.md), so none is held out any more: dev, test, test2, test4, test5, test6 and test7 are held to
-the targets (0 misses, <= 1% false positives); test3 to its floor (one password given as ``admin / …`` with no word
-naming it).
+benchmarks/README.md), so none is held out any more: every split is held to the targets (0 misses, <= 1% false
+positives).
 """
 
 from __future__ import annotations
@@ -30,10 +29,6 @@ LISTED_KINDS = {
 }
 
 
-#: test3's numbers today: at most this many misses and changed ordinary lines.
-TEST3_FLOOR = {"missed": 1, "changed": 0}
-
-
 @pytest.mark.parametrize("split", ["dev", "test", "test2", "test3", "test4", "test5", "test6", "test7"])
 def test_sets_cover_the_listed_kinds(split: str) -> None:
     secrets, ordinary = load(split, "secrets"), load(split, "ordinary")
@@ -43,19 +38,13 @@ def test_sets_cover_the_listed_kinds(split: str) -> None:
     assert all(row["secret"] in row["text"] for row in secrets)
 
 
-@pytest.mark.parametrize("split", ["dev", "test", "test2", "test4", "test5", "test6", "test7"])
+@pytest.mark.parametrize("split", ["dev", "test", "test2", "test3", "test4", "test5", "test6", "test7"])
 def test_split_meets_the_targets(split: str) -> None:
     result = run_split(split)
     misses = [(m["kind"], m["output"]) for m in result["secrets"]["misses"]]
     changed = [(fp["text"], fp["output"]) for fp in result["ordinary"]["false_positives"]]
     assert misses == []
     assert result["ordinary"]["fp_rate"] <= 1.0, changed
-
-
-def test_test3_holds_its_floor() -> None:
-    result = run_split("test3")
-    assert result["secrets"]["missed"] <= TEST3_FLOOR["missed"], result["secrets"]["misses"]
-    assert result["ordinary"]["changed"] <= TEST3_FLOOR["changed"], result["ordinary"]["false_positives"]
 
 
 def test_a_kept_vendor_prefix_is_no_leak_but_a_kept_tail_is() -> None:

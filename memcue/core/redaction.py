@@ -554,8 +554,8 @@ def _prose_password(m: re.Match[str]) -> str | None:
     unless the word after it looks like a value (6+ characters with a digit, a symbol or mixed case)."""
     value, q = m.group("val"), m.group("q") or ""
     said = m.group("pre").lower()
-    if not re.search(r"\b(?:is|was|to|gave|sent|provided|shared|pasted|supplied)\b|=|pass|pw|creds|credentials|login",
-                     said):
+    if not re.search(r"\b(?:is|was|to|gave|sent|provided|shared|pasted|supplied)\b|=|pass|pw|creds|credentials|login"
+                     r"|\b(?:log|sign)\w*[ \t]*in", said):
         return None  # "stored secret 'prod/db'": a secret or token is given only with is/was/to/=
     if m.string.startswith(("..", "\u2026"), m.end("val")) or value.endswith("_"):
         return None  # elided: "the signing secret is whsec_..."
@@ -975,6 +975,10 @@ _RULES: tuple[_Rule, ...] = (
     # A user and a password after "creds:" / "login:" (``creds: admin / Adm1n#77``).
     _Rule("password", r"(?P<pre>(?<![\w./\-])(?i:creds|credentials|login)[ \t]*[:=][ \t]*[\w.@\-]+[ \t]*/[ \t]*)(?P<q>)"
           r"(?P<val>[^\s\"'`]+)", ("creds", "credentials", "login"), fold=True, replace=_prose_password),
+    # … or given with a login in a sentence: "logging into grafana with admin / Xy7kq2pw", "sign in as ops/…".
+    _Rule("password", r"(?P<pre>(?<![\w\-])(?i:log(?:s|ged|ging)?[ \t]*in(?:to)?|sign(?:s|ed|ing)?[ \t]*in(?:to)?)\b"
+          r"[^\n/]{0,40}?[ \t](?i:with|as|using)[ \t]+[\w.@\-]{1,64}[ \t]*/[ \t]*)(?P<q>)(?P<val>[^\s\"'`/]+)",
+          ("log", "sign"), fold=True, replace=_prose_password),
     _cli_password(r"ldap\w*", r"-w[ \t]*", ("ldap",)),
     # A password given positionally after its user: rabbitmqctl add_user USER PW, net user USER PW /add, htpasswd -b,
     # echo 'user:pw' | chpasswd.
