@@ -16,6 +16,12 @@ Configurations (each the full pipeline with one change undone):
 | ``no_identifiers`` | identifiers matched whole (``query.identifiers``: support, sibling cap, ``IDENTIFIER_BOOST``) |
 | ``no_task_kinds`` | task prompts touching a constraining memory (``store.CONSTRAINING_KINDS`` emptied) |
 | ``no_standout`` | the closest memory standing out (``support.STANDOUT_GAP`` out of reach) |
+| ``no_repeat_work`` | a task supported by a strongly close memory carrying a key term (``support.repeats_work``) |
+| ``no_cosine_gap`` | the hook leaving out results far below the best (``inject.policy.INJECT_COSINE_GAP`` unlimited) |
+
+The ``ceiling_*`` columns bound what any injection gate could reach over the same ranking: the share of answerable
+prompts (and of paraphrases) whose right memory is the recall's first result (``top1``) or among its first three
+(``top3``), whatever its support label. A gate cannot inject a memory the ranking does not put near the top.
 
 Usage: ``.venv/bin/python benchmarks/coding_ablation.py [--split dev|test|all] [--configs full,no_standout]``.
 Results: ``benchmarks/results/coding_ablation.{json,md}``; progress on stderr. Takes about a minute.
@@ -43,6 +49,7 @@ from _common import REPO, RESULTS_DIR, git_commit, say, write_results  # noqa: E
 DEFAULT_DATA = REPO / "benchmarks" / "data" / "coding2"
 from coding_hook_data import Split, load_split  # noqa: E402
 
+from memcue.sidecar.inject import policy  # noqa: E402
 from memcue.sidecar.inject.policy import injectable  # noqa: E402
 from memcue.sidecar.recall import boosts, pipeline, support  # noqa: E402
 from memcue.sidecar.recall.baseline import baselines, probe_vectors  # noqa: E402
@@ -51,7 +58,7 @@ from memcue.sidecar.store import NewMemory, Store  # noqa: E402
 
 #: Results the prompt hook asks recall for (``inject.service.PROMPT_LIMIT``).
 HOOK_LIMIT = 8
-CONFIGS = ("full", "no_identifiers", "no_task_kinds", "no_standout")
+CONFIGS = ("full", "no_identifiers", "no_task_kinds", "no_standout", "no_repeat_work", "no_cosine_gap")
 NOISE_KINDS = ("bookkeeping", "request")
 
 
@@ -70,6 +77,10 @@ def switched_off(config: str) -> Iterator[None]:
         patch(support, "CONSTRAINING_KINDS", ())
     elif config == "no_standout":
         patch(support, "STANDOUT_GAP", float("inf"))
+    elif config == "no_repeat_work":
+        patch(support, "repeats_work", lambda s, strong: False)
+    elif config == "no_cosine_gap":
+        patch(policy, "INJECT_COSINE_GAP", float("inf"))
     try:
         yield
     finally:
@@ -116,6 +127,9 @@ def ask(store: Store, emb: Embedder, split: Split, labels: dict[int, str]) -> di
         c["right"] += sum(1 for g in got if g in p.relevant)
         c["noise"] += sum(1 for g in got if g in noise)
         c["hit" if p.relevant else "clean"] += bool(set(got) & set(p.relevant)) if p.relevant else not got
+        ranked = [labels.get(r["memory_id"], "?") for r in answer["results"]]
+        c["top1"] += bool(set(ranked[:1]) & set(p.relevant))
+        c["top3"] += bool(set(ranked[:3]) & set(p.relevant))
     return summary(by)
 
 
@@ -132,6 +146,10 @@ def summary(by: dict[str, Counter]) -> dict[str, Any]:
         c = by.get(cat, Counter())
         out[cat] = round(c["hit"] / c["n"], 3) if c["n"] else None
     out["noise_injected"] = total["noise"]
+    for k in ("top1", "top3"):  # the ceiling of any injection gate over this ranking (one or three memories)
+        out[f"ceiling_{k}"] = round(total[k] / answerable, 3) if answerable else None
+        para = by.get("paraphrase", Counter())
+        out[f"ceiling_{k}_paraphrase"] = round(para[k] / para["n"], 3) if para["n"] else None
     return out
 
 
@@ -141,7 +159,8 @@ def markdown(report: dict[str, Any]) -> str:
              f"- commit {report['commit']}; model {report['model']}; limit {HOOK_LIMIT}; "
              "`inject.policy.injectable` on `recall.pipeline.recall` (see the script's docstring)", ""]
     cols = ("right_injected", "paraphrase", "task_conflict", "identifier", "question", "precision",
-            "no_answer_clean", "noise_injected")
+            "no_answer_clean", "noise_injected", "ceiling_top1", "ceiling_top1_paraphrase", "ceiling_top3",
+            "ceiling_top3_paraphrase")
     for split, rows in report["splits"].items():
         lines += [f"## {split}", "", "| config | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
         for config, s in rows.items():

@@ -198,7 +198,7 @@ def _judge_meaning(s: Support) -> tuple[str, str]:
             return SUPPORTED, "words"
         touches = close or (s.worded_match and s.cosine is not None and s.cosine >= TASK_COSINE
                             and (stands_out or s.identified))
-        if (s.constraining and touches) or (strong and set(s.key_terms) & set(s.cue_terms)):
+        if (s.constraining and touches) or repeats_work(s, strong):
             return SUPPORTED, "task"  # a rule it runs into, or what it repeats ("make it safe the way we did …")
         return (WEAK, "close") if close else (RELATED, "")
     if s.in_window is False:  # the question names a time and this memory is from another: context at most
@@ -220,6 +220,12 @@ def _judge_meaning(s: Support) -> tuple[str, str]:
     if s.session_context:  # next to a top match in the same session (often its reply): context, labelled
         return WEAK, "context"
     return RELATED, ""
+
+
+def repeats_work(s: Support, strong: bool) -> bool:
+    """A task prompt repeats the earlier work this memory records: the memory is strongly close (``strong``:
+    ``STRONG_COSINE`` and above its baseline) and carries one of the task's key terms, whatever its kind."""
+    return strong and bool(set(s.key_terms) & set(s.cue_terms))
 
 
 @dataclass
