@@ -394,3 +394,20 @@ def test_a_pure_time_question_answers_from_that_time(store: Store, embedder: Emb
     embed_all(s, embedder)
     empty = ask(s, embedder, "what did we decide in January?")
     assert empty["tier"] == "none" and empty["note"] == "Nothing in memcue was written in January."
+
+
+def test_a_memory_stands_out_from_what_the_filters_keep_only() -> None:
+    """How far the closest memory stands out is measured against the candidates the request's filters keep: a
+    near-copy written after ``as_of`` or outside the window (still in the semantic channel's list) does not
+    hide it."""
+    from memcue.sidecar.recall.candidates import Candidates
+    from memcue.sidecar.recall.floor import Evidence
+    from memcue.sidecar.recall.support import _standouts
+
+    found = Candidates(channels={}, incomplete=[], fused=[], scores={"semantic": {1: 0.9, 2: 0.5, 3: 0.3}},
+                       rows={}, evidence={2: Evidence(cosine=0.5), 3: Evidence(cosine=0.3)}, terms=(),
+                       doc_freq={}, vector=None)
+    standout = _standouts(found)
+    assert standout(2, 0.5) == pytest.approx(0.2)
+    assert standout(3, 0.3) == pytest.approx(-0.2)
+    assert standout(2, None) is None

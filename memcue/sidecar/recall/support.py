@@ -280,11 +280,10 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
 
 def _standouts(found: Candidates) -> Callable[[int, float | None], float | None]:
     """``standout(memory_id, cosine)``: the cosine minus the best cosine of any other candidate (None without a
-    cosine). Candidates are the semantic channel's nearest memories and every other one with a cosine."""
-    cosines = dict(found.scores.get(SEMANTIC, {}))
-    for mid, ev in found.evidence.items():
-        if ev.cosine is not None:
-            cosines.setdefault(mid, ev.cosine)
+    cosine). Candidates are those the request's filters keep (``found.evidence``: the semantic channel's nearest
+    and every other one with a cosine); a memory the filters drop (outside the asked time window, written after
+    ``as_of``, of another kind or tags) is not what the answer stands out from."""
+    cosines = {mid: ev.cosine for mid, ev in found.evidence.items() if ev.cosine is not None}
     top = sorted(cosines.items(), key=lambda item: -item[1])[:2]
 
     def standout(mid: int, cosine: float | None) -> float | None:
