@@ -84,3 +84,10 @@ def test_a_time_that_describes_the_world_does_not_hide_an_older_answer(store: St
     got = ask(store, embedder, "who do I ask to re-run last night's failed LIMS import?")
     assert got and got[0].startswith("If a LIMS import fails"), got
 
+
+
+def test_a_time_in_the_story_sentence_does_not_hide_an_older_answer(store: Store, embedder: Embedder) -> None:
+    """"The LIMS import failed yesterday." tells when it failed; the question asks who re-runs it, and the
+    answer is the nine-day-old rule."""
+    got = ask(store, embedder, "The LIMS import failed yesterday. Who re-runs a failed import?")
+    assert got and got[0].startswith("If a LIMS import fails"), got

@@ -163,6 +163,26 @@ def test_a_period_around_now_in_a_task_names_the_moment_not_a_window(query: str)
 
 
 @pytest.mark.parametrize("query", [
+    "Mira dropped a file called Orca_manual.csv into the share on Friday and it never got imported. Why not?",
+    "The nightly export failed last Tuesday. Who do I ask to re-run it?",
+    "I was on call yesterday and the gateway paged twice. is the stale check too strict?",
+])
+def test_a_period_in_the_sentence_that_tells_the_story_is_not_a_window(query: str) -> None:
+    """The sentence before (or after) the one that asks says when something happened; the memory that explains
+    it may be older, so no window demotes it."""
+    assert parse_time(query, NOW) is None
+
+
+@pytest.mark.parametrize("query", [
+    "Tell me what we changed on Friday. Keep it short.", "what did we decide last week? I was out.",
+    "I was out. What did we decide last week?",
+])
+def test_a_period_in_the_asking_sentence_is_a_window(query: str) -> None:
+    intent = parse_time(query, NOW)
+    assert intent is not None and intent.start is not None and intent.end is not None
+
+
+@pytest.mark.parametrize("query", [
     "what did we decide today about the cache?", "what was I doing this morning?", "What am I working on today?",
     "what have we changed this week?", "the bug we fixed this morning, what was its cause?",
 ])

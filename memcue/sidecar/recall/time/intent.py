@@ -24,7 +24,9 @@ expression                             window
 "last/this week|month|year"            that calendar period ("next week", "tomorrow": a plan, no window;
                                        a period around now, "today", "this week", only in a question about
                                        the past: "what did we decide today?", not "ship today's fixes"; a
-                                       period that qualifies a thing, "last night's import", sets none)
+                                       period that qualifies a thing, "last night's import", sets none, nor
+                                       one in a sentence that tells what happened beside the one that asks:
+                                       "Mira dropped a file on Friday. Why wasn't it imported?")
 "in March", "March", "March 2024"      the whole month (the most recent March not in the future)
 "March 3", "2024-03-03", "3/4/2024"    that day (numeric dates month-first, dateparser's English default)
 "in 2024", "Q3 2024"                   that year / quarter
@@ -237,10 +239,32 @@ def _possessive(span: Span, text: str) -> bool:
     return bool(_POSSESSIVE.match(text, span.finish)) and not span.bound
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _narrative(span: Span, text: str) -> bool:
+    """A period in a sentence that tells what happened, before or after the sentence that asks ("Mira dropped a
+    file into the share on Friday and it never got imported. Why not?"): it says when that event happened, not
+    when the memories that explain it were written (the rule behind it may be months older), so it sets no
+    window. A period in the asking sentence itself ("what did we change on Friday?") does."""
+    start = 0
+    sentences = []
+    for m in _SENTENCE_END.finditer(text):
+        sentences.append((start, m.start()))
+        start = m.end()
+    sentences.append((start, len(text)))
+    if len(sentences) < 2:
+        return False
+    asking = [is_question(text[a:b]) for a, b in sentences]
+    if not any(asking):
+        return False
+    return any(a <= span.begin < b and not asks for (a, b), asks in zip(sentences, asking, strict=True))
+
+
 @lru_cache(maxsize=4096)
 def _parse_cached(text: str, base_minute: int) -> TimeIntent | None:
     spans = [s for s in find_spans(text) if resolve_span(s, base_minute) and not _future(s, base_minute)
-             and not _current(s, base_minute, text) and not _possessive(s, text)]
+             and not _current(s, base_minute, text) and not _possessive(s, text) and not _narrative(s, text)]
     _mark_bounds(text, spans)
     start, end, order = _window(spans)
     # "check it still works after the retry changes" is a task about now, not a question about what came after
