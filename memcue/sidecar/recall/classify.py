@@ -86,13 +86,16 @@ _REQUEST = re.compile(
 #: "What was done" questions, kept narrow: a question word (what/how/which), a past tense of do, have or be,
 #: we or you (or "the agent"), then a verb of work. "what did we do about the importer?", "how did we fix the
 #: flaky login test?", "what did you change in billing yesterday?", "what have we done on the cron?", "what
-#: was changed in billing?", "which files did you touch?". "why did we pick Postgres?" (a reason: saved
-#: decisions answer it), "what do we use for queues?" (present) and "did you run the tests?" do not match.
+#: was changed in billing?", "which files did you touch?", "what did we conclude about the leak?"; and "did we
+#: ever (actually) fix it?", which asks the history. "why did we pick Postgres?" (a reason: saved decisions
+#: answer it), "what do we use for queues?" (present) and "did you run the tests?" do not match.
+_WORK_VERBS = (r"(?:do|done|did|change|changed|fix|fixed|solve|solved|resolve|resolved|handle|handled|implement"
+               r"|implemented|build|built|edit|edited|touch|touched|update|updated|refactor|refactored|patch|patched"
+               r"|debug|debugged|end\s+up\s+doing|try|tried|work\s+on|worked\s+on|conclude|concluded"
+               r"|figure\s+out|figured\s+out)\b")
 WORK_PATTERNS = (
-    r"\b(?:what|how|which\s+\w+)\s+(?:did|have|had)\s+(?:we|you|the\s+agent)\s+(?:\w+\s+)?"
-    r"(?:do|done|did|change|changed|fix|fixed|solve|solved|resolve|resolved|handle|handled|implement|implemented"
-    r"|build|built|edit|edited|touch|touched|update|updated|refactor|refactored|patch|patched|debug|debugged"
-    r"|end\s+up\s+doing|try|tried|work\s+on|worked\s+on)\b",
+    r"\b(?:what|how|which\s+\w+)\s+(?:did|have|had)\s+(?:we|you|the\s+agent)\s+(?:\w+\s+)?" + _WORK_VERBS,
+    r"\b(?:did|have|had)\s+(?:we|you)\s+ever\s+(?:\w+\s+)?" + _WORK_VERBS,
     r"\bwhat\s+(?:was|were|got)\s+(?:done|changed|fixed)\b",
     r"\bwhat\s+(?:changes|fixes)\s+did\s+(?:we|you)\s+make\b",
 )
