@@ -201,9 +201,9 @@ _EXAMPLE_WORDS = frozenset(
     "your yours my replace change changeme me here example examples sample placeholder insecure dummy todo "
     "tbd xxx xxxx redacted".split())
 #: ... and prefixes of variables, templates and command substitutions (``$VAR``, ``${{ … }}``, ``$(gh auth
-#: token)``, ``{{ .Values.x }}``, ``{t['pw']}``, ``<your-token>``, ``%(name)s``, a marker already there), and the
-#: rest of an ``==`` (``tiktoken==0.12.0``).
-_PLACEHOLDER_PREFIXES = ("$", "`", "{", "<", "%(", "%s", "[REDACTED:", "=", "(")
+#: token)``, ``{{ .Values.x }}``, ``{t['pw']}``, ``<your-token>``, ``%(name)s``, a marker already there), the
+#: rest of an ``==`` (``tiktoken==0.12.0``) and an Azure Key Vault reference in app settings.
+_PLACEHOLDER_PREFIXES = ("$", "`", "{", "<", "%(", "%s", "[REDACTED:", "=", "(", "@Microsoft.KeyVault(")
 _PATH_CHARS = frozenset("_.@+-/~")
 
 
@@ -274,6 +274,14 @@ def _example_value(value: str) -> bool:
     return value.replace("_", "").isupper() or any(w.lower() in _EXAMPLE_WORDS for w in words)
 
 
+def _salt(value: str) -> bool:
+    """A 40+ character value with no space that mixes digits, both cases and symbols (WordPress' ``AUTH_KEY``
+    salts, ``(fm@1452!Xb…``): generated, whatever character it opens with."""
+    return (len(value) >= 40 and " " not in value and any(c.isdigit() for c in value)
+            and any(c.isupper() for c in value) and any(c.islower() for c in value)
+            and any(not c.isalnum() for c in value))
+
+
 def _random_looking(word: str) -> bool:
     """A 16+ character run of digits, upper- and lower-case letters (``PDxG1ihkBJQLquiN``): no code name."""
     return (len(word) >= 16 and any(c.isdigit() for c in word) and any(c.isupper() for c in word)
@@ -285,7 +293,9 @@ def _not_a_value(value: str, *, code: bool = True) -> bool:
     variables, templates, code references, paths), or is masked (``****``, ``xxx``). ``code``: as in
     ``_is_reference``."""
     low = value.lower()
-    if low in _PLACEHOLDER_WORDS or low in _PROSE_WORDS or value.startswith(_PLACEHOLDER_PREFIXES):
+    if low in _PLACEHOLDER_WORDS or low in _PROSE_WORDS:
+        return True
+    if value.startswith(_PLACEHOLDER_PREFIXES) and not _salt(value):
         return True
     if _example_value(value) or re.match(_NOT_VALUE_SHAPES, value) or re.match(_URI_REFERENCE, value):
         return True
@@ -355,7 +365,8 @@ _SECRET_ENDINGS = (("password", "password"), ("passwd", "password"), ("passphras
 _SECRET_PAIRS = {("api", "key"): "api-key", ("access", "key"): "api-key", ("secret", "key"): "secret",
                  ("private", "key"): "secret", ("auth", "key"): "api-key", ("account", "key"): "secret",
                  ("access", "token"): "token", ("auth", "token"): "token", ("client", "secret"): "secret",
-                 ("signing", "key"): "secret", ("encryption", "key"): "secret", ("master", "key"): "secret"}
+                 ("signing", "key"): "secret", ("encryption", "key"): "secret", ("master", "key"): "secret",
+                 ("fernet", "key"): "secret"}
 _NAME_PARTS = r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])"
 
 
@@ -555,7 +566,7 @@ def _prose_password(m: re.Match[str]) -> str | None:
     value, q = m.group("val"), m.group("q") or ""
     said = m.group("pre").lower()
     if not re.search(r"\b(?:is|was|to|gave|sent|provided|shared|pasted|supplied)\b|=|pass|pw|creds|credentials|login"
-                     r"|\b(?:log|sign)\w*[ \t]*in", said):
+                     r"|\b(?:log|sign)\w*[ \t]*in|\b(?:for|of|on|in)\b[^:]*:[ \t]*$", said):
         return None  # "stored secret 'prod/db'": a secret or token is given only with is/was/to/=
     if m.string.startswith(("..", "\u2026"), m.end("val")) or value.endswith("_"):
         return None  # elided: "the signing secret is whsec_..."
@@ -895,7 +906,20 @@ _RULES: tuple[_Rule, ...] = (
           r"[A-Za-z0-9_\-]{40,}", ("discord",), fold=True, replace=_keep_prefix("discord-webhook")),
     _Rule("digitalocean-token", rf"\bdo[opr]_v1_{_HEX}{{64}}\b", ("_v1_",)),
     _Rule("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", ("shp",)),
-    _Rule("netlify-token", r"\bnfp_[A-Za-z0-9]{36}\b", ("nfp_",)),
+    _Rule("netlify-token", r"\bnfp_[A-Za-z0-9]{36,48}\b", ("nfp_",)),
+    # Mailgun's current private keys: 32 hex digits, then two groups of 8.
+    _Rule("mailgun-key", r"\b[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}\b", ("-",)),
+    # Tailscale auth, OAuth client and API keys (``tskey-auth-<id>-<secret>``).
+    _Rule("tailscale-key", r"\btskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}", ("tskey-",)),
+    # Dynatrace API tokens: ``dt0c01.`` + 24 + ``.`` + 64 (gitleaks' dynatrace-api-token rule).
+    _Rule("dynatrace-token", r"\bdt0[a-z]\d{2}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}\b", ("dt0",)),
+    # Password hashes (crackable offline): crypt formats as htpasswd, /etc/shadow and Traefik's basic-auth labels
+    # write them (bcrypt ``$2y$10$…``, Apache ``$apr1$…``, SHA-crypt ``$6$…``, yescrypt ``$y$…``; compose's ``$$``
+    # escaping too), htpasswd's ``{SHA}`` and PgBouncer's quoted ``md5`` + 32 hex.
+    _Rule("password-hash", r"(?<![\w$])\$\$?(?:2[abxy]|apr1|[156]|y)\$\$?(?:\d\d\$\$?|rounds=\d+\$|j9T\$)?"
+          r"[./A-Za-z0-9]{8,}(?:\$\$?[./A-Za-z0-9]{8,})?", ("$2", "$apr1$", "$1$", "$5$", "$6$", "$y$", "$$")),
+    _Rule("password-hash", r"\{S?SHA\}[A-Za-z0-9+/]{27,}={0,2}", ("SHA}",)),
+    _Rule("password-hash", r"(?<=[\"'])md5[0-9a-f]{32}(?=[\"'])", ("md5",)),
     _Rule("notion-token", r"\b(?:ntn_[A-Za-z0-9]{40,50}|secret_[A-Za-z0-9]{43})\b", ("ntn_", "secret_")),
     _Rule("nuget-key", r"\boy2[a-z0-9]{43}\b", ("oy2",)),
     _Rule("atlassian-token", r"\bATATT3[A-Za-z0-9_\-=]{150,}", ("ATATT3",)),
@@ -972,6 +996,49 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("secret", r"(?P<pre>\b(?:define|put|setProperty|set|fetch|getenv|get|setdefault|Setenv|setenv|"
           r"SetEnvironmentVariable)\s*\(\s*(?P<nq>['\"])(?P<name>[\w.\-]{2,100})(?P=nq)\s*,\s*)"
           r"(?P<q>['\"])(?P<val>[^'\"\n]+)(?P=q)", _NAMED_CALL_TRIGGERS, fold=True, replace=_named_call),
+    # Connection strings: Oracle's thin JDBC URL (``jdbc:oracle:thin:user/pw@//host``), an ODBC ``PWD={…}``,
+    # Neo4j's ``NEO4J_AUTH=user/pw``; a kubeconfig's ``client-key-data``; a Rails ``config/master.key`` shown.
+    _Rule("password", r"(?P<pre>\bjdbc:oracle:\w+:[\w.$\-]+/)(?P<q>)(?P<val>[^@\s\"'/]+)(?=@)", ("jdbc:oracle",),
+          replace=_valued("password")),
+    _Rule("password", r"(?P<pre>(?<![\w])(?i:pwd|password)[ \t]*=[ \t]*\{)(?P<q>)(?P<val>[^}\n]+)(?=\})",
+          ("pwd={", "pwd = {", "password={", "password = {"), fold=True, replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\bNEO4J_AUTH[\"']?[ \t]*[=:][ \t]*[\"']?[\w.\-]+/)(?P<q>)(?P<val>[^\s\"']+)",
+          ("NEO4J_AUTH",), replace=_valued("password")),
+    _Rule("private-key", r"(?P<pre>\bclient-key-data:[ \t]*)[A-Za-z0-9+/]{40,}={0,2}", ("client-key-data",),
+          replace=_keep_prefix("private-key")),
+    _Rule("secret", r"(?P<pre>\bmaster\.key[ \t]*\n)[0-9a-f]{32}\b", ("master.key",), replace=_keep_prefix("secret")),
+    # A quoted key named just "Key" (ASP.NET's ``"Jwt": {"Key": "…"}``): only a generated value, letters and digits.
+    _Rule("secret", r"(?P<pre>(?<![\w.\-])[\"']?(?:Key|key)[\"']?[ \t]*[:=][ \t]*)(?P<q>[\"'])"
+          r"(?P<val>[A-Za-z0-9+/]{32,}={0,2})(?P=q)", ("key",), fold=True, replace=_key_like("secret")),
+    # Rails' ``secret_key_base`` (128 hex digits) as ``credentials:show`` prints it.
+    _Rule("secret", r"(?P<pre>\bsecret_key_base[\"']?[ \t]*[:=][ \t]*)(?P<q>[\"']?)(?P<val>[0-9a-f]{64,})(?P=q)",
+          ("secret_key_base",), replace=_valued("secret")),
+    # The AWS CLI's ``aws configure`` prompt, answered.
+    _Rule("aws-secret-key", r"(?P<pre>\bAWS Secret Access Key \[[^\]\n]*\]:[ \t]*)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+          ("Secret Access Key [",), replace=_keep_prefix("aws-secret-key")),
+    # A key or token given to a CLI or an SDK: ``snyk config set api=…``, ``mc alias set NAME URL ACCESS SECRET``,
+    # Postmark's ``new ServerClient("…")``, Go's ``jwtKey = []byte("…")``; credentials given to Bundler and Poetry.
+    _Rule("token", r"(?P<pre>\bsnyk[ \t]+config[ \t]+set[ \t]+api=)(?P<q>[\"']?)(?P<val>[A-Za-z0-9_\-.]{16,})(?P=q)",
+          ("snyk",), replace=_valued("token")),
+    _Rule("secret", r"(?P<pre>\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+)"
+          r"(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)", ("mc alias", "mc config"), replace=_valued("secret")),
+    _call_secret("api-key", r"\b(?:ServerClient|AccountClient)", 0, ("ServerClient(", "AccountClient(")),
+    _Rule("secret", r"(?P<pre>\b(?P<name>[A-Za-z_]\w*)[ \t]*:?=[ \t]*\[\]byte\([ \t]*)(?P<q>\")(?P<qval>[^\"\n]+)\"",
+          ("[]byte(",), replace=_named_value()),
+    _Rule("secret", r"(?P<pre>\bbundle[ \t]+config[ \t]+(?:set[ \t]+)?(?:--(?:global|local)[ \t]+)?"
+          r"[\w\-]+(?:\.[\w\-]+)+[ \t]+)(?P<q>[\"']?)(?P<val>[^\s:\"']+:[^\s\"']+)(?P=q)", ("bundle config",),
+          replace=_valued("secret")),
+    _Rule("password", r"(?P<pre>\bpoetry[ \t]+config[ \t]+http-basic\.[\w.\-]+[ \t]+"
+          r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)[ \t]+)"
+          r"(?:(?P<q>[\"'])(?P<qval>[^\"'\n]+)(?P=q)|(?P<val>[^\s\"'`;|&)#][^\s\"'`;|&)]*))",
+          ("http-basic.",),
+          replace=_valued("password")),
+    # Windows and Samba: ``net use … /user:DOMAIN\\name PW``, ``smbclient -U user%PW``.
+    _Rule("password", r"(?P<pre>\b(?i:net)[ \t]+(?i:use)\b[^\n]*?/(?i:user):\S+[ \t]+)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"'/*][^\s\"']*)(?P=q)", ("net use",), fold=True, replace=_valued("password")),
+    _Rule("password", r"(?P<pre>\b(?:smbclient|rpcclient|smbmap|smbget)\b[^\n|;&]*?(?:-U|--user(?:name)?)[ \t=]*"
+          r"[\"']?[^\s%\"']+%)(?P<q>)(?P<val>[^\s\"']+)", ("smbclient", "rpcclient", "smbmap", "smbget"),
+          replace=_valued("password")),
     # A user and a password after "creds:" / "login:" (``creds: admin / Adm1n#77``).
     _Rule("password", r"(?P<pre>(?<![\w./\-])(?i:creds|credentials|login)[ \t]*[:=][ \t]*[\w.@\-]+[ \t]*/[ \t]*)(?P<q>)"
           r"(?P<val>[^\s\"'`]+)", ("creds", "credentials", "login"), fold=True, replace=_prose_password),
@@ -1018,8 +1085,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", r"(?P<pre>(?<![\w:/@.\-])[\w.\-]+:)(?P<q>)(?P<val>[^\s@/\"'`]+)(?=@(?:tcp|unix)\()",
           ("@tcp(", "@unix("), replace=_valued("password")),
     # npm's _auth (base64 of user:password) and Yarn's npmAuthIdent (user:password).
-    _Rule("secret", r"(?m)^(?P<pre>[ \t]*(?://[^\s=]*:)?_auth[ \t]*=[ \t]*)(?P<q>[\"']?)"
-          r"(?P<val>[A-Za-z0-9+/]{8,}={0,2})(?P=q)[ \t]*$", ("_auth",), replace=_valued("secret")),
+    _Rule("secret", r"(?m)^(?P<pre>[ \t]*(?://[^\s=]*:)?_(?:auth|password)[ \t]*=[ \t]*)(?P<q>[\"']?)"
+          r"(?P<val>[A-Za-z0-9+/]{8,}={0,2})(?P=q)[ \t]*$", ("_auth", "_password"), replace=_valued("secret")),
     _Rule("secret", r"(?P<pre>\bnpmAuthIdent[\"']?[ \t]*:[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"':]+:[^\s\"']+)(?P=q)",
           ("npmAuthIdent",), replace=_valued("secret")),
     # An environment name for a personal access token: JIRA_PAT=…, ADO_PAT: ….
@@ -1063,7 +1130,7 @@ _RULES: tuple[_Rule, ...] = (
     # … or "the ADO pat for the org is …", "set `REDIS_PASSWORD` in `.env` to `…`", "the password you gave (…)".
     _Rule("password", r"(?P<pre>(?:(?<![\w\-=./$])(?:(?i:password|passwd|passphrase|secret|token)|[Pp]ass|pwd|pw|pat"
           r"|PAT)\b|`[A-Za-z_]*(?:PASSWORD|SECRET|TOKEN|[Pp]assword|[Ss]ecret|[Tt]oken)`)"
-          r"(?:[ \t]+(?:for|of|on|in)[ \t]+[\w.\-@`/]+(?:[ \t]+[\w.\-@`/]+){0,3}?[ \t]+(?:is|was|=|to)"
+          r"(?:[ \t]+(?:for|of|on|in)[ \t]+[\w.\-@`/]+(?:[ \t]+[\w.\-@`/]+){0,3}?(?:[ \t]+(?:is|was|=|to)|[ \t]*:)"
           r"|[ \t]+(?:is|was|=|to))?[ \t]+)"
           r"(?P<q>[\"'`])?(?P<val>(?(q)[^\s\"'`]*[^\s\"'`,;:)]|[^\s\"'`]*[^\s\"'`.,;:)]))(?(q)(?P=q))",
           ("pass", "pwd", "pw ", "secret", "token", "pat ", "pat:"), fold=True, replace=_prose_password),
