@@ -218,6 +218,18 @@ def test_owner_check_and_baseline_in_support_features() -> None:
                                  cue_terms=["export"])) != "supported"  # close, not strongly
 
 
+def test_a_possessive_is_the_word_it_belongs_to() -> None:
+    """"Ines's plasma box during Monday's inventory" is about Ines and Monday: the possessive form is no rare word of
+    its own (no memory writes "ines's"), and a memory naming Ines carries the term."""
+    from memcue.sidecar.recall.query import content_terms, cue_terms, words
+
+    terms = tuple(content_terms("Ines's plasma box was out during Monday's inventory, and the report's total?"))
+    assert "ines" in terms and "monday" in terms and "report" in terms
+    assert not any(t.endswith("'s") for t in terms)
+    assert cue_terms(terms, "Ines keeps the plasma boxes in Orca") == ["ines", "plasma", "box"]
+    assert words("don't log Ines's token") == ["don't", "log", "ines", "token"]
+
+
 def test_the_words_of_conversation_are_never_key_terms() -> None:
     """"remind me what shape the partner expects": a memory need not say "remind" to answer it. Words no memory
     carries stay key terms (the question's own subject), the words of asking and reporting do not."""

@@ -42,8 +42,14 @@ class KeywordQuery:
 
 
 def words(text: str) -> list[str]:
-    """Lowercase words of ``text`` (letters and digits; punctuation splits words)."""
-    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+    """Lowercase words of ``text`` (letters and digits; punctuation splits words; an apostrophe inside a word
+    keeps it whole, "don't"), a possessive without its "'s": "Ines's box" and "Monday's inventory" are about
+    Ines and Monday, and FTS5 reads them as "ines" and "monday" too (its tokenizer splits at the apostrophe)."""
+    out = []
+    for w in _WORD.findall(text):
+        w = w.lower().replace("’", "'")
+        out.append(w[:-2] if w.endswith("'s") and len(w) > 3 else w)
+    return out
 
 
 def content_terms(text: str) -> list[str]:
