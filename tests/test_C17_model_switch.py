@@ -142,9 +142,11 @@ def _stored_vectors(home: Path, model_id: str, dim: int, ids: list[int]) -> dict
 
 
 def _cli(home: Path, *args: str, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
+    """The CLI as a subprocess, with SIGINT's default action whatever this test runs under: a background job of a
+    non-interactive shell inherits SIGINT ignored, and the test's Ctrl-C would then never reach ``reindex``."""
     env = {**os.environ, "MEMCUE_HOME": str(home)}
     return subprocess.Popen([sys.executable, "-m", "memcue", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=stderr, text=True)
+                            stderr=stderr, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _read_terminal(fd: int) -> str:
