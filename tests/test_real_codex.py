@@ -145,3 +145,27 @@ def test_C13_mcp_server_and_trust_in_config_toml_come_off_byte_for_byte(home: Pa
     assert codex_finding["mcp"] is True and "MCP server registered" in codex_finding["message"]
     assert memcue_cli("uninstall", "codex", env=env)["data"][0]["mcp"] == "MCP server 'memcue' removed"
     assert config.read_bytes() == original
+
+
+def test_C13_a_second_trusted_install_says_what_it_did_and_an_edit_keeps_the_mode(home: Path, tmp_path: Path) -> None:
+    """A repeated ``--trust`` install says the MCP server was already registered (it is put back at the file's end
+    after Codex writes its trust); a plain install afterwards does not tell the user to trust again; after the
+    user edits config.toml, the uninstall takes memcue's trust entries off and gives the file the user's mode back
+    (Codex's own rewrite makes it 0600)."""
+    env = _env(tmp_path, home)
+    config = Path(env["HOME"]) / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(_config("http://127.0.0.1:9"))
+    config.chmod(0o644)
+    first = memcue_cli("install", "codex", "--trust", env=env)["data"][0]
+    assert "added" in first["mcp"]
+    again = memcue_cli("install", "codex", "--trust", env=env)["data"][0]
+    assert again["mcp"].startswith("MCP server 'memcue' already registered"), again["mcp"]
+    assert "mcp_put_back" not in again
+    plain = memcue_cli("install", "codex", env=env)["data"][0]
+    assert "--trust`" not in plain["note"].split("earlier")[0] and "earlier" in plain["note"], plain["note"]
+    config.write_text(config.read_text() + "\n# the user's own line\n")
+    memcue_cli("uninstall", "codex", env=env)
+    text = config.read_text()
+    assert "# the user's own line" in text and "trusted_hash" not in text and "mcp_servers.memcue" not in text
+    assert config.stat().st_mode & 0o777 == 0o644

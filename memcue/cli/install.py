@@ -44,6 +44,7 @@ def _codex_trust(report: dict[str, Any], action: str, args: argparse.Namespace, 
     by ``_mcp``). After an uninstall: take back the trust memcue wrote. Raises
     ``InstallError`` when asked to trust and Codex cannot be asked or refuses."""
     from memcue.install import codex_trust
+    from memcue.install.edits.files import load_record
 
     if report["harness"] != "codex":
         return
@@ -52,6 +53,9 @@ def _codex_trust(report: dict[str, Any], action: str, args: argparse.Namespace, 
         report["trust"] = codex_trust.untrust(codex_trust.codex_program(), state_dir)
         return
     if not wanted:
+        if not report.get("changed") and load_record(state_dir, codex_trust.RECORD):
+            report["note"] = ("Codex was asked to trust these hooks by an earlier `memcue install codex --trust`; "
+                              "`memcue doctor` says whether it still does.")
         return
     program = codex_trust.codex_program()
     if program is None:
@@ -62,7 +66,7 @@ def _codex_trust(report: dict[str, Any], action: str, args: argparse.Namespace, 
         # after Codex writes the trust: the table stays the file's end, so an uninstall takes both off exactly.
         from memcue.install import mcp_servers
 
-        mcp_servers.unregister("codex", state_dir)
+        report["mcp_put_back"] = bool(mcp_servers.unregister("codex", state_dir))
     hooks = codex_trust.trust(program, Path(report["path"]), state_dir)
     report["trusted"] = sorted(h["key"] for h in hooks)
     report["note"] = f"Codex trusts memcue's {len(hooks)} hooks: they run from the next Codex session on."
@@ -95,6 +99,9 @@ def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_di
         try:
             report["mcp"] = mcp_servers.register(harness, state_dir, state_dir)
             report["mcp_registered"] = mcp_servers.is_ours(mcp_servers.registered(harness))
+            if report.pop("mcp_put_back", False) and report["mcp_registered"]:
+                report["mcp"] = (f"MCP server '{mcp_servers.SERVER}' already registered (put back at the end of "
+                                 "config.toml after Codex wrote its trust, so an uninstall takes both off exactly)")
         except mcp_servers.ProgramMissing as exc:
             if getattr(args, "mcp", False):
                 raise

@@ -214,7 +214,9 @@ def untrust(codex: str | None, state_dir: Path, env: dict[str, str] | None = Non
         raise InstallError(f"{config} changed since memcue trusted its hooks and `codex` is not on PATH to edit "
                            f"it; remove these [hooks.state] entries yourself: {', '.join(sorted(ours & set(state)))}")
     with AppServer(codex, env=env, cwd=str(config.parent)) as server:
-        _write_state(server, {k: v for k, v in state.items() if k not in ours}, "replace")
+        written = _write_state(server, {k: v for k, v in state.items() if k not in ours}, "replace") or config
+    if record.get("mode") is not None and written.exists():  # Codex's rewrite makes it 0600: the user's mode back
+        written.chmod(record["mode"])
     drop_record(state_dir, RECORD)
     return f"removed memcue's trust entries from {config}"
 
