@@ -29,6 +29,8 @@ from memcue.install.edits.files import InstallError, read_bytes
 from memcue.install.engine import installer, present
 
 OK, WARN, PROBLEM = "ok", "warn", "problem"
+#: A check that could not run (the sidecar is not running to answer it): neither fine nor wrong.
+SKIP = "skip"
 #: Hook-log lines read from the end (the log is small and rotates).
 LOG_TAIL = 200
 #: The hook's log text when a prompt started the sidecar and went on without waiting (``hooks/run.py``).
@@ -42,7 +44,7 @@ STALE_CAPTURE_DAYS = 7
 
 
 def finding(area: str, status: str, message: str, **detail: Any) -> dict[str, Any]:
-    """One finding: ``{"area", "status" (OK | WARN | PROBLEM), "message", **detail}``."""
+    """One finding: ``{"area", "status" (OK | WARN | PROBLEM | SKIP), "message", **detail}``."""
     return {"area": area, "status": status, "message": message, **detail}
 
 
@@ -298,7 +300,7 @@ def check_captures(loc: Locations, wired: list[dict[str, Any]], now: float | Non
     """Per wired harness (``wired``: its installed findings), the newest row captured from it (source
     ``hook:<harness>``, read through a running sidecar; it is not started for this): a warning when that is over
     ``STALE_CAPTURE_DAYS`` old, or when nothing was ever captured and its config file (``path``) was last written
-    that long ago. A sidecar not running or not answering gives one ``OK`` finding saying it could not check."""
+    that long ago. A sidecar not running or not answering gives one ``SKIP`` finding saying it could not check."""
     from memcue.client import Client, ClientError, SidecarDown
 
     if not wired:
@@ -309,10 +311,10 @@ def check_captures(loc: Locations, wired: list[dict[str, Any]], now: float | Non
         with Client(loc, timeout_s=5) as client:
             newest = client.last_captures([f"hook:{n}" for n in names])["sources"]
     except SidecarDown:
-        return [finding("captures", OK, "could not check when each harness last captured: the sidecar is not "
+        return [finding("captures", SKIP, "could not check when each harness last captured: the sidecar is not "
                                         "running")]
     except ClientError as exc:
-        return [finding("captures", OK, f"could not check when each harness last captured: {exc}")]
+        return [finding("captures", SKIP, f"could not check when each harness last captured: {exc}")]
     return [_capture_finding(f, newest.get(f"hook:{f['area']}"), now) for f in wired]
 
 
@@ -368,7 +370,7 @@ def run_checks(loc: Locations) -> dict[str, Any]:
 
 def render(report: dict[str, Any]) -> str:
     """The report as lines for a terminal."""
-    mark = {OK: "ok  ", WARN: "warn", PROBLEM: "FAIL"}
+    mark = {OK: "ok  ", WARN: "warn", PROBLEM: "FAIL", SKIP: "skip"}
     lines = [f"[{mark[f['status']]}] {f['area']}: {f['message']}"
              + (f" ({f['version']})" if f.get("version") else "") for f in report["findings"]]
     warnings = sum(1 for f in report["findings"] if f["status"] == WARN)
