@@ -426,3 +426,48 @@ def test_a_memory_stands_out_from_what_the_filters_keep_only() -> None:
     assert standout(2, 0.5) == pytest.approx(0.2)
     assert standout(3, 0.3) == pytest.approx(-0.2)
     assert standout(2, None) is None
+
+
+PASTED_TRACE = ('Traceback (most recent call last):\n  File "tools/sync_labels.py", line 12, in <module>\n'
+                "ConnectionResetError: [Errno 104] Connection reset by peer (gw-17.corp)\n")
+
+
+@pytest.fixture
+def httpx_store(tmp_path: Path, embedder: Embedder) -> Iterator[Store]:
+    s = Store(tmp_path / "h.db")
+    s.remember_many([NewMemory(c, kind=k, project="billing", created_at=NOW - d * DAY) for c, k, d in (
+        ("We pinned httpx to 0.27.2 because 0.28 broke the proxy settings in the billing client", "decision", 40),
+        ("The billing client's httpx timeouts are 10 s connect and 30 s read", "note", 20),
+        ("httpx retries are off in the billing client; the webhook sender retries instead", "decision", 25),
+        ("Use ruff for linting and formatting", "convention", 15))])
+    embed_all(s, embedder)
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("prompt", [
+    PASTED_TRACE + "why did we pin httpx?",
+    "I saw this in the log: ConnectionResetError 104 from gw-17.corp. why did we pin httpx?",
+])
+def test_a_question_after_a_pasted_error_is_answered(httpx_store: Store, embedder: Embedder, prompt: str) -> None:
+    """"Paste the error, then ask": the log's own words and names (a file, a host, an exception) are what the user
+    saw, not what the memory must say; the question's words are."""
+    answer = ask(httpx_store, embedder, prompt)
+    supported = [r["content"] for r in answer["results"] if r["tier"] == "supported"]
+    assert supported and supported[0].startswith("We pinned httpx"), answer["results"]
+
+
+def test_the_asking_sentence_still_blocks_what_no_memory_names(httpx_store: Store, embedder: Embedder) -> None:
+    """Only the context's unknown words are set aside: a question naming something no memory carries is still not
+    answered by a memory that shares its other words."""
+    answer = ask(httpx_store, embedder, PASTED_TRACE + "why did we pin grpcio?")
+    assert [r for r in answer["results"] if r["tier"] == "supported"] == []
+
+
+def test_asking_words_are_those_of_the_sentence_that_asks() -> None:
+    from memcue.sidecar.recall.query import asking_words
+
+    assert asking_words("why is httpx pinned?") is None  # one sentence: the whole prompt asks
+    assert asking_words("ConnectError host-3 timeout. why is httpx pinned?") == frozenset({"httpx", "pinned"})
+    assert asking_words("log line one\nlog line two\nwhat changed in billing?") == frozenset({"changed", "billing"})
+    assert asking_words("Fix the flaky test. Keep it small.") is None  # nothing asks

@@ -361,3 +361,10 @@ def test_parse_is_fast_and_cached() -> None:
 
 def test_channel_name() -> None:
     assert temporal_channel(ctx_for(_BrokenStore(), "hello")).name == TEMPORAL  # type: ignore[arg-type]
+
+
+def test_a_pasted_traceback_header_asks_no_order() -> None:
+    """Python's "Traceback (most recent call last):" is what the user pasted, not "the most recent" memory."""
+    assert parse_time('Traceback (most recent call last):\n  File "a.py", line 3\nwhy is httpx pinned?', NOW) is None
+    intent = parse_time("what is the most recent decision on httpx?", NOW)
+    assert intent is not None and intent.order == "newest"

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from memcue.core.session_ids import is_synthetic
 from memcue.sidecar.recall.channels import GRAPH, TEMPORAL, ChannelResult, query_entity_ids, shared_entities
-from memcue.sidecar.recall.query import carried, identifiers, siblings, words
+from memcue.sidecar.recall.query import STOP_WORDS, asking_words, carried, identifiers, siblings, words
 from memcue.sidecar.recall.support import owner_of
 from memcue.sidecar.store import Store, extract_entities
 
@@ -141,13 +141,17 @@ class Boosted:
 
 def names_in_query(store: Store, query: str, project: str | None) -> tuple[list[str], list[str]]:
     """Names the query mentions (people, products, files, identifiers): those no memory in scope carries,
-    and the capitalised names that memory does know (the people the question is about)."""
+    and the capitalised names that memory does know (the people the question is about). When the query also
+    tells or pastes something beside the sentence that asks (``query.asking_words``), only the asking sentence's
+    unknown names count: ``app.py`` in a pasted traceback is what the user saw, not what the memory must name."""
     names = [(name, kind) for name, kind in extract_entities(query)]
     if not names:
         return [], []
     plain = {name: " ".join(words(name)) for name, _ in names}
     df = store.doc_frequencies([p for p in plain.values() if p], cap=1, project=project)
-    unknown = [name for name, _ in names if plain[name] and df.get(plain[name], 0) == 0]
+    asking = asking_words(query)
+    unknown = [name for name, _ in names if plain[name] and df.get(plain[name], 0) == 0
+               and (asking is None or set(words(name)) <= asking | STOP_WORDS)]
     people = [plain[name] for name, kind in names if kind == "name" and name not in unknown and plain[name]]
     return unknown, people
 

@@ -46,7 +46,7 @@ from memcue.sidecar.recall.channels import SEMANTIC
 from memcue.sidecar.recall.classify import EXACT_TERM
 from memcue.sidecar.recall.contract import result_item
 from memcue.sidecar.recall.floor import COSINE_FLOOR, SUPPORT_COSINE
-from memcue.sidecar.recall.query import cue_terms, is_question, key_terms
+from memcue.sidecar.recall.query import asking_words, cue_terms, is_question, key_terms
 from memcue.sidecar.store import CONSTRAINING_KINDS
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
     time (Unix s) for the results' age labels."""
     topic = tuple(t for t in found.terms if t not in qc.frame_words)  # "ask", "did", "do" are not the topic
     standout = _standouts(found)
-    keys, gibberish = key_terms(found.doc_freq, topic) if reranked.survivors else ([], False)
+    keys, gibberish = key_terms(found.doc_freq, topic, asking_words(query)) if reranked.survivors else ([], False)
     question = is_question(query)
     answers = 0
     items: list[dict[str, Any]] = []

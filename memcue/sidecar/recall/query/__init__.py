@@ -9,6 +9,7 @@ from memcue.sidecar.recall.query.terms import (
     STOP_WORDS,
     TIME_WORDS,
     KeywordQuery,
+    asking_words,
     compounds,
     content_terms,
     cue_terms,
@@ -21,6 +22,6 @@ from memcue.sidecar.recall.query.terms import (
 
 __all__ = [
     "IDENTIFIER_KINDS", "carried", "family", "identifiers", "siblings",
-    "KEY_TERMS", "MAX_TERMS", "STOP_WORDS", "TIME_WORDS", "KeywordQuery", "compounds", "content_terms", "cue_terms",
-    "is_question", "key_terms", "keyword_query", "stem", "words",
+    "KEY_TERMS", "MAX_TERMS", "STOP_WORDS", "TIME_WORDS", "KeywordQuery", "asking_words", "compounds",
+    "content_terms", "cue_terms", "is_question", "key_terms", "keyword_query", "stem", "words",
 ]

@@ -139,20 +139,42 @@ CHAT_WORDS = frozenset(
 )
 
 
-def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...]) -> tuple[list[str], bool]:
+def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...], asking: frozenset[str] | None = None
+              ) -> tuple[list[str], bool]:
     """The query's key terms and whether it looks like gibberish, from each term's document frequency.
 
     Key terms: up to ``KEY_TERMS`` of the query's words, rarest first by document frequency (ties keep
     query order), time words (``TIME_WORDS``) left out. A word no memory carries is the rarest of all: it
     stays a key term, so a memory that lacks the question's distinctive words ("service worker caching")
-    is not taken as support because it shares the common ones ("web app"). Gibberish: none of the query's
-    words (other than time words) is found in any memory; then there are no key terms.
+    is not taken as support because it shares the common ones ("web app"). ``asking``: the words of the
+    sentence that asks, when the prompt also tells or pastes something (``asking_words``); then only those of
+    the words no memory carries count: a pasted log's or a story's own words (``ConnectError``, a host name)
+    are what the user saw, not what the memory must say. Gibberish: none of the query's words (other than
+    time words) is found in any memory; then there are no key terms.
     """
     asked = [t for t in terms if t not in TIME_WORDS and t not in CHAT_WORDS] or list(terms)
     if not any(doc_freq.get(t, 0) > 0 for t in asked):
         return [], bool(asked)
+    if asking is not None:
+        asked = [t for t in asked if doc_freq.get(t, 0) > 0 or t in asking]
     ranked = sorted(asked, key=lambda t: (doc_freq.get(t, 0), terms.index(t)))
     return ranked[:KEY_TERMS], False
+
+
+_SEGMENT_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def asking_words(text: str) -> frozenset[str] | None:
+    """The content words of the last sentence of ``text`` that asks (``is_question``), when ``text`` holds
+    something else beside it (a pasted log, an error, a story: another sentence or line); None for a prompt that is
+    one sentence, or that asks nothing."""
+    segments = [seg for seg in _SEGMENT_END.split(text) if seg.strip()]
+    if len(segments) < 2:
+        return None
+    for seg in reversed(segments):
+        if is_question(seg):
+            return frozenset(content_terms(seg))
+    return None
 
 
 def cue_terms(query_terms: tuple[str, ...], content: str) -> list[str]:

@@ -70,8 +70,8 @@ BOUND_BEFORE_SPAN = re.compile(
 ORDER_OLDEST = re.compile(
     r"\b(?:earliest|oldest|first\s+time|at\s+first|(?:we|i|you|they|it)\s+first|originally|"
     r"initially|in\s+the\s+beginning|to\s+begin\s+with)\b", re.I)
-ORDER_NEWEST = re.compile(
-    r"\b(?:latest|newest|most\s+recent(?:ly)?|recently|lately|last\s+time|just\s+now)\b", re.I)
+ORDER_NEWEST = re.compile(  # not Python's "Traceback (most recent call last)": a pasted trace asks no order
+    r"\b(?:latest|newest|most\s+recent(?:ly)?(?!\s+call\s+last)|recently|lately|last\s+time|just\s+now)\b", re.I)
 #: "before the migration", "after we deployed the cache": the event phrase that follows.
 ANCHOR = re.compile(r"\b(before|after|since|until|till|prior\s+to|following|ahead\s+of)\s+([^.;:!?|()\[\]\n]{1,80})",
                     re.I)
