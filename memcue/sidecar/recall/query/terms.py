@@ -162,13 +162,20 @@ def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...], asking: frozense
 
 
 _SEGMENT_END = re.compile(r"(?<=[.!?])\s+|\n+")
+#: A sentence piece that ends in a title or an initial ("Dr.", "Mrs.", "U.S.", "C."), not a sentence.
+_ABBREVIATION = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e)|(?<![A-Za-z])[A-Z])\.$")
 
 
 def asking_words(text: str) -> frozenset[str] | None:
     """The content words of the last sentence of ``text`` that asks (``is_question``), when ``text`` holds
     something else beside it (a pasted log, an error, a story: another sentence or line); None for a prompt that is
     one sentence, or that asks nothing."""
-    segments = [seg for seg in _SEGMENT_END.split(text) if seg.strip()]
+    segments: list[str] = []
+    for seg in _SEGMENT_END.split(text):
+        if segments and _ABBREVIATION.search(segments[-1]):
+            segments[-1] += " " + seg  # "Dr. Seuss", "the U.S. office", "C. S. Lewis": one sentence
+        elif seg.strip():
+            segments.append(seg)
     if len(segments) < 2:
         return None
     for seg in reversed(segments):
