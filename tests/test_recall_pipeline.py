@@ -471,5 +471,6 @@ def test_asking_words_are_those_of_the_sentence_that_asks() -> None:
     assert asking_words("ConnectError host-3 timeout. why is httpx pinned?") == frozenset({"httpx", "pinned"})
     assert asking_words("log line one\nlog line two\nwhat changed in billing?") == frozenset({"changed", "billing"})
     assert asking_words("Fix the flaky test. Keep it small.") is None  # nothing asks
+    assert asking_words("The invoice list is slow. Find out why and fix it.") is None  # a task, not a question
     assert asking_words("Would Caroline have Dr. Seuss books on her shelf?") is None  # a title, not a sentence end
     assert asking_words("Has John been to the U.S. office or to C. S. Lewis' college?") is None

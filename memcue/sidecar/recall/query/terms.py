@@ -166,8 +166,14 @@ _SEGMENT_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _ABBREVIATION = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e)|(?<![A-Za-z])[A-Z])\.$")
 
 
+#: A sentence that asks: a question mark, or a question word or auxiliary first (not a command: "Find out why
+#: and fix it." is a task, though ``is_question`` takes "find" for a recall command).
+_ASKS = re.compile(r"\?|^\s*(?:what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could"
+                   r"|should|would|will|have|has|had)\b", re.IGNORECASE)
+
+
 def asking_words(text: str) -> frozenset[str] | None:
-    """The content words of the last sentence of ``text`` that asks (``is_question``), when ``text`` holds
+    """The content words of the last sentence of ``text`` that asks (``_ASKS``), when ``text`` holds
     something else beside it (a pasted log, an error, a story: another sentence or line); None for a prompt that is
     one sentence, or that asks nothing."""
     segments: list[str] = []
@@ -179,7 +185,7 @@ def asking_words(text: str) -> frozenset[str] | None:
     if len(segments) < 2:
         return None
     for seg in reversed(segments):
-        if is_question(seg):
+        if _ASKS.search(seg):
             return frozenset(content_terms(seg))
     return None
 
