@@ -204,7 +204,7 @@ def _memcue(tmp_path: Path, home: Path, cwd: Path, *argv: str) -> None:
 def test_C23_doctor_flags_a_hook_registered_twice(tmp_path: Path, home: Path) -> None:
     project = tmp_path / "billing-api"
     (project / ".git").mkdir(parents=True)
-    _memcue(tmp_path, home, project, "install", "claude-code")
+    _memcue(tmp_path, home, project, "install", "claude-code", "--no-mcp")
     code, found = _doctor(tmp_path, home, project)
     assert code == 0 and found["claude-code"]["status"] == "ok"
     # A second registration through another interpreter in the same file; install brings both up to date.
@@ -214,13 +214,13 @@ def test_C23_doctor_flags_a_hook_registered_twice(tmp_path: Path, home: Path) ->
     settings["hooks"]["UserPromptSubmit"].append({"hooks": [{**hook, "command": hook["command"].replace(
         sys.executable, "/usr/local/bin/python3.11")}]})
     path.write_text(json.dumps(settings, indent=2))
-    _memcue(tmp_path, home, project, "install", "claude-code")
+    _memcue(tmp_path, home, project, "install", "claude-code", "--no-mcp")
     code, found = _doctor(tmp_path, home, project)
     message = found["claude-code"]["message"]
     assert code == 1 and found["claude-code"]["status"] == "problem", message
     assert "UserPromptSubmit 2 times" in message and "Fix: `memcue uninstall claude-code` then" in message
     _memcue(tmp_path, home, project, "uninstall", "claude-code")
-    _memcue(tmp_path, home, project, "install", "claude-code")
+    _memcue(tmp_path, home, project, "install", "claude-code", "--no-mcp")
     assert _doctor(tmp_path, home, project)[1]["claude-code"]["status"] == "ok"  # the fix line works
     # User settings and the project's own settings both register it: Claude Code merges them, both run.
     _memcue(tmp_path, home, project, "install", "claude-code", "--project")

@@ -22,9 +22,9 @@ def _doctor(tmp_path: Path, home: Path) -> tuple[int, dict]:
     return run.returncode, {f["area"]: f for f in json.loads(run.stdout)["data"]["findings"]}
 
 
-def _install(tmp_path: Path, home: Path) -> None:
+def _install(tmp_path: Path, home: Path, *flags: str) -> None:
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(home)}
-    assert subprocess.run([sys.executable, "-m", "memcue", "install", "claude-code"], env=env,
+    assert subprocess.run([sys.executable, "-m", "memcue", "install", "claude-code", *flags], env=env,
                           capture_output=True, timeout=60).returncode == 0
 
 
@@ -35,10 +35,15 @@ def test_doctor_says_what_is_missing_then_all_good(tmp_path: Path, home: Path) -
     code, found = _doctor(tmp_path, home)
     assert code == 1 and found["harnesses"]["status"] == "problem"
     assert found["claude-code"]["status"] == "warn" and "memcue install claude-code" in found["claude-code"]["message"]
-    _install(tmp_path, home)
+    _install(tmp_path, home)  # `claude` is not on PATH here: the hooks are wired, the MCP server is not
     code, found = _doctor(tmp_path, home)
-    assert code == 0 and found["claude-code"]["status"] == "ok" and "harnesses" not in found
+    assert code == 0 and found["claude-code"]["status"] == "warn" and "harnesses" not in found
+    assert "MCP server not registered: the agent cannot save" in found["claude-code"]["message"]
     assert found["codex"]["status"] == found["hermes"]["status"] == "ok", "harnesses not on this machine are fine"
+    _install(tmp_path, home, "--no-mcp")  # declined: nothing to warn about
+    code, found = _doctor(tmp_path, home)
+    assert code == 0 and found["claude-code"]["status"] == "ok", found["claude-code"]
+    assert "installed with --no-mcp" in found["claude-code"]["message"]
 
 
 def test_doctor_flags_hooks_from_another_interpreter(tmp_path: Path, home: Path) -> None:

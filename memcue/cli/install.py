@@ -95,6 +95,10 @@ def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_di
     from memcue.install.edits.files import load_record
 
     harness = report["harness"]
+    if action == "install" and args.project is None and not getattr(args, "dry_run", False):
+        mcp_servers.note_declined(harness, state_dir, bool(getattr(args, "no_mcp", False)))
+    elif action == "uninstall" and args.project is None:
+        mcp_servers.note_declined(harness, state_dir, False)
     if action == "install" and _mcp_wanted(harness, args):
         try:
             report["mcp"] = mcp_servers.register(harness, state_dir, state_dir)

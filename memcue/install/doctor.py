@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memcue.core.paths import Locations, socket_blocked
+from memcue.core.paths import Locations, locations, socket_blocked
 from memcue.harnesses import HARNESSES, NAMES
 from memcue.install import mcp_servers, mcp_startup, placement
 from memcue.install.edits import hooks_json, toml_file
@@ -145,10 +145,15 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
              finding(name, OK, f"hooks current in {path}", path=str(path), version=program_version, installed=True))
     found["mcp"] = _mcp_server(name)
     found["runs"] = _runs(name, settings)
-    found["message"] = found["message"].rstrip(".") + (
-        "; MCP server registered" if found["mcp"] else
-        f"; MCP server not registered: the agent cannot save or recall through memcue's tools (`memcue install "
-        f"{name}` registers it, with the harness's program on PATH)")
+    if found["mcp"]:
+        found["message"] = found["message"].rstrip(".") + "; MCP server registered"
+    elif mcp_servers.declined(name, locations().root):
+        found["message"] = found["message"].rstrip(".") + "; MCP server not registered (installed with --no-mcp)"
+    else:
+        found["message"] = found["message"].rstrip(".") + (
+            f"; MCP server not registered: the agent cannot save or recall through memcue's tools (`memcue install "
+            f"{name}` registers it, with the harness's program on PATH)")
+        found["status"] = WARN if found["status"] == OK else found["status"]
     return found
 
 

@@ -42,6 +42,20 @@ def record_name(harness: str) -> str:
     return f"mcp-{harness}"
 
 
+def note_declined(harness: str, state_dir: Path, declined: bool) -> None:
+    """Record (or forget) that the user installed ``harness`` with ``--no-mcp``, so doctor does not ask them to
+    register the server they declined."""
+    if declined:
+        save_record(state_dir, f"mcp-declined-{harness}", {"harness": harness})
+    else:
+        drop_record(state_dir, f"mcp-declined-{harness}")
+
+
+def declined(harness: str, state_dir: Path) -> bool:
+    """True when ``harness`` was installed with ``--no-mcp`` (``note_declined``) and not since with the server."""
+    return bool(load_record(state_dir, f"mcp-declined-{harness}"))
+
+
 class ProgramMissing(InstallError):
     """The harness's program, through which memcue registers its MCP server, is not on PATH."""
 
