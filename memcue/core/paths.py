@@ -124,8 +124,14 @@ class Locations:
 
     def install_record(self, name: str) -> Path:
         """Where ``memcue install`` keeps its record ``name`` (a harness's hooks: its name; the MCP server it
-        registered with a harness: ``mcp-<harness>``)."""
+        registered with a harness: ``mcp_record(harness)``)."""
         return self.root / "install" / f"{name}.json"
+
+
+def mcp_record(harness: str, *, declined: bool = False) -> str:
+    """The install-record name of the MCP server memcue registered with ``harness`` (``Locations.install_record``),
+    or, ``declined``, of the user's ``--no-mcp`` for it."""
+    return f"mcp-declined-{harness}" if declined else f"mcp-{harness}"
 
 
 def locations() -> Locations:

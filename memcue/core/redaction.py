@@ -1017,10 +1017,8 @@ _RULES: tuple[_Rule, ...] = (
     # The AWS CLI's ``aws configure`` prompt, answered.
     _Rule("aws-secret-key", r"(?P<pre>\bAWS Secret Access Key \[[^\]\n]*\]:[ \t]*)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
           ("Secret Access Key [",), replace=_keep_prefix("aws-secret-key")),
-    # A key or token given to a CLI or an SDK: ``snyk config set api=…``, ``mc alias set NAME URL ACCESS SECRET``,
+    # A key or token given to a CLI or an SDK: ``mc alias set NAME URL ACCESS SECRET``,
     # Postmark's ``new ServerClient("…")``, Go's ``jwtKey = []byte("…")``; credentials given to Bundler and Poetry.
-    _Rule("token", r"(?P<pre>\bsnyk[ \t]+config[ \t]+set[ \t]+api=)(?P<q>[\"']?)(?P<val>[A-Za-z0-9_\-.]{16,})(?P=q)",
-          ("snyk",), replace=_valued("token")),
     _Rule("secret", r"(?P<pre>\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+)"
           r"(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)", ("mc alias", "mc config"), replace=_valued("secret")),
     _call_secret("api-key", r"\b(?:ServerClient|AccountClient)", 0, ("ServerClient(", "AccountClient(")),
@@ -1079,8 +1077,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", r"(?P<pre>(?:(?m:^)[ \t]*|\b(?i:config[ \t]+set)[ \t]+)(?:requirepass|masterauth|auth_pass)"
           r"[ \t]+)(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)", ("requirepass", "masterauth", "auth_pass"),
           replace=_valued("password")),
-    # A CLI given its token positionally: snyk auth …, ngrok authtoken … / ngrok config add-authtoken ….
-    _Rule("token", r"(?P<pre>\b(?:snyk[ \t]+auth|ngrok[ \t]+(?:config[ \t]+add-)?authtoken)[ \t]+)(?P<q>[\"']?)"
+    # A CLI given its token: snyk auth …, snyk config set api=…, ngrok authtoken … / ngrok config add-authtoken ….
+    _Rule("token", r"(?P<pre>\b(?:snyk[ \t]+auth[ \t]+|snyk[ \t]+config[ \t]+set[ \t]+api=|"
+          r"ngrok[ \t]+(?:config[ \t]+add-)?authtoken[ \t]+))(?P<q>[\"']?)"
           r"(?P<val>[A-Za-z0-9_\-.]{16,})(?P=q)", ("snyk", "authtoken"), replace=_valued("token")),
     # A Go MySQL DSN's password: user:pw@tcp(host:port)/db.
     _Rule("password", r"(?P<pre>(?<![\w:/@.\-])[\w.\-]+:)(?P<q>)(?P<val>[^\s@/\"'`]+)(?=@(?:tcp|unix)\()",

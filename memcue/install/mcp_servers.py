@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memcue.core.paths import mcp_record
 from memcue.harnesses import HARNESSES
 from memcue.install.edits.files import InstallError, drop_record, load_record, save_record
 from memcue.install.engine import installer
@@ -38,22 +39,22 @@ def server_command(python: str | None = None) -> list[str]:
 
 
 def record_name(harness: str) -> str:
-    """The install-record name of the MCP server memcue registered with ``harness``."""
-    return f"mcp-{harness}"
+    """The install-record name of the MCP server memcue registered with ``harness`` (``core.paths.mcp_record``)."""
+    return mcp_record(harness)
 
 
 def note_declined(harness: str, state_dir: Path, declined: bool) -> None:
     """Record (or forget) that the user installed ``harness`` with ``--no-mcp``, so doctor does not ask them to
     register the server they declined."""
     if declined:
-        save_record(state_dir, f"mcp-declined-{harness}", {"harness": harness})
+        save_record(state_dir, mcp_record(harness, declined=True), {"harness": harness})
     else:
-        drop_record(state_dir, f"mcp-declined-{harness}")
+        drop_record(state_dir, mcp_record(harness, declined=True))
 
 
 def declined(harness: str, state_dir: Path) -> bool:
     """True when ``harness`` was installed with ``--no-mcp`` (``note_declined``) and not since with the server."""
-    return bool(load_record(state_dir, f"mcp-declined-{harness}"))
+    return bool(load_record(state_dir, mcp_record(harness, declined=True)))
 
 
 class ProgramMissing(InstallError):

@@ -7,7 +7,7 @@ names tools the agent does not have sends it looking for them.
 
 from __future__ import annotations
 
-from memcue.core.paths import Locations
+from memcue.core.paths import Locations, mcp_record
 
 __all__ = ["session_tools"]
 
@@ -20,4 +20,4 @@ def session_tools(locations: Locations, harness: str) -> str:
     if harness == "hermes":
         return "hermes"
     hooks = locations.install_record(harness).exists()
-    return "none" if hooks and not locations.install_record(f"mcp-{harness}").exists() else "mcp"
+    return "none" if hooks and not locations.install_record(mcp_record(harness)).exists() else "mcp"

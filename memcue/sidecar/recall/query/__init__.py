@@ -16,6 +16,7 @@ from memcue.sidecar.recall.query.terms import (
     is_question,
     key_terms,
     keyword_query,
+    sentence_spans,
     stem,
     words,
 )
@@ -23,5 +24,5 @@ from memcue.sidecar.recall.query.terms import (
 __all__ = [
     "IDENTIFIER_KINDS", "carried", "family", "identifiers", "siblings",
     "KEY_TERMS", "MAX_TERMS", "STOP_WORDS", "TIME_WORDS", "KeywordQuery", "asking_words", "compounds",
-    "content_terms", "cue_terms", "is_question", "key_terms", "keyword_query", "stem", "words",
+    "content_terms", "cue_terms", "is_question", "key_terms", "keyword_query", "sentence_spans", "stem", "words",
 ]

@@ -161,32 +161,39 @@ def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...], asking: frozense
     return ranked[:KEY_TERMS], False
 
 
-_SEGMENT_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SENTENCE_OR_LINE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 #: A sentence piece that ends in a title or an initial ("Dr.", "Mrs.", "U.S.", "C."), not a sentence.
 _ABBREVIATION = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e)|(?<![A-Za-z])[A-Z])\.$")
 
 
-#: A sentence that asks: a question mark, or a question word or auxiliary first (not a command: "Find out why
-#: and fix it." is a task, though ``is_question`` takes "find" for a recall command).
-_ASKS = re.compile(r"\?|^\s*(?:what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could"
-                   r"|should|would|will|have|has|had)\b", re.IGNORECASE)
+def sentence_spans(text: str, *, lines: bool = False) -> list[tuple[int, int]]:
+    """``(start, end)`` character offsets of the sentences of ``text``, in order, blank ones left out: a sentence
+    ends after ".", "!" or "?" and a space (and at a line break, with ``lines``: a pasted log's lines); a title
+    or an initial ("Dr. Seuss", "the U.S. office", "C. S. Lewis") does not end one."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    ends = (_SENTENCE_OR_LINE_END if lines else _SENTENCE_END).finditer(text)
+    for a, b in [(m.start(), m.end()) for m in ends] + [(len(text), len(text))]:
+        if spans and _ABBREVIATION.search(text[spans[-1][0]:spans[-1][1]]):
+            spans[-1] = (spans[-1][0], a)
+        elif text[start:a].strip():
+            spans.append((start, a))
+        start = b
+    return spans
 
 
+@functools.lru_cache(maxsize=1024)  # read by two recall stages (boosts' unknown names, support's key terms)
 def asking_words(text: str) -> frozenset[str] | None:
     """The content words of the last sentence of ``text`` that asks (``_ASKS``), when ``text`` holds
     something else beside it (a pasted log, an error, a story: another sentence or line); None for a prompt that is
     one sentence, or that asks nothing."""
-    segments: list[str] = []
-    for seg in _SEGMENT_END.split(text):
-        if segments and _ABBREVIATION.search(segments[-1]):
-            segments[-1] += " " + seg  # "Dr. Seuss", "the U.S. office", "C. S. Lewis": one sentence
-        elif seg.strip():
-            segments.append(seg)
-    if len(segments) < 2:
+    spans = sentence_spans(text, lines=True)
+    if len(spans) < 2:
         return None
-    for seg in reversed(segments):
-        if _ASKS.search(seg):
-            return frozenset(content_terms(seg))
+    for a, b in reversed(spans):
+        if _ASKS.search(text[a:b]):
+            return frozenset(content_terms(text[a:b]))
     return None
 
 
@@ -196,9 +203,15 @@ def cue_terms(query_terms: tuple[str, ...], content: str) -> list[str]:
     return [t for t in query_terms if stem(t) in have]
 
 
-_QUESTION = re.compile(
-    r"\?|^\s*(?:what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could|should|would"
-    r"|will|have|has|had|tell|show|list|remind|explain|describe|find|recall|give)\b", re.IGNORECASE)
+#: Question words and auxiliaries that open a question.
+_ASKING_WORDS = r"what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could|should|would" \
+                r"|will|have|has|had"
+#: A sentence that asks: a question mark, or a question word or auxiliary first (not a command: "Find out why
+#: and fix it." is a task).
+_ASKS = re.compile(rf"\?|^\s*(?:{_ASKING_WORDS})\b", re.IGNORECASE)
+#: ``_ASKS``, or a recall command first ("show me the retry policy").
+_QUESTION = re.compile(rf"\?|^\s*(?:{_ASKING_WORDS}|tell|show|list|remind|explain|describe|find|recall|give)\b",
+                       re.IGNORECASE)
 
 
 def is_question(text: str) -> bool:

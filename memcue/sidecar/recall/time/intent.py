@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from re import Match
 
-from memcue.sidecar.recall.query import STOP_WORDS, is_question, words
+from memcue.sidecar.recall.query import STOP_WORDS, is_question, sentence_spans, words
 from memcue.sidecar.recall.time.anchor import find_anchor
 from memcue.sidecar.recall.time.patterns import (
     BOUND_BEFORE_SPAN,
@@ -239,20 +239,12 @@ def _possessive(span: Span, text: str) -> bool:
     return bool(_POSSESSIVE.match(text, span.finish)) and not span.bound
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
 def _narrative(span: Span, text: str) -> bool:
     """A period in a sentence that tells what happened, before or after the sentence that asks ("Mira dropped a
     file into the share on Friday and it never got imported. Why not?"): it says when that event happened, not
     when the memories that explain it were written (the rule behind it may be months older), so it sets no
     window. A period in the asking sentence itself ("what did we change on Friday?") does."""
-    start = 0
-    sentences = []
-    for m in _SENTENCE_END.finditer(text):
-        sentences.append((start, m.start()))
-        start = m.end()
-    sentences.append((start, len(text)))
+    sentences = sentence_spans(text)
     if len(sentences) < 2:
         return False
     asking = [is_question(text[a:b]) for a, b in sentences]
