@@ -607,3 +607,35 @@ def test_kinds_the_eighth_held_out_split_found() -> None:
                  "Default region name [None]: eu-west-1", "mc alias list", "snyk config get api",
                  'PWD={password}', 'const client = new ServerClient(process.env.POSTMARK_TOKEN);'):
         assert redact(kept).text == kept, kept
+
+
+def test_kinds_the_ninth_held_out_split_found() -> None:
+    """The redaction benchmark's test9 split (the issue's listed kinds in new surroundings), when it was held out.
+    Misses: ``-u USER -p PW`` of mongodump/cqlsh, ``echo PW | … --password-stdin``, fish's ``set -x``,
+    ``REDISCLI_AUTH``, PgBouncer's userlist, Prometheus' ``credentials:``, .NET's ``AuthenticationHeaderValue``,
+    Ruby's ``ENV.fetch(…) { default }``, a URL whose user is an e-mail address, Codecov's ``-t``. Changes:
+    detect-secrets' ``hashed_secret`` digests and Sealed Secrets' ciphertext."""
+    for text, secret in (
+            ("mongosh --host db1 -u reporter -p Kq7-Lm2xWv9_Tz4 --authenticationDatabase admin", "Kq7-Lm2xWv9_Tz4"),
+            ("cqlsh cass-2 9042 -u etl -p Harbor_Fig_37 --ssl", "Harbor_Fig_37"),
+            ("printf 'Zq8kL2mW9xR4tY7p' | podman login -u ci --password-stdin quay.example.com", "Zq8kL2mW9xR4tY7p"),
+            ("set -gx DB_PASSWORD Cobalt-Lantern-55", "Cobalt-Lantern-55"),
+            ("export REDISCLI_AUTH=Wq8Zt2.Lk9Xm4Rv7Np1B", "Wq8Zt2.Lk9Xm4Rv7Np1B"),
+            ('; userlist.txt\n"app" "Velvet_Orbit_88_Cinder"', "Velvet_Orbit_88_Cinder"),
+            ("    authorization:\n      type: Bearer\n      credentials: Zq8kL2mW9xR4tY7pN1bV5cH3jD6fG0",
+             "Zq8kL2mW9xR4tY7p"),
+            ('c.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", "Rt5Wq8Zp2Lm7Nx4Kc9");',
+             "Rt5Wq8Zp2Lm7Nx4Kc9"),
+            ('  password: <%= ENV.fetch("DB_PASSWORD") { "Maple-Harbor-2291" } %>', "Maple-Harbor-2291"),
+            ("SMTP_URL=smtp://alerts@mail.example.org:Qv7Kp2Lm9Xw4Rt8Z@smtp.example.org:587", "Qv7Kp2Lm9Xw4Rt8Z"),
+            ("./codecov -t 9b2f7e1a-93b4-4d6e-8a1f-5b7c9d2e4f60 -f coverage.xml", "9b2f7e1a-93b4-4d6e")):
+        assert secret not in redact(text).text, text
+    sealed = "Ag" + "Bq7Kp2Lm9Xw4Rt8Zn1Bc6Hy3Jd5Fg0Ks+Aq2Wr4Ty6Ui/" * 5
+    for kept in ('  "hashed_secret": "9a81048fb99e82c1cd47468680495e51bff5ff53",',
+                 f"spec:\n  encryptedData:\n    DB_PASSWORD: {sealed}",
+                 "mysql -u root -p shop < dump.sql", "sudo mariadb -u admin -p billing",
+                 "docker run -u 1000 -p 8080:80 nginx",
+                 "echo \"$REGISTRY_PASSWORD\" | docker login -u ci --password-stdin",
+                 "set -x PATH $HOME/.local/bin $PATH", "credentials: /etc/prometheus/token",
+                 'password: <%= ENV.fetch("DB_PASSWORD") %>'):
+        assert redact(kept).text == kept, kept

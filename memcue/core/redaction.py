@@ -34,8 +34,12 @@ What is found:
   PagerDuty's ``APISession``, Segment's ``analytics.load``, ``algoliasearch(appId, …)``: generated-looking only); a
   literal set for or defaulted to a secret's name in a call (``define('DB_PASSWORD', …)``, ``props.put("….password",
   …)``, ``System.setProperty``, ``ENV.fetch('X_PASSWORD', …)``, ``os.getenv("API_TOKEN", …)``: no spaces);
-  ``redis-cli -a``, ``requirepass``/``masterauth`` lines and ``CONFIG SET``; the password of
-  ``scheme://user:pw@host`` (also with an empty user, ``redis://:pw@host``) and of a Go DSN (``user:pw@tcp(…)``);
+  ``redis-cli -a``, ``requirepass``/``masterauth`` lines and ``CONFIG SET``; ``-u USER -p PW`` on one command line
+  (mongodump, cqlsh; not mysql's ``-p db``), ``echo PW | … --password-stdin``, fish's ``set -x NAME value``, an
+  ``*_AUTH`` variable's generated value (``REDISCLI_AUTH``), PgBouncer's userlist lines, a generated
+  ``credentials:`` value (Prometheus), ``AuthenticationHeaderValue(scheme, …)``, Ruby's ``ENV.fetch(name) {
+  default }``, Codecov's ``-t``; the password of ``scheme://user:pw@host`` (also with an empty user,
+  ``redis://:pw@host``, or an e-mail address as the user) and of a Go DSN (``user:pw@tcp(…)``);
   ``curl -u user:pw`` / ``--user user:pw``, flags such as ``--token X``, ``--api-key=X``, ``--password X``
   (``--token-file path`` is a path), single-dash ones (keytool's ``-storepass``/``-srcstorepass``/``-keypass``,
   Go's ``-token=X``, PowerShell's ``-Password``), openssl's ``pass:…``, ``ConvertTo-SecureString '…'
@@ -74,8 +78,9 @@ dotted name only where code can stand, not in a quoted string, a URL or a shell 
 ``{cfg['pw']}``, YAML tags ``!vault``, identifiers that name a secret such as ``--secret=db-password``, the rest of
 an ``==``), paths (``PWD=/home/me/src``), numbers and durations (``TOKEN_TTL=3600``, ``timeout: 30s``; a password of
 6+ digits is still a password), lower-case identifiers in prose or YAML (``pass: test_login_flow``), names that only
-start with a secret word (``password_reset_url``, ``token_count``), git SHAs, UUIDs and sha256 and sha512 digests
-(``sha512-…`` integrity hashes; bare hex or a UUID is a secret only where a vendor's call or command takes one:
+start with a secret word (``password_reset_url``, ``token_count``), git SHAs, detect-secrets' ``hashed_secret``
+digests, Sealed Secrets' ciphertext (``encryptedData:``), UUIDs and sha256 and sha512 digests (``sha512-…`` integrity
+hashes; bare hex or a UUID is a secret only where a vendor's call or command takes one:
 ``algoliasearch(appId, '…')``, ``snyk auth …``, ``the api key is …``). ``tests/test_redaction.py`` holds both
 lists; ``benchmarks/redaction_quality.py`` measures misses and false positives on a dev split and held-out splits.
 
@@ -378,6 +383,8 @@ def _name_kind(name: str) -> tuple[str, bool] | None:
     if not parts or name == "PASS" or parts[-2:] == ["public", "key"]:
         # a test runner's verdict (``--- PASS: TestX``) or a public key: not a secret's name
         return None
+    if len(parts) >= 2 and parts[-2] == "hashed":
+        return None  # a digest kept to recognise a secret (detect-secrets' ``hashed_secret``), not the secret
     if len(parts) >= 2 and (parts[-2], parts[-1]) in _SECRET_PAIRS:
         return _SECRET_PAIRS[(parts[-2], parts[-1])], False
     if parts[-1] in _SECRET_WORDS:
@@ -435,6 +442,12 @@ def _assignment_starts(text: str) -> list[int]:
     return starts
 
 
+def _sealed(text: str, at: int, value: str) -> bool:
+    """True for a Bitnami Sealed Secret's ciphertext (base64 that opens with ``Ag``, under ``encryptedData:``):
+    only the cluster's controller can decrypt it, and it is meant to be committed."""
+    return "encryptedData:" in text[:at] and re.fullmatch(r"Ag[A-Za-z0-9+/]{100,}={0,2}", value) is not None
+
+
 def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> str:
     """``text`` with the value of every secret assignment (``_ASSIGNMENT``) replaced by its marker."""
     out: list[str] = []
@@ -456,6 +469,8 @@ def _scan_assignments(pattern: re.Pattern[str], text: str, kinds: list[str]) -> 
         if quoted and m.group("sep").lstrip() == ":" and not m.group("nq") and m.group("sep")[:1] in " \t":
             continue  # psql's variable interpolation (``PASSWORD :'newpw'``), not a name and its value
         value = m.group("qval") if quoted else m.group("val")
+        if _sealed(text, at, value):
+            continue
         start = m.start("qval") if quoted else m.start("val")
         end = start + len(value)
         config = _config_line(m, end + (1 if quoted else 0))
@@ -601,6 +616,16 @@ def _private_key(m: re.Match[str]) -> str | None:
 #: generated (a digit, or both cases) so that prose after "Authorization:" stays.
 _AUTH_SCHEMES = frozenset("basic token digest apikey api-key key sso-key accesskey access-key bot ssws splunk "
                           "geniekey dsn signature credential hmac negotiate ntlm".split())
+
+
+def _user_password(m: re.Match[str]) -> str | None:
+    """The value after ``-u USER … -p``: a password, except on a mysql/mariadb command line, where ``-p`` alone
+    asks for one and the next word is the database."""
+    line = m.string[m.string.rfind("\n", 0, m.start()) + 1:m.start()]
+    command = re.split(r"[|;&]", line)[-1]
+    if re.match(r"\s*(?:sudo\s+)?(?:\w+=\S*\s+)*(?:\S*/)?(?:mysql|mariadb)\w*\b", command):
+        return None
+    return _valued("password")(m)
 
 
 def _generated(kind: str) -> Replace:
@@ -821,7 +846,7 @@ _RULES: tuple[_Rule, ...] = (
           r"[\"']?[ \t]*(?:,[^\n]*)?)\n(?P<rows>(?:[^\n]*,[^\n]*(?:\n|\Z))+)",
           _CSV_TRIGGERS, fold=True, replace=_credential_csv),
     _Rule("password", _YAML_BLOCK, ("pass", "pwd", "psk", "secret", "token", "key"), fold=True, replace=_yaml_block),
-    _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:)(?P<pw>[^\s/?@]+)@",
+    _Rule("url-password", r"(?P<pre>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*(?:@[^\s:/?#@\[\]]*)?:)(?P<pw>[^\s/?@]+)@",
           ("://",), replace=_url_password),
     _Rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
           ("hooks.slack.com",)),
@@ -950,7 +975,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", ("eyJ",)),
     # Any scheme word (Bot, SSWS, Splunk, GenieKey …) or FCM's ``key=``; Bearer has its own rule below.
     _Rule("auth-token", r"(?P<pre>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
-          r"(?:(?!bearer\b)(?P<scheme>[a-z][\w\-]{1,24})\s+|key=))(?!\[REDACTED:)(?P<cred>[A-Za-z0-9+/=._~:\-]{8,})",
+          r"(?:(?!(?:bearer|new|await|null|none|nil)\b)(?P<scheme>[a-z][\w\-]{1,24})\s+|key=))(?!\[REDACTED:)(?P<cred>[A-Za-z0-9+/=._~:\-]{8,})",
           ("authorization",), fold=True, flags=re.IGNORECASE, replace=_auth_header),
     # ``Basic <base64>`` wherever the header is set: nginx ``proxy_set_header``, ``Header.Set(…)``, a logged request.
     _Rule("basic-auth", r"(?P<pre>(?<![\w\-])Basic[ \t]+)(?P<cred>[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])",
@@ -1046,6 +1071,33 @@ _RULES: tuple[_Rule, ...] = (
           r"[^\n/]{0,40}?[ \t](?i:with|as|using)[ \t]+[\w.@\-]{1,64}[ \t]*/[ \t]*)(?P<q>)(?P<val>[^\s\"'`/]+)",
           ("log", "sign"), fold=True, replace=_prose_password),
     _cli_password(r"ldap\w*", r"-w[ \t]*", ("ldap",)),
+    # ``-u USER -p PW`` on one command (mongodump, mongosh, cqlsh, …): -p after -u is the user's password (a port or
+    # a port mapping, ``-p 8080:80``, is a number: ``_valued`` keeps it; mysql's ``-p db`` asks and names a database).
+    _Rule("password", r"(?P<pre>(?<![\w\-])-u[ \t]+[^\s\-]\S*[ \t]+(?:-{1,2}[\w\-]+(?:[ \t]+[^\s\-]\S*)?[ \t]+){0,3}?"
+          r"-p[ \t]+)(?P<q>[\"']?)(?P<val>[^\s\"'`;|&)\-][^\s\"'`;|&)]*)(?P=q)", ("-p ",), replace=_user_password),
+    # A password piped into a login: ``echo "PW" | docker login --password-stdin``.
+    _Rule("password", r"(?P<pre>\b(?:echo|printf)(?:[ \t]+-[nes]+)*[ \t]+)(?P<q>[\"']?)(?P<val>[^\s\"'|$][^\s\"'|]*)"
+          r"(?P=q)(?=[ \t]*\|[^\n|]*--password-stdin)", ("password-stdin",), replace=_valued("password")),
+    # fish's ``set -x SMTP_PASSWORD value`` (``-gx``, ``-Ux``): an assignment by its name.
+    _Rule("secret", r"(?P<pre>(?<![\w\-])set[ \t]+-[gxUlu]+[ \t]+(?P<name>[A-Za-z_]\w*)[ \t]+)(?P<q>[\"']?)"
+          r"(?P<val>[^\s\"']+)(?P=q)", ("set -",), replace=_named_value()),
+    # An ``*_AUTH`` environment variable holding a generated value (``REDISCLI_AUTH``; NEO4J_AUTH has its rule).
+    _Rule("password", r"(?P<pre>\b[A-Z][A-Z0-9]*_AUTH[ \t]*=[ \t]*)(?P<q>[\"']?)(?P<val>[^\s\"']{16,})(?P=q)",
+          ("_AUTH",), replace=_key_like("password")),
+    # ``credentials: <token>`` (Prometheus' ``authorization:``/``basic_auth:`` blocks): a generated value only.
+    _Rule("token", r"(?P<pre>(?<![\w\-])credentials[ \t]*:[ \t]*)(?P<q>[\"']?)(?P<val>[A-Za-z0-9._~+/\-]{20,}=*)(?P=q)"
+          r"(?=[ \t]*(?:\n|$))", ("credentials:",), replace=_key_like("token")),
+    # .NET's ``new AuthenticationHeaderValue("Bearer", "…")``.
+    _call_secret("auth-token", r"\bAuthenticationHeaderValue", 1, ("AuthenticationHeaderValue",)),
+    # Ruby's ``ENV.fetch("DB_PASSWORD") { "…" }``: a literal default for a secret's name.
+    _Rule("secret", r"(?P<pre>\bfetch\(\s*(?P<nq>['\"])(?P<name>[\w.\-]{2,100})(?P=nq)\s*\)\s*\{\s*)"
+          r"(?P<q>['\"])(?P<val>[^'\"\n]+)(?P=q)", ("fetch(",), replace=_named_call),
+    # PgBouncer's userlist.txt: ``"user" "password"`` lines.
+    _Rule("password", r"(?m)(?P<pre>^[ \t]*\"[^\"\n]+\"[ \t]+\")(?P<q>)(?P<val>[^\"\n]+)(?=\"[ \t]*$)", ("userlist",),
+          replace=_valued("password")),
+    # Codecov's uploader token: ``… codecov … -t TOKEN``.
+    _Rule("token", r"(?P<pre>\bcodecov\b[^\n|;&]{0,200}?[ \t]-t[ \t]+)(?P<q>[\"']?)(?P<val>[^\s\"']+)(?P=q)",
+          ("codecov",), replace=_valued("token")),
     # A password given positionally after its user: rabbitmqctl add_user USER PW, net user USER PW /add, htpasswd -b,
     # echo 'user:pw' | chpasswd.
     _Rule("password", r"(?P<pre>\brabbitmqctl\b[^\n;|&]{0,80}?[ \t](?:add_user|change_password|authenticate_user)"
