@@ -247,7 +247,7 @@ class Client:
         """``POST /session_context``: the session-start block of ``project`` (pinned, newest, named after the
         project) once per session; the same session asking again gets a one-line pointer (or "").
         ``fields``: ``session_id`` (omit for a new one), ``project``, ``harness`` (default "mcp"),
-        ``max_tokens`` (default 1500), ``max_chars`` (default 9500), ``budget_s`` (default 5). Returns
+        ``max_tokens`` (default 2200), ``max_chars`` (default 9500), ``budget_s`` (default 5). Returns
         ``{"session_id", "context", "included", "tokens"}``."""
         return self._call("POST", "/session_context", json=fields)
 

@@ -32,7 +32,8 @@ PROGRAMS = {
 #: The fact the prompt's recall must bring (oldest, so it is not among the session block's newest).
 FACT = "The billing service stores invoices in PostgreSQL 16 behind pgbouncer in transaction mode"
 QUESTION = "which database do the billing service invoices live in?"
-#: Newer memories: enough of them that the session-start block (pinned + newest 8) leaves FACT out.
+#: Newer memories: enough of them that the session-start block (pinned, then the newest
+#: ``inject.service.SESSION_RECENT``) leaves FACT out.
 NEWER = [
     "Release notes are drafted in docs/changelog.md before every tag",
     "The web client is built with Vite and served by Caddy",
@@ -44,6 +45,28 @@ NEWER = [
     "Error budgets are tracked per service in the SLO dashboard",
     "Frontend strings go through the i18n extractor before release",
     "Cron jobs run in UTC; the scheduler is in ops/cron.yaml",
+    "The mobile app talks to the API through the gateway at api.internal",
+    "Database migrations are written with Alembic and reviewed by the data team",
+    "Screenshots in the docs are regenerated with the playwright script in tools/",
+    "The design system lives in packages/ui and is versioned separately",
+    "Secrets are read from Vault at start-up, never from files in the repo",
+    "Load tests run with k6 against the staging cluster on Thursdays",
+    "The search index is rebuilt nightly from the events table",
+    "API errors follow RFC 9457 problem details",
+    "The support team reads alerts in the #oncall-support channel",
+    "Background jobs use Celery with Redis as the broker",
+    "Images are resized on upload by the thumbnailer worker",
+    "Dependency updates come in through Renovate every Tuesday",
+    "The admin panel is only reachable over the VPN",
+    "Time zones are stored as IANA names, never offsets",
+    "Money amounts are integers in minor units",
+    "Every service exposes /healthz and /readyz",
+    "The data warehouse is loaded by dbt models in analytics/",
+    "Email templates are MJML files compiled at build time",
+    "The public status page is updated by the incident commander",
+    "Translations are managed in Crowdin and synced weekly",
+    "Audit logs are kept for seven years in cold storage",
+    "The GraphQL schema is generated from the resolvers, not written by hand",
 ]
 PINNED = "Deploys are frozen on Fridays; ask Priya before shipping"
 

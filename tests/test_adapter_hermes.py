@@ -55,9 +55,9 @@ def test_parse_prompt_session_start_stop_and_end(tmp_path: Path) -> None:
     assert (odd.session_id, odd.prompt, odd.cwd) == ("", "", os.getcwd())
 
 
-def test_budget_600_and_1500_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_budget_600_and_2200_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     assert hermes.budget(USER_PROMPT_SUBMIT) == (600, hermes.MAX_CHARS)
-    assert hermes.budget(SESSION_START) == (1_500, hermes.MAX_CHARS)
+    assert hermes.budget(SESSION_START) == (2_200, hermes.MAX_CHARS)
     monkeypatch.setenv("MEMCUE_PROMPT_TOKENS", "300")
     assert hermes.budget(USER_PROMPT_SUBMIT).max_tokens == 300
 

@@ -17,6 +17,7 @@ from hookutil import hook_env, kill_spawned_sidecars
 
 from memcue.client import ClientError
 from memcue.core.blocks import POINTER, POINTER_SAVE, SESSION_HEADER, STANDING_NOTE
+from memcue.core.limits import SESSION_BLOCK_TOKENS
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.tokenizer import TokenCounter
@@ -197,7 +198,7 @@ def test_session_context_once_per_session_within_its_budget(sc: Sidecar, tmp_pat
     assert re.fullmatch(r"[0-9a-f]{32}", first["session_id"]), "a new session id when none is given"
     assert first["context"].startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n") and first["included"] > 3
     assert "orbit api note 0:" in first["context"] and 'pinned="yes"' in first["context"]
-    assert 0 < first["tokens"] <= 1500 and tokens.count(first["context"]) <= 1500
+    assert 0 < first["tokens"] <= SESSION_BLOCK_TOKENS and tokens.count(first["context"]) <= SESSION_BLOCK_TOKENS
     again = c.session_context(session_id=first["session_id"], project=project)
     assert again["session_id"] == first["session_id"] and again["included"] == 0
     assert POINTED.fullmatch(again["context"]), "the second ask gets the one-line pointer"

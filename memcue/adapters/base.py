@@ -4,7 +4,7 @@ Standard library only, and light: this runs in the hook process on every prompt,
 ``dataclasses``, ``typing`` and ``subprocess`` (together about 10 ms of imports). The ``Adapter``
 protocol that each harness module follows lives in ``memcue.adapters.protocol``, off the hook path. The
 defaults (after pre-commit's ``lang_base``): ``command_parse`` (the payload of a command-hook harness),
-``budget`` (600 / 1,500 tokens, 9,500 characters) and ``render_hook_output`` (one ``hookSpecificOutput``
+``budget`` (600 / 2,200 tokens, 9,500 characters) and ``render_hook_output`` (one ``hookSpecificOutput``
 object); a harness module assigns the ones it shares and writes only what differs.
 """
 
@@ -14,6 +14,7 @@ import os
 from collections import namedtuple
 
 from memcue.adapters.output import hook_specific_output
+from memcue.core.limits import SESSION_BLOCK_TOKENS
 from memcue.core.project import resolve_project
 from memcue.harnesses import (
     EVENTS,
@@ -85,11 +86,11 @@ class HookEvent:
 
 Budget = namedtuple("Budget", ["max_tokens", "max_chars"])
 #: Token budgets of the command-hook harnesses' blocks (o200k_base tokens) and the environment variables
-#: that override them: 600 per prompt, 1,500 at session start (Codex keeps about 2,500 hook tokens), 300 beside a
+#: that override them: 600 per prompt, 2,200 at session start (``core.limits.SESSION_BLOCK_TOKENS``), 300 beside a
 #: tool call (it lands next to every matched edit or command, so it stays small).
 COMMAND_HOOK_TOKENS: dict[str, tuple[int, str]] = {
     USER_PROMPT_SUBMIT: (600, "MEMCUE_PROMPT_TOKENS"),
-    SESSION_START: (1_500, "MEMCUE_SESSION_START_TOKENS"),
+    SESSION_START: (SESSION_BLOCK_TOKENS, "MEMCUE_SESSION_START_TOKENS"),
     PRE_TOOL_USE: (300, "MEMCUE_TOOL_TOKENS"),
 }
 Budget.__doc__ = "Limits for one injected block: ``max_tokens`` (o200k_base tokens) and ``max_chars`` (characters)."
@@ -149,7 +150,7 @@ def command_parse(harness: str, event: str, payload: object, extra_keys: tuple[s
 
 
 def budget(event: str) -> Budget:
-    """Budget for ``event``: 600 tokens for prompts, 1,500 at session start (``COMMAND_HOOK_TOKENS``), at most
+    """Budget for ``event``: 600 tokens for prompts, 2,200 at session start (``COMMAND_HOOK_TOKENS``), at most
     ``MAX_CHARS`` characters; ``$MEMCUE_PROMPT_TOKENS`` / ``$MEMCUE_SESSION_START_TOKENS`` override the tokens
     (positive integers; anything else is ignored)."""
     return token_budget(event, COMMAND_HOOK_TOKENS, MAX_CHARS)

@@ -17,6 +17,7 @@ from typing import Any
 from memcue.cli.arguments import AddCommand, add_project_options, add_tag_option, count, kind, project_of
 from memcue.cli.output import emit, format_recall, usage_error
 from memcue.core.address import parse_id_list
+from memcue.core.limits import SESSION_BLOCK_TOKENS
 from memcue.core.text import preview
 
 #: Characters of a memory's text shown per line by ``memcue list`` (``--full`` shows all of it).
@@ -259,6 +260,7 @@ def register(add: AddCommand) -> None:
 
     p = add("session-context", "The block a new session of this project starts with (pinned, newest, named).")
     p.add_argument("--session-id", help="a session to continue (a second call in one session gets a pointer)")
-    p.add_argument("--max-tokens", type=int, default=1500, help="token budget of the block (default 1500)")
+    p.add_argument("--max-tokens", type=int, default=SESSION_BLOCK_TOKENS,
+                   help=f"token budget of the block (default {SESSION_BLOCK_TOKENS})")
     add_project_options(p)
     p.set_defaults(fn=cmd_session_context)

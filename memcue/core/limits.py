@@ -12,6 +12,12 @@ Captured text is whatever the user or agent happened to type or paste; a memory 
 
 from __future__ import annotations
 
+#: Tokens (o200k_base) of the session-start block, the note included. It is the one place a memory reaches the
+#: model without a prompt naming it, so it shows as many memories as the harnesses keep whole: Claude Code
+#: replaces additionalContext over 10,000 characters with a preview and Codex keeps about 2,500 tokens of hook
+#: context (DESIGN.md section 3); 2,200 tokens of memcue's blocks are about 8,500-9,300 characters
+#: (``tests/test_real_session_block_size.py`` sends one through both).
+SESSION_BLOCK_TOKENS = 2_200
 #: Characters kept of one captured text, the marker included. An injected block shows at most 9,500
 #: characters in all and the embedding model reads the first 256 tokens, so a captured text is recalled by
 #: its opening; past this size a paste is data (a build log, a dump) whose middle is never shown and only

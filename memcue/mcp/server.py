@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from memcue.core.limits import SESSION_BLOCK_TOKENS
 from memcue.core.project import project_key
 from memcue.core.session_ids import resolve_session_id
 from memcue.core.switches import MCP_WARM_UP_ENV, switched_off
@@ -33,7 +34,7 @@ Discipline:
 4. Remember durable facts in one self-contained sentence; never secrets."""
 
 #: Token budget of the session-start context ``session_init`` returns.
-SESSION_CONTEXT_TOKENS = 1500
+SESSION_CONTEXT_TOKENS = SESSION_BLOCK_TOKENS
 #: ``project`` argument help shared by the tools.
 PROJECT = ("project: a path in it (resolved to its git top-level) or a project key as stored; default: the "
            "project the server runs in")

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from typing_extensions import TypedDict
 
 from memcue.core.address import parse_id_list
+from memcue.core.limits import SESSION_BLOCK_TOKENS
 from memcue.sidecar.store import KIND_PATTERN, MAX_TAGS, normalize_tags
 
 #: Longest text ``/remember`` and ``/update`` take (characters): a memory written on purpose is refused above
@@ -384,7 +385,7 @@ class SessionContextIn(BaseModel):
     session_id: str = Field(default="", max_length=200)
     project: str = ""
     harness: str = Field(default="mcp", min_length=1, max_length=40)
-    max_tokens: int = Field(default=1500, ge=1, le=100_000)
+    max_tokens: int = Field(default=SESSION_BLOCK_TOKENS, ge=1, le=100_000)
     max_chars: int = Field(default=9500, ge=1, le=1_000_000)
     budget_s: float = Field(default=5.0, gt=0, le=60)
 

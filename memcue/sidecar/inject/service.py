@@ -31,6 +31,7 @@ import anyio.to_thread
 
 from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTES, pointer_line
 from memcue.sidecar.inject.backend import HookBackend
+from memcue.sidecar.inject.brief import brief
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
@@ -41,8 +42,9 @@ from memcue.sidecar.store import STANDING_KINDS, NewMemory
 
 #: ``(harness, items) -> items`` it does not load itself (``HookService``'s ``native_filter``).
 NativeFilter = Callable[[str, Sequence[dict[str, Any]]], list[dict[str, Any]]]
-#: Newest memories offered at session start, before the budget cut.
-SESSION_RECENT = 8
+#: Newest memories offered at session start, before the budget cut: as many as fit as ``brief``s (about 24 in
+#: the 2,200-token block; the budget cuts the oldest).
+SESSION_RECENT = 30
 #: The session-start block offers the standing rules (``store.STANDING_KINDS``) before the newest memories,
 #: however old, so a standing rule is in view before the first task prompt (issue 15). Up to
 #: ``SESSION_STANDING`` of them, the most confirmed first (``seen_count``: said again, reinforced), then the newest.
@@ -268,9 +270,9 @@ class HookService:
                           query_id=query_id, included=0, left_out=0, tokens=tokens)
 
     def _session_rows(self, project: str) -> list[dict[str, Any]]:
-        """The session-start block's memories, each once: pinned, the standing rules (``STANDING_KINDS``, most
-        confirmed first), the newest (no bookkeeping, no captured prompts or episodes), then the supported answers
-        of a recall on the project's name (blocking)."""
+        """The session-start block's memories, each once and as its ``brief``: pinned, the standing rules
+        (``STANDING_KINDS``, most confirmed first), the newest (no bookkeeping, no captured prompts or episodes),
+        then the supported answers of a recall on the project's name (blocking)."""
         backend, now = self.backend, time.time()
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
         standing = [row for kind in STANDING_KINDS for row in backend.list_memories(
@@ -291,8 +293,8 @@ class HookService:
             if mid in seen:
                 continue
             seen.add(mid)
-            out.append({"memory_id": mid, "content": row["content"], "memory_kind": row.get("kind",
-                        row.get("memory_kind")), "pinned": row.get("pinned", False),
+            out.append({"memory_id": mid, "content": brief(row["content"], row.get("source", "")),
+                        "memory_kind": row.get("kind", row.get("memory_kind")), "pinned": row.get("pinned", False),
                         "age_label": age_label(row["created_at"], now), "tier": "supported",
                         "source": row.get("source", ""), "created_at": row["created_at"]})
         return out

@@ -1,0 +1,51 @@
+"""A memory's brief: its text as the session-start block shows it, so the block holds more of the project.
+
+The session-start block is the only place a memory reaches the model without a prompt that names it (a task
+such as "add a map command" needs the box size decided days before, and no recall of the task's words finds
+it), so within its token budget it shows as many memories as it can. A brief keeps what a memory says and
+drops what the agent can look up: a commit's ``Files:`` and ``Tests added:`` trailers (git has them), the
+shell commands that made a failing test pass (the commit says what changed), and, in text a capture signal
+wrote from git or a test run, anything past ``SIGNAL_BRIEF_CHARS`` (the subject and first sentences say what
+changed and why; git keeps the rest). What a person or an agent wrote is cut only past ``BRIEF_CHARS``: its
+words are stored nowhere else. A cut ends at a word with "…"; the memory's id stays in the block, so the whole
+text is one ``recall``/``fetch`` away.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memcue.sidecar.capture.commits import SIGNAL as COMMIT_SIGNAL
+from memcue.sidecar.capture.test_runs import SIGNAL as TEST_SIGNAL
+
+#: The longest brief of a person's or an agent's memory (characters, about 100 tokens of English).
+BRIEF_CHARS = 400
+#: The longest brief of a memory a capture signal wrote from git or a test run (``SIGNAL_SOURCES``): about 55
+#: tokens, so with a line's 34 tokens of attributes about 24 memories fit a 2,200-token block (13-15 whole ones
+#: did in 1,500 tokens, measured on the scripted week's stores, ``benchmarks/capture_week.py``).
+SIGNAL_BRIEF_CHARS = 240
+#: The stored ``source`` of a memory a capture signal wrote from git or a test run (``capture.Gate`` stores
+#: ``capture:<signal>``).
+SIGNAL_SOURCES = (f"capture:{COMMIT_SIGNAL}", f"capture:{TEST_SIGNAL}")
+#: The trailer lines of a captured commit (``capture.commits``): listed files and added tests.
+_TRAILER = re.compile(r"\n\n(?:Tests added|Files): [^\n]*")
+#: How a test transition says what else ran before the pass (``capture.test_runs``): "… and running `sed …`"
+#: or "after running `…`": the commands' text, not what they changed.
+_RUNNING = re.compile(r"(?: and|after) running `.*$", re.DOTALL)
+
+
+def brief(text: str, source: str = "") -> str:
+    """``text`` (a memory's content) as the session-start block shows it: trailers and the commands of a
+    test transition dropped, at most ``SIGNAL_BRIEF_CHARS`` characters when ``source`` (its stored source) is
+    one of ``SIGNAL_SOURCES``, else ``BRIEF_CHARS`` (cut at a word, ending in " …")."""
+    out = _TRAILER.sub("", text).strip()
+    if "` failed" in out and "; it passed " in out:
+        cut = _RUNNING.sub("", out).rstrip()
+        out = cut if not cut.endswith("; it passed") else cut + " after a change"
+        out = out if out.endswith(".") else out + "."
+    most = SIGNAL_BRIEF_CHARS if source.startswith(SIGNAL_SOURCES) else BRIEF_CHARS
+    if len(out) <= most:
+        return out
+    head = out[:most]
+    space = head.rfind(" ")
+    return (head[:space] if space > most // 2 else head).rstrip(" ,;:") + " …"

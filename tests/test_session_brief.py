@@ -1,0 +1,67 @@
+"""The session-start block shows each memory as its brief (``sidecar.inject.brief``), so it holds more of the
+project: a commit's trailers and a test transition's commands go, text a signal wrote from git or a test run is
+cut past ``SIGNAL_BRIEF_CHARS``, a person's or an agent's words only past ``BRIEF_CHARS``. A real sidecar's
+block then holds more memories than whole texts allowed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import Sidecar, start_sidecar
+
+from memcue.core.blocks import MEMORY_LINE_START
+from memcue.sidecar.inject.brief import BRIEF_CHARS, SIGNAL_BRIEF_CHARS, SIGNAL_SOURCES, brief
+
+COMMIT = ("boxes: never hand out A1, it holds the reference aliquot\n\nSlot A1 of every box holds the box's "
+          "reference aliquot. next_free_slot gave it to new samples; it now skips config.RESERVED_SLOTS.\n\n"
+          "Tests added: test_a1_is_reserved\n\nFiles: cryobox/boxes.py, cryobox/config.py")
+TRANSITION = ("`python3 -m unittest -q tests.test_boxes` failed with `AssertionError: 'A1' != 'A2'`; it passed "
+              "after editing cryobox/boxes.py and running `sed -i 's/range(0, n)/range(1, n)/' cryobox/boxes.py`.")
+
+
+def test_a_commit_brief_drops_its_trailers_and_keeps_what_changed_and_why() -> None:
+    out = brief(COMMIT, SIGNAL_SOURCES[0])
+    assert out.startswith("boxes: never hand out A1") and "RESERVED_SLOTS" in out
+    assert "Files:" not in out and "Tests added:" not in out
+
+
+def test_a_test_transition_brief_keeps_the_failure_and_the_files_not_the_commands() -> None:
+    out = brief(TRANSITION, SIGNAL_SOURCES[1])
+    assert out == ("`python3 -m unittest -q tests.test_boxes` failed with `AssertionError: 'A1' != 'A2'`; it passed "
+                   "after editing cryobox/boxes.py.")
+    only_commands = brief("`pytest -q` failed with `E assert 1 == 2`; it passed after running `sed -i s/1/2/ a.py`.")
+    assert only_commands == "`pytest -q` failed with `E assert 1 == 2`; it passed after a change."
+    assert brief("`pytest` failed; it passed on a later run.") == "`pytest` failed; it passed on a later run."
+
+
+def test_a_signal_text_is_cut_sooner_than_a_persons_words() -> None:
+    words = " ".join(f"word{i}" for i in range(80))  # about 520 characters
+    signal = brief(words, SIGNAL_SOURCES[0])
+    assert signal.endswith(" …") and len(signal) <= SIGNAL_BRIEF_CHARS + 2 and words.startswith(signal[:-2])
+    person = brief(words[:BRIEF_CHARS - 10], "cli")
+    assert person == words[:BRIEF_CHARS - 10], "a person's words under BRIEF_CHARS are kept whole"
+    assert brief(words, "mcp").endswith(" …") and len(brief(words, "mcp")) <= BRIEF_CHARS + 2
+
+
+def test_the_session_block_of_a_busy_project_holds_more_memories_as_briefs(tmp_path: Path) -> None:
+    """40 memories of about 560 characters, a person's (cut past ``BRIEF_CHARS``): whole, about 11 would fit the
+    2,200-token block (7 the old 1,500); as briefs 15 or more do, the newest first, each cut marked."""
+    project = os.path.realpath(tmp_path / "freezer")
+    os.makedirs(project)
+    sc: Sidecar = start_sidecar(tmp_path / "home")
+    try:
+        text = ("note {i:02d}: the freezer in room {i} logs a reading every minute and the exporter sends the "
+                "day's readings to the LIMS at night; when a reading is missing the exporter writes the last "
+                "known one and marks it estimated, so the lab can see the gap, and a person checks the logger "
+                "the next morning before the samples in room {i} are handled again. The logger's battery is "
+                "changed every six months by facilities, who keep the spare loggers in the cupboard by the door "
+                "of room {i}; a logger that reads warmer than -70.0 C twice in a row raises the freezer alarm.")
+        sc.client.remember_batch([{"content": text.format(i=i), "project": project} for i in range(40)])
+        sc.client.wait_idle(timeout_s=120)
+        block = sc.client.session_context(project=project)["context"]
+    finally:
+        sc.stop()
+    assert len(text) > BRIEF_CHARS + 150
+    assert block.count(MEMORY_LINE_START) >= 15, block
+    assert "note 39:" in block and block.count(" …</memory>") == block.count(MEMORY_LINE_START)
