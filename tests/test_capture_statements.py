@@ -212,3 +212,32 @@ def test_a_prompt_read_twice_holds_its_statements_once_and_held_ones_stay_pendin
     rows = store.list_candidates()
     assert {r["state"] for r in rows} == {"pending"} and all(r["harness"] == "codex" for r in rows)
     assert store.list_memories(project=None, kind="decision") == []
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("Save to memory: the billing exports go out through Postmark, not SES.",
+     "Save to memory: the billing exports go out through Postmark, not SES."),
+    ("Record in memory that the nightly sync runs at 03:15 UTC from ops/sync.cron.",
+     "Record in memory that the nightly sync runs at 03:15 UTC from ops/sync.cron."),
+    ("please store this in memcue: order numbers look like ORD-2026-00042 and restart every year",
+     "please store this in memcue: order numbers look like ORD-2026-00042 and restart every year"),
+    ("Save this for later, it keeps coming up: the fixture DB is seeded by scripts/seed.py",
+     "Save this for later, it keeps coming up: the fixture DB is seeded by scripts/seed.py"),
+    ("Outcome of today's planning: the mobile release slips to May 4. Marketing knows. Please save that.",
+     "Outcome of today's planning: the mobile release slips to May 4. Marketing knows."),
+    ("The staging DB password rotates monthly via Vault. Remember this one, thanks!",
+     "The staging DB password rotates monthly via Vault."),
+])
+def test_an_explicit_request_to_keep_something_is_a_note(prompt: str, expected: str) -> None:
+    """The user asked for it to be kept: a note, whether or not the agent could save it (Codex may offer no
+    memcue tool in a turn that starts before the MCP server is up); "news of the day" does not stop it."""
+    assert [(s.kind, s.text) for s in find_statements(prompt)] == [("note", expected)]
+
+
+@pytest.mark.parametrize("prompt", [
+    "Save the file and run the tests.", "Log: connection refused on port 5432", "Keep it simple. Save it.",
+    "Store the result in a variable and return it.", "What's the budget code? Save that.", "Please save that.",
+    "Can you save how to restore from the backup?",
+])
+def test_saving_a_file_or_a_value_is_no_request_to_remember(prompt: str) -> None:
+    assert find_statements(prompt) == []

@@ -1,6 +1,6 @@
 """The first zero-cost signal: the user's durable statements in a captured prompt ("from now on ...", "we
 decided ...", "always/never ...", "don't ...", "remember ...", "I prefer ...", corrections such as "no, use X
-instead").
+instead"), and what the user asks to have kept ("save to memory: ...", "... Please save that.").
 
 ``find_statements(prompt)`` is pure text work (about 0.1 ms for a typed prompt). It reads the prompt line by
 line, drops what the user did not state themselves (fenced code, quoted ``>`` lines, pasted logs and tracebacks,
@@ -20,6 +20,11 @@ as context ("some context first: crumb runs on a Pi stuck on Python 3.9") is a `
 statement is its own confirming signal (``capture.prompts`` promotes it at once); one that reads like an
 injection (role markers, "ignore previous instructions", piping a download into a shell, sending secrets away)
 is ``held`` with the reason, for review (DESIGN.md section 8).
+
+An explicit request to keep something is a ``note``: "save to memory: …", "record in memory that …", "save this
+for later, …" (``_SAVE``); a sentence that only asks to keep what came before ("Please save that.", "Remember
+this one.") makes the sentences before it on its line the statement (``_SAVE_THAT``). The agent may save the same
+fact through MCP as well; the store's near-duplicate merge and the agent's "recall before remember" keep one.
 """
 
 from __future__ import annotations
@@ -44,6 +49,21 @@ CONTEXT_SENTENCES = 2
 #: ("also while you're in there: never print the key", "oh and btw, don't push to main").
 _OPENS = r"(?:^|[:;,]\s+)"
 _DONT_START = _OPENS + r"(?:(?:no|nope|actually)\b[,.!]?\s+)?(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
+_LEAD = r"^(?:(?:ok|okay|also|and|so)\b[,\s]+)*(?:please\s+)?"
+_MEMORY = r"(?:in|to|into)\s+(?:(?:the|your)\s+)?(?:memory|memcue|notes)\b"
+#: An explicit request to keep what follows: "save to memory: …", "record in memory that …", "please save this in
+#: memcue: …", "save this for later, …", "memorize …". The user asked for it to be kept, whether or not the agent
+#: can save it (Codex may start a turn before memcue's MCP server is up and offer it no tool to save with).
+_SAVE = (_LEAD + r"(?:(?:save|store|record|log|add|put|keep|write down|jot down|note down)(?:\s+(?:this|that|it|the "
+         r"following))?(?:\s+one)?\s+" + _MEMORY + r"|(?:save|store|record|memori[sz]e)(?:\s+(?:this|that|it))?"
+         r"(?:\s+one)?(?:\s+for later\b|\s*:)|memori[sz]e\b)")
+#: A request to keep what the sentences before it said: "Please save that.", "Remember this one, thanks.",
+#: "Note that down.", "Save it to memory!" (``find_statements`` takes the sentences before it as the statement).
+#: "Save it." alone is left: it is as often about a file.
+_SAVE_THAT = re.compile(
+    _LEAD + r"(?:(?:save|store|record|remember|memori[sz]e|note|keep)\s+(?:that|this)(?:\s+(?:one|down|in mind))?"
+    r"(?:\s+" + _MEMORY + r")?|(?:save|store|record|keep|put|add)\s+(?:it|that|this)(?:\s+one)?\s+" + _MEMORY + r")"
+    r"(?:\s+for later)?(?:,?\s+(?:please|thanks|thank you))?[.!]*$", re.IGNORECASE)
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
@@ -55,6 +75,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
                  r"\blet'?s (?:always|never)\b"),
     ("decision", _DONT_START + r"\s+\w+"),
     ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
+    ("note", _SAVE),
     ("decision", r"^(?:(?:and|so|also)\s+)?(?:nothing|no one|nobody|no \w+)\s+(?:\w+\s+){0,2}?(?:should|must|may|"
                  r"ever)\b(?!\s+have\b)|^(?:we|our \w+)\b.{0,80}\band only\b"),
     ("decision", r"\b(?:has|have|needs?) to (?:stay|remain)\b|\bmust (?:stay|remain)\b|"
@@ -119,6 +140,12 @@ def find_statements(prompt: str) -> list[Statement]:
         sentences = _sentences(line)
         kinds = [_statement_kind(sentence) for sentence in sentences]
         for i, (sentence, match) in enumerate(zip(sentences, kinds, strict=True)):
+            if _SAVE_THAT.match(sentence):  # "Please save that.": the sentences before it are the statement
+                kept = _kept_before(sentences[:i], kinds[:i], found) if i else ""
+                if kept and kept.lower() not in seen:
+                    seen.add(kept.lower())
+                    found.append(Statement(kept, "note", sentence, whole_held or _held(kept)))
+                continue
             if match is None or sentence.lower() in seen:
                 continue
             seen.add(sentence.lower())
@@ -135,6 +162,23 @@ def find_statements(prompt: str) -> list[Statement]:
             if len(found) >= MAX_STATEMENTS:
                 return found
     return found
+
+
+def _kept_before(before: list[str], kinds: list[tuple[str, str] | None], found: list[Statement]) -> str:
+    """What a "save that" sentence asks to keep: the up to ``CONTEXT_SENTENCES`` + 1 sentences before it on its
+    line (stopping at a question), within ``STATEMENT_MAX_CHARS``; "" when the sentence right before it is
+    already a statement (it is kept as one) or nothing is left."""
+    if kinds[-1] is not None and found and found[-1].text.endswith(before[-1]):
+        return ""
+    text = ""
+    for sentence in reversed(before[-(CONTEXT_SENTENCES + 1):]):
+        if sentence.endswith("?") or _QUESTION_START.match(sentence):
+            break
+        joined = f"{sentence} {text}".strip()
+        if len(joined) > STATEMENT_MAX_CHARS:
+            break
+        text = joined
+    return text if len(text.split()) >= STATEMENT_MIN_WORDS else ""
 
 
 def _with_context(sentence: str, after: list[str], kinds: list[tuple[str, str] | None]) -> str:
@@ -188,7 +232,7 @@ def _statement_kind(sentence: str) -> tuple[str, str] | None:
     for kind, pattern in _PATTERNS:
         m = pattern.search(sentence)
         if m:
-            if kind == "note" and _TODAY.search(sentence):
+            if kind == "note" and _TODAY.search(sentence) and not re.match(_SAVE, sentence, re.IGNORECASE):
                 return None  # "heads up: CI is slow today": news of the day, not a fact to keep
             return kind, m.group(0).strip()
     return None
