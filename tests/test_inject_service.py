@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 
+from memcue.core.blocks import SHORTENED_LINES, left_out_line
 from memcue.sidecar.inject import PROMPT_HEADER, HookService
 from memcue.sidecar.inject.service import SKIP_SHOWN
 from memcue.sidecar.recall import RecallRequest
@@ -73,3 +74,53 @@ def test_a_prompt_is_captured_answered_once_per_session_and_timed() -> None:
     assert backend.skipped == [SKIP_SHOWN]  # the second prompt's receipt says why it got nothing
     assert backend.tokens == [first.tokens] and first.tokens > 0  # the block's size goes to the usage log
     assert [t["included"] for t in hooks.timings.recent()] == [1, 0]
+
+
+class ProjectBackend(Backend):
+    """A project of 40 memories: #7 (the one recalls find) too long for a brief, #8 short; 38 older ones."""
+
+    LONG = "We retry webhooks with backoff. " + "The delays are 1, 2, 4 and 8 minutes, then a dead letter. " * 12
+
+    def recall(self, request: RecallRequest) -> dict[str, Any]:
+        answer = super().recall(request)
+        if request.query == "webhooks":
+            answer["results"][0]["content"] = self.LONG
+        return answer
+
+    def doc_count(self, project: str) -> int:
+        return 40
+
+    def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
+        if filters.get("pinned_only") or filters.get("kind"):
+            return []
+        rows = [{"id": 7, "content": self.LONG, "kind": "note", "source": "cli", "created_at": 1.8e9},
+                {"id": 8, "content": "Deploys go out on Tuesdays.", "kind": "note", "source": "cli",
+                 "created_at": 1.8e9}]
+        return rows[:filters.get("limit", 2)]
+
+
+def test_a_shortened_memory_says_so_and_can_still_come_whole_with_a_prompt() -> None:
+    """The session-start block shows #7 as a brief ending in "…", says how to get it whole, counts all 40 of
+    the project's memories in its left-out line, and does not mark #7 as shown: a prompt that needs it gets it
+    whole. #8, shown whole, is not repeated."""
+    backend = ProjectBackend()
+    hooks = HookService(backend)
+
+    async def session_then_prompts() -> tuple[Any, Any, Any]:
+        kwargs = {"budget_s": 2.0, "max_chars": 9500}
+        start = await hooks.handle("claude-code", "session-start", {"project": "/p", "session_id": "s2",
+                                                                    "source": "startup"}, max_tokens=2200, **kwargs)
+        whole = await hooks.handle("claude-code", "user-prompt-submit", {"prompt": "webhooks", "project": "/p",
+                                                                         "session_id": "s2"}, max_tokens=600, **kwargs)
+        backend.recall = lambda request: {"tier": "supported", "query_id": "q2", "query_type": "meaning", "results": [
+            {"memory_id": 8, "content": "Deploys go out on Tuesdays.", "memory_kind": "note", "tier": "supported",
+             "channel_scores": {"semantic": 0.8}, "age_label": "today"}]}
+        again = await hooks.handle("claude-code", "user-prompt-submit", {"prompt": "deploy day", "project": "/p",
+                                                                         "session_id": "s2"}, max_tokens=600, **kwargs)
+        return start, whole, again
+
+    start, whole, again = anyio.run(session_then_prompts)
+    assert " …</memory>" in start.context and start.context.endswith(SHORTENED_LINES["mcp"])
+    assert left_out_line(38) in start.context and start.included == 2
+    assert "then a dead letter. The delays" in whole.context and whole.included == 1
+    assert again.context == "" and again.included == 0

@@ -76,3 +76,21 @@ def test_counts_match_a_fresh_o200k_encoding_after_the_python_ranks_are_freed(co
     for text in ["hello world", "构建缓存 key rotates 🔑 every release", "C:\\new\\table\\x\n\tcode", _memories(1)[0]
                  ["content"]]:
         assert counter.count(text) == len(fresh.encode(text, disallowed_special=())) > 0
+
+
+def test_one_created_date_has_one_age() -> None:
+    """The block shows ``created`` as a UTC date and ``age`` beside it: both count calendar days, so two memories
+    of one date never read "3 days ago" and "4 days ago", and one from yesterday 23:00 is not "today" at 01:00."""
+    from datetime import UTC, datetime
+
+    from memcue.sidecar.recall import age_label
+
+    now = datetime(2026, 12, 2, 1, 0, tzinfo=UTC).timestamp()
+    yesterday_late, yesterday_early = (datetime(2026, 12, 1, h, 0, tzinfo=UTC).timestamp() for h in (23, 2))
+    assert age_label(yesterday_late, now) == age_label(yesterday_early, now) == "yesterday"
+    same_day = [datetime(2026, 11, 28, h, 0, tzinfo=UTC).timestamp() for h in (0, 23)]
+    assert {age_label(t, now) for t in same_day} == {"4 days ago"}
+    line = memory_line({"memory_id": 1, "content": "x", "created_at": yesterday_late, "age_label": age_label(
+        yesterday_late, now)})
+    assert 'created="2026-12-01" age="yesterday"' in line
+    assert age_label(float("nan"), now) == age_label(1e300, now) == "at an unknown time"

@@ -88,6 +88,14 @@ COMPACT_INSTRUCTION = (COMPACT_LEAD + " (score, address, matched terms); open th
                        "tool (ids, query_id) or `memcue fetch <ids> --query-id {query_id}`.")
 
 
+#: The line after a session-start block that shows a memory shortened (``sidecar.inject.brief``): how the agent
+#: gets it whole, by the session's tools (keys of ``STANDING_NOTES``).
+SHORTENED_LINES = {
+    "mcp": "[memcue: a note ending in \"…\" is shortened; the MCP tool fetch gives it whole by its id]",
+    "hermes": "[memcue: a note ending in \"…\" is shortened; memcue_recall on its subject gives it whole]",
+    "none": "[memcue: a note ending in \"…\" is shortened; `memcue fetch <id>` prints it whole]"}
+
+
 def left_out_line(n: int) -> str:
     """The last line of a block that left ``n`` memories out to fit its budget (case C07):
     ``[memcue: 3 more memories left out to fit the budget]``."""

@@ -313,13 +313,16 @@ def build_server(backend: Backend | None = None) -> Any:
 
 
 def main() -> int:
-    """Run the MCP server on stdio until the client closes it; the sidecar is started in the background unless
-    ``$MEMCUE_MCP_WARM_UP`` turns that off (a tool call still starts it when it is needed)."""
+    """Run the MCP server on stdio until the client closes it; the sidecar is started in the background once the
+    server is built, unless ``$MEMCUE_MCP_WARM_UP`` turns that off (a tool call still starts it when it is needed).
+    Codex gives an optional MCP server about 1 s to list its tools before a turn starts without them, and the SDK's
+    import is most of that, so the sidecar's start (a second process loading the model) waits until it is done."""
     backend = Backend()
+    server = build_server(backend)  # the SDK's import first: a sidecar starting beside it slows both
     if not switched_off(MCP_WARM_UP_ENV):
         backend.warm_up()
     try:
-        build_server(backend).run("stdio")
+        server.run("stdio")
     finally:
         backend.close()
     return 0

@@ -102,16 +102,18 @@ def render_block(
     max_chars: int,
     footer: str = "",
     preface: str = "",
+    available: int = 0,
 ) -> Block:
     """Fit ``header`` + as many whole memory lines as the budgets allow (+ ``footer``, + a left-out line).
 
     The memories sit between ``BLOCK_OPEN`` and ``BLOCK_CLOSE`` (the left-out line inside, ``footer`` after),
     one ``memory_line`` each. When not even the first memory fits, its text is shortened at a word and marked
-    with "…". ``preface``
-    (memcue's own text, e.g. ``STANDING_NOTE``) goes first, a blank line before the header; it is given even
-    without results, and the budgets drop memories before it: when no memory fits the block is the preface
-    alone (``left_out`` says how many did not fit). Returns an empty block when there is nothing to give or
-    not even the preface (or, without one, the header) fits.
+    with "…". ``preface`` (memcue's own text, e.g. ``STANDING_NOTE``) goes first, a blank line before the header;
+    it is given even without results, and the budgets drop memories before it: when no memory fits the block is
+    the preface alone (``left_out`` says how many did not fit). ``available``: how many memories there are in all
+    when ``results`` are only some (the session-start block offers the newest), so the left-out line counts the
+    rest too. Returns an empty block when there is nothing to give or not even the preface (or, without one, the
+    header) fits.
     """
     def fits(text: str) -> bool:
         return len(text) <= max_chars and count_tokens(text) <= max_tokens
@@ -124,6 +126,7 @@ def render_block(
     if not results:
         return preface_only(0)
     lines = [memory_line(r) for r in results]
+    total = max(len(lines), available)
 
     def assemble(body: list[str], left: int) -> str:
         parts = [preface, "", header, BLOCK_OPEN, *body] if preface else [header, BLOCK_OPEN, *body]
@@ -136,22 +139,28 @@ def render_block(
 
     kept: list[str] = []
     for i, line in enumerate(lines):
-        trial = assemble([*kept, line], len(lines) - i - 1)
+        trial = assemble([*kept, line], total - i - 1)
         if not fits(trial):
             break
         kept.append(line)
     if not kept:
-        words = str(results[0].get("content", "")).split(" ")
-        while len(words) > 3:
-            words = words[: max(3, int(len(words) * 0.8))]
-            candidate = memory_line({**results[0], "content": " ".join(words) + " …"})
-            if fits(assemble([candidate], len(lines) - 1)):
-                kept = [candidate]
-                break
+        kept = _shortened_first(results[0], lambda line: fits(assemble([line], total - 1)))
         if not kept:
-            return preface_only(len(lines))
-    text = assemble(kept, len(lines) - len(kept))
-    return Block(text, len(kept), len(lines) - len(kept), count_tokens(text), len(text))
+            return preface_only(total)
+    text = assemble(kept, total - len(kept))
+    return Block(text, len(kept), total - len(kept), count_tokens(text), len(text))
+
+
+def _shortened_first(result: dict[str, Any], fits: Callable[[str], bool]) -> list[str]:
+    """``[memory_line]`` of ``result`` with its text cut by fifths at a word (marked "…") until ``fits`` says the
+    block holds it; ``[]`` when not even three words do."""
+    words = str(result.get("content", "")).split(" ")
+    while len(words) > 3:
+        words = words[: max(3, int(len(words) * 0.8))]
+        candidate = memory_line({**result, "content": " ".join(words) + " …"})
+        if fits(candidate):
+            return [candidate]
+    return []
 
 
 #: Cue terms shown per memory in a compact block.

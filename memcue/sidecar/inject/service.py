@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTES, pointer_line
+from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, SHORTENED_LINES, STANDING_NOTES, pointer_line
 from memcue.sidecar.inject.backend import HookBackend
 from memcue.sidecar.inject.brief import brief
 from memcue.sidecar.inject.ledger import SessionLedger
@@ -237,25 +237,39 @@ class HookService:
             # second full block (case C15).
             return await self._pointer(project, tools, max_tokens, max_chars, started, query_id)
         rows: list[dict[str, Any]] = []
+        available = 0
         given = False
         try:
             with anyio.move_on_after(budget_s):
-                rows = await anyio.to_thread.run_sync(self._session_rows, project, abandon_on_cancel=True,
-                                                      limiter=self.backend.limiter)
+                rows, available = await anyio.to_thread.run_sync(self._session_rows, project, abandon_on_cancel=True,
+                                                                 limiter=self.backend.limiter)
                 rows = self.native_filter(harness, rows)
             # Past the budget the rows are abandoned: the note alone (it needs no store).
-            block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens,
-                                 max_tokens=max_tokens, max_chars=max_chars, preface=STANDING_NOTES[tools])
+            block = self._render_session(rows, tools, max_tokens, max_chars, available)
             # Only a block that was given counts as the session's one full block (C15).
             given = bool(block.text)
             if not given:
                 return _nothing(started, query_id)
-            self.ledger.add_injected(key, (r["memory_id"] for r in rows[:block.included]))
+            # A memory shown shortened may still come whole with a prompt that needs it.
+            self.ledger.add_injected(key, (r["memory_id"] for r in rows[:block.included] if not r["shortened"]))
             self.backend.record_served(query_id, session_id, "session", rows[:block.included], "full",
                                        tokens=block.tokens)
             return _injected(block, "session", "supported" if block.included else "none", started, query_id)
         finally:
             self.ledger.end_claim(key, given)
+
+    def _render_session(self, rows: list[dict[str, Any]], tools: str, max_tokens: int, max_chars: int,
+                        available: int) -> Block:
+        """The session-start block of ``rows`` (briefs): the standing note of ``tools``, the rows that fit, a
+        left-out line counting the project's ``available`` memories, and, when a shown one is shortened, the line
+        that says how to get it whole (``SHORTENED_LINES``)."""
+        block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens, max_tokens=max_tokens,
+                             max_chars=max_chars, preface=STANDING_NOTES[tools], available=available)
+        if not any(r["shortened"] for r in rows[:block.included]):
+            return block
+        return render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens, max_tokens=max_tokens,
+                            max_chars=max_chars, preface=STANDING_NOTES[tools], available=available,
+                            footer=SHORTENED_LINES[tools])
 
     async def _pointer(self, project: str, tools: str, max_tokens: int, max_chars: int, started: float,
                        query_id: str) -> HookResult:
@@ -269,10 +283,11 @@ class HookService:
         return HookResult(context=text, answered_by="session", tier="supported", retrieval_time_ms=_elapsed_ms(started),
                           query_id=query_id, included=0, left_out=0, tokens=tokens)
 
-    def _session_rows(self, project: str) -> list[dict[str, Any]]:
-        """The session-start block's memories, each once and as its ``brief``: pinned, the standing rules
-        (``STANDING_KINDS``, most confirmed first), the newest (no bookkeeping, no captured prompts or episodes),
-        then the supported answers of a recall on the project's name (blocking)."""
+    def _session_rows(self, project: str) -> tuple[list[dict[str, Any]], int]:
+        """The session-start block's memories, each once and as its ``brief`` (``shortened`` when that cut it):
+        pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the newest (no bookkeeping, no
+        captured prompts or episodes), then the supported answers of a recall on the project's name; and how many
+        memories that can answer the project holds (``doc_count``). Blocking."""
         backend, now = self.backend, time.time()
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
         standing = [row for kind in STANDING_KINDS for row in backend.list_memories(
@@ -293,8 +308,10 @@ class HookService:
             if mid in seen:
                 continue
             seen.add(mid)
-            out.append({"memory_id": mid, "content": brief(row["content"], row.get("source", "")),
+            shown = brief(row["content"], row.get("source", ""))
+            cut = shown.endswith(" …") and not row["content"].rstrip().endswith("…")
+            out.append({"memory_id": mid, "content": shown, "shortened": cut,
                         "memory_kind": row.get("kind", row.get("memory_kind")), "pinned": row.get("pinned", False),
                         "age_label": age_label(row["created_at"], now), "tier": "supported",
                         "source": row.get("source", ""), "created_at": row["created_at"]})
-        return out
+        return out, backend.doc_count(project)

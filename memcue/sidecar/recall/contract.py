@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memcue.sidecar.recall.channels import ALL_CHANNELS, ChannelResult
@@ -26,9 +27,14 @@ NOTE_BUDGET = "The search did not finish within the budget."
 
 def age_label(created_at: float, now: float) -> str:
     """Human age of a memory: "today", "yesterday", "5 days ago", "3 weeks ago", "4 months ago"; "at an unknown
-    time" when the stored time is not a finite number (a row written before times were checked)."""
-    days = max(0.0, now - created_at) / 86400
-    if not math.isfinite(days):
+    time" when the stored time is not a finite number (a row written before times were checked). ``created_at`` and
+    ``now`` are Unix times (s); days are counted between UTC calendar dates, the dates an injected block shows as
+    ``created``, so one date always has one age."""
+    if not (math.isfinite(created_at) and math.isfinite(now)):
+        return "at an unknown time"
+    try:
+        days = max(0, (datetime.fromtimestamp(now, UTC).date() - datetime.fromtimestamp(created_at, UTC).date()).days)
+    except (ValueError, OverflowError, OSError):  # a time beyond the calendar
         return "at an unknown time"
     if days < 1:
         return "today"
