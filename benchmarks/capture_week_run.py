@@ -99,6 +99,7 @@ class WeekRun:
     ledger: Any = None
     recalls: dict[str, str] = field(default_factory=dict)
     tool_records: dict[str, int] = field(default_factory=dict)
+    tool_lines: set[str] = field(default_factory=set)
     refused: dict[str, int] = field(default_factory=dict)
     project: str = ""
     seconds: float = 0.0
@@ -254,18 +255,29 @@ def codex_refused(codex_home: Path) -> int:
     return count
 
 
+def note_tool_records(run: WeekRun, env: dict[str, str]) -> None:
+    """Add the PostToolUse records now in the spool to ``run.tool_lines`` (each line once). Called after every
+    session: the sidecar deletes a spool file it has read once it has been idle for
+    ``capture.spool.IDLE_REMOVE_S``, so the files at the week's end no longer hold a long week's early records."""
+    spool = Locations(Path(env["MEMCUE_HOME"])).spool_dir
+    for path in spool.glob("*.jsonl") if spool.is_dir() else []:
+        try:
+            text = path.read_text(errors="replace")
+        except FileNotFoundError:  # removed as idle meanwhile
+            continue
+        run.tool_lines.update(line for line in text.splitlines() if '"op":"tool"' in line.replace(" ", ""))
+
+
 def final_state(run: WeekRun, client: Client, env: dict[str, str], project: Path) -> None:
     """Fill ``run.rows`` (every memory of the project, bookkeeping included), ``run.candidates`` (every state),
     ``run.recalls``, ``run.tool_records`` and ``run.ledger``."""
     run.rows = client.list_recent(project=run.project, limit=500, include_bookkeeping=True)["results"]
     run.candidates = [c for state in ("pending", "promoted", "rejected", "expired")
                       for c in client.candidates(state=state, project=run.project, limit=500)["results"]]
-    spool = Locations(Path(env["MEMCUE_HOME"])).spool_dir
-    for path in spool.glob("*.jsonl") if spool.is_dir() else []:
-        for line in path.read_text(errors="replace").splitlines():
-            if '"op":"tool"' in line.replace(" ", ""):
-                harness = str(json.loads(line).get("source", "")).removeprefix("hook:")
-                run.tool_records[harness] = run.tool_records.get(harness, 0) + 1
+    note_tool_records(run, env)
+    for line in run.tool_lines:
+        harness = str(json.loads(line).get("source", "")).removeprefix("hook:")
+        run.tool_records[harness] = run.tool_records.get(harness, 0) + 1
     run.refused["codex"] = codex_refused(Path(env["HOME"]) / ".codex")
     for turn in run.turns:
         answer = client.recall(turn.prompt, project=run.project)
@@ -301,6 +313,7 @@ def run_week(script: dict[str, Any], root: Path, say: Any = print) -> WeekRun:
                 say(f"session {session.get('id')} ({session['harness']}): {len(session['turns'])} turns")
                 run.turns.extend(run_session(session, stub, env, project))
                 settle(client, loc)
+                note_tool_records(run, env)
             final_state(run, client, env, project)
         finally:
             client.close()

@@ -45,6 +45,9 @@ class Backend:
     def doc_count(self, project: str) -> int:
         return 1
 
+    def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
+        return []
+
     def list_memories(self, **filters: Any) -> list[dict[str, Any]]:
         return []
 

@@ -657,6 +657,10 @@ class MemoryService:
         """Store rows newest first (``Store.list_memories``; blocking)."""
         return self._store.list_memories(**filters)
 
+    def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
+        """The usage log's recalls for ``session_id`` (``Store.session_recalls``; blocking)."""
+        return self._store.session_recalls(session_id)
+
     def record_served(self, query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
                       block: str = "", *, tokens: int = 0, skipped: str = "") -> None:
         """Queue a recall served for the usage log (``usage.served_recall``)."""

@@ -57,6 +57,10 @@ class HookBackend(Protocol):
         """Store rows newest first (``Store.list_memories`` filters; blocking)."""
         ...
 
+    def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
+        """What the usage log holds for ``session_id`` (``Store.session_recalls``; blocking)."""
+        ...
+
     def record_served(self, query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
                       block: str = "", *, tokens: int = 0, skipped: str = "") -> None:
         """Queue a recall served for the usage log (nothing is written here): ``tokens`` the block's size,

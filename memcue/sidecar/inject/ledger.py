@@ -17,6 +17,11 @@ A memory shown only beside a tool call (``add_injected(..., beside_tool=True)``)
 tool call, but the prompt hook may give it again (``injected(key, for_prompt=True)`` leaves it out): shown next to
 an edit five turns ago, it is easy to miss when the user now asks the question it answers.
 
+A sidecar that restarted (its idle exit, a crash, ``memcue stop``) starts with an empty ledger while the harness's
+conversations go on; ``loader`` seeds a session the ledger has not seen from what the store logged as shown to it
+(``HookService``: the usage log), so a restart neither repeats what a conversation holds nor gives a second full
+block.
+
 Keys are ``"<harness>:<session id>"``; a session without an id is never recorded (nothing tells its prompts
 apart). At most ``SESSIONS_KEPT`` sessions are kept, the least recently used out first. Thread-safe.
 """
@@ -25,11 +30,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 #: Sessions remembered (least recently used out first). 4,096 sessions of up to a few hundred ids each stay
 #: well under a megabyte.
 SESSIONS_KEPT = 4096
+#: What a session was shown before the ledger knew it: (got its full session-start block, memory ids injected,
+#: those of them shown only beside a tool call).
+Shown = tuple[bool, set[int], set[int]]
 
 
 class _Session:
@@ -45,10 +53,13 @@ class _Session:
 class SessionLedger:
     """Per-session record of the full session-start block and the injected memory ids (see module doc)."""
 
-    def __init__(self, kept: int = SESSIONS_KEPT) -> None:
+    def __init__(self, kept: int = SESSIONS_KEPT, loader: Callable[[str], Shown | None] | None = None) -> None:
+        """``kept``: sessions remembered; ``loader(key)``: what a session the ledger has not seen was shown
+        before (called once per such session, under the ledger's lock; None for nothing known)."""
         self._kept = kept
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
+        self._loader = loader
 
     @staticmethod
     def key(harness: str, session_id: str) -> str:
@@ -59,6 +70,11 @@ class SessionLedger:
         session = self._sessions.get(key)
         if session is None:
             session = self._sessions[key] = _Session()
+            shown = self._loader(key) if self._loader is not None else None
+            if shown is not None:
+                session.block = shown[0]
+                session.injected.update(shown[1])
+                session.beside_tool.update(shown[2] & shown[1])
             while len(self._sessions) > self._kept:
                 self._sessions.popitem(last=False)
         else:
@@ -67,9 +83,10 @@ class SessionLedger:
 
     def had_block(self, key: str) -> bool:
         """True when the session already got its full session-start block."""
+        if not key:
+            return False
         with self._lock:
-            session = self._sessions.get(key) if key else None
-            return bool(session and session.block)
+            return self._get(key).block
 
     def mark_block(self, key: str) -> None:
         """Record that the session got its full session-start block."""
@@ -101,12 +118,12 @@ class SessionLedger:
                 session.block = session.block or given
 
     def injected(self, key: str, *, for_prompt: bool = False) -> frozenset[int]:
-        """Memory ids already injected into the session's conversation (empty for an unknown session); with
+        """Memory ids already injected into the session's conversation (empty when nothing was); with
         ``for_prompt``, without those shown only beside a tool call."""
+        if not key:
+            return frozenset()
         with self._lock:
-            session = self._sessions.get(key) if key else None
-            if session is None:
-                return frozenset()
+            session = self._get(key)
             return frozenset(session.injected - session.beside_tool if for_prompt else session.injected)
 
     def add_injected(self, key: str, memory_ids: Iterable[int], *, beside_tool: bool = False) -> None:
@@ -126,10 +143,9 @@ class SessionLedger:
         """The session's conversation was cleared or compacted: nothing injected is in front of the model."""
         if key:
             with self._lock:
-                session = self._sessions.get(key)
-                if session is not None:
-                    session.injected.clear()
-                    session.beside_tool.clear()
+                session = self._get(key)  # seeded first, so what it was shown before is cleared too
+                session.injected.clear()
+                session.beside_tool.clear()
 
     def __len__(self) -> int:
         with self._lock:

@@ -35,6 +35,7 @@ from memcue.sidecar.inject.brief import brief
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
+from memcue.sidecar.inject.shown import RESET, RESET_REASON, shown_before
 from memcue.sidecar.inject.timings import HookTimings
 from memcue.sidecar.inject.tool_context import tool_context
 from memcue.sidecar.recall import RecallRequest, age_label
@@ -131,7 +132,7 @@ class HookService:
         self.native_filter = native_filter
         self.tools_of = tools_of
         #: Per session: its one full session-start block (case C15) and the memories already injected.
-        self.ledger = SessionLedger()
+        self.ledger = SessionLedger(loader=lambda key: shown_before(self.backend, key))
         self.timings = HookTimings()
 
     async def handle(self, harness: str, event_name: str, event: dict[str, Any], *, budget_s: float,
@@ -228,6 +229,9 @@ class HookService:
         key = self.ledger.key(harness, session_id)
         if source in ("clear", "compact"):
             self.ledger.forget_injected(key)  # the conversation no longer holds what was injected
+            if key:  # logged, so a restarted sidecar's ledger forgets it too (``inject.shown``)
+                self.backend.record_served(uuid.uuid4().hex[:16], session_id, "session", [], RESET,
+                                           skipped=RESET_REASON)
         if not project:
             return _nothing(started, query_id)
         tools = self.tools_of(harness)

@@ -242,7 +242,7 @@ class StoreProtocol(Protocol):
     def session_memories(self, session_id: str) -> list[dict[str, Any]]:
         """Rows stored with ``session_id``, oldest first."""
     def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
-        """Recalls logged for ``session_id`` (tokens, skipped, items with content), oldest first."""
+        """Recalls logged for ``session_id`` (tokens, skipped, items with content and source), oldest first."""
     def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:
         """Sessions that stored something, newest activity first, with their counts."""
     def session_projects(self, limit: int) -> list[str]:
