@@ -9,7 +9,7 @@ import anyio
 
 from memcue.core.blocks import SHORTENED_LINES, left_out_line
 from memcue.sidecar.inject import PROMPT_HEADER, HookService
-from memcue.sidecar.inject.service import SKIP_SHOWN
+from memcue.sidecar.inject.service import SKIP_SHOWN, SKIP_WARMING
 from memcue.sidecar.recall import RecallRequest
 from memcue.sidecar.store import NewMemory, WriteResult
 
@@ -127,3 +127,19 @@ def test_a_shortened_memory_says_so_and_can_still_come_whole_with_a_prompt() -> 
     assert left_out_line(38) in start.context and start.included == 2
     assert "then a dead letter. The delays" in whole.context and whole.included == 1
     assert again.context == "" and again.included == 0
+
+
+def test_a_prompt_during_warm_up_says_why_it_got_nothing() -> None:
+    """While the embedding model loads, recall answers from keywords (``warming_up``): a prompt that gets nothing
+    then says so in the receipt, not "only weak matches" (found by a fresh-clone trial)."""
+    backend = Backend()
+    backend.recall = lambda request: {"tier": "related", "query_id": "q3", "query_type": "meaning",
+                                      "warming_up": True, "results": [
+                                          {"memory_id": 7, "content": "We retry webhooks with backoff.",
+                                           "memory_kind": "decision", "tier": "related", "channel_scores": {},
+                                           "age_label": "today"}]}
+    hooks = HookService(backend)
+    event = {"prompt": "how do webhooks retry?", "project": "/p", "session_id": "s3"}
+    result = anyio.run(lambda: hooks.handle("claude-code", "user-prompt-submit", event, budget_s=2.0,
+                                            max_tokens=600, max_chars=9500))
+    assert result.context == "" and backend.skipped == [SKIP_WARMING]

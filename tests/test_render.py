@@ -94,3 +94,5 @@ def test_one_created_date_has_one_age() -> None:
         yesterday_late, now)})
     assert 'created="2026-12-01" age="yesterday"' in line
     assert age_label(float("nan"), now) == age_label(1e300, now) == "at an unknown time"
+    assert [age_label(now - d * 86400, now) for d in (300, 400, 800)] == ["10 months ago", "1 year ago",
+                                                                        "2 years ago"]

@@ -88,17 +88,18 @@ def _injected(block: Block, answered_by: str, tier: str, started: float, query_i
 SKIP_TIMEOUT = "budget timeout: no answer within the hook's budget"
 SKIP_NOTHING = "no evidence: nothing matched"
 SKIP_WEAK = "no evidence: only weak matches"
+SKIP_WARMING = "the embedding model was still loading: keyword matches only, none strong enough"
 SKIP_SHOWN = "already shown in this session"
 SKIP_NO_ROOM = "did not fit the block's budget"
 
 
 def _skip_reason(answer: dict[str, Any], supported: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
     """Why a prompt's ``answer`` injected nothing: ``supported`` are its injectable results, ``results`` those
-    not shown in the session yet."""
+    not shown in the session yet; an answer given while the model loaded (``warming_up``) says so."""
     if not answer.get("results"):
         return SKIP_NOTHING
     if not supported:
-        return SKIP_WEAK
+        return SKIP_WARMING if answer.get("warming_up") else SKIP_WEAK
     return SKIP_SHOWN if not results else SKIP_NO_ROOM
 
 

@@ -44,9 +44,10 @@ def age_label(created_at: float, now: float) -> str:
         return f"{int(days)} days ago"
     if days < 60:
         return f"{int(days // 7)} weeks ago"
-    if days < 730:
+    if days < 365:
         return f"{int(days // 30)} months ago"
-    return f"{int(days // 365)} years ago"
+    years = int(days // 365)
+    return "1 year ago" if years == 1 else f"{years} years ago"
 
 
 def result_item(row: dict[str, Any], score: float, tier: str, now: float, channel_scores: dict[str, float],
