@@ -101,7 +101,9 @@ def test_sidecar_start_reads_the_projects_it_knows(home: Path, tmp_path: Path) -
             rows = sc.client.list_recent(project=resolve_project(str(project)), limit=20)["results"]
             return {r["content"]: r for r in rows}
 
-        found = wait_until(lambda: len(stored()) >= 2 and stored())
+        wanted = {"Run the contract tests with make contract", "Prefers answers in German"}
+        # Both files, not any two rows: the session's captured prompt is a row too, and the files are read in turn.
+        found = wait_until(lambda: (rows := stored()) and wanted <= set(rows) and rows)
     finally:
         sc.stop()
     assert found, sc.log()
