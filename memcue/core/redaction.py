@@ -618,6 +618,9 @@ _AUTH_SCHEMES = frozenset("basic token digest apikey api-key key sso-key accessk
                           "geniekey dsn signature credential hmac negotiate ntlm".split())
 
 
+_VALUED_PASSWORD = _valued("password")
+
+
 def _user_password(m: re.Match[str]) -> str | None:
     """The value after ``-u USER … -p``: a password, except on a mysql/mariadb command line, where ``-p`` alone
     asks for one and the next word is the database."""
@@ -625,7 +628,7 @@ def _user_password(m: re.Match[str]) -> str | None:
     command = re.split(r"[|;&]", line)[-1]
     if re.match(r"\s*(?:sudo\s+)?(?:\w+=\S*\s+)*(?:\S*/)?(?:mysql|mariadb)\w*\b", command):
         return None
-    return _valued("password")(m)
+    return _VALUED_PASSWORD(m)
 
 
 def _generated(kind: str) -> Replace:

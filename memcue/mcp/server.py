@@ -33,8 +33,6 @@ Discipline:
    mean a channel did not run, so "nothing found" is not "nothing stored".
 4. Remember durable facts in one self-contained sentence; never secrets."""
 
-#: Token budget of the session-start context ``session_init`` returns.
-SESSION_CONTEXT_TOKENS = SESSION_BLOCK_TOKENS
 #: ``project`` argument help shared by the tools.
 PROJECT = ("project: a path in it (resolved to its git top-level) or a project key as stored; default: the "
            "project the server runs in")
@@ -267,7 +265,7 @@ class Tools:
 
         def run(client: Any) -> dict[str, Any]:
             out = client.session_context(session_id=self.session_id, project=scope, harness="mcp",
-                                         max_tokens=SESSION_CONTEXT_TOKENS)
+                                         max_tokens=SESSION_BLOCK_TOKENS)
             return {"success": True, "session_id": self.session_id, "project": scope, **out}
 
         return self.backend.call(run)

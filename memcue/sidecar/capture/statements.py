@@ -57,6 +57,7 @@ _MEMORY = r"(?:in|to|into)\s+(?:(?:the|your)\s+)?(?:memory|memcue|notes)\b"
 _SAVE = (_LEAD + r"(?:(?:save|store|record|log|add|put|keep|write down|jot down|note down)(?:\s+(?:this|that|it|the "
          r"following))?(?:\s+one)?\s+" + _MEMORY + r"|(?:save|store|record|memori[sz]e)(?:\s+(?:this|that|it))?"
          r"(?:\s+one)?(?:\s+for later\b|\s*:)|memori[sz]e\b)")
+_SAVE_RE = re.compile(_SAVE, re.IGNORECASE)
 #: A request to keep what the sentences before it said: "Please save that.", "Remember this one, thanks.",
 #: "Note that down.", "Save it to memory!" (``find_statements`` takes the sentences before it as the statement).
 #: "Save it." alone is left: it is as often about a file.
@@ -232,7 +233,7 @@ def _statement_kind(sentence: str) -> tuple[str, str] | None:
     for kind, pattern in _PATTERNS:
         m = pattern.search(sentence)
         if m:
-            if kind == "note" and _TODAY.search(sentence) and not re.match(_SAVE, sentence, re.IGNORECASE):
+            if kind == "note" and _TODAY.search(sentence) and not _SAVE_RE.match(sentence):
                 return None  # "heads up: CI is slow today": news of the day, not a fact to keep
             return kind, m.group(0).strip()
     return None

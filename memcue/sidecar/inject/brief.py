@@ -34,6 +34,12 @@ _TRAILER = re.compile(r"\n\n(?:Tests added|Files): [^\n]*")
 _RUNNING = re.compile(r"(?: and|after) running `.*$", re.DOTALL)
 
 
+def was_cut(text: str, shown: str) -> bool:
+    """True when ``shown`` (``brief`` of ``text``) is ``text`` cut short ("…" that ``text`` itself does not end
+    with): the session-start block did not show the memory whole."""
+    return shown.endswith(" …") and not text.rstrip().endswith("…")
+
+
 def brief(text: str, source: str = "") -> str:
     """``text`` (a memory's content) as the session-start block shows it: trailers and the commands of a
     test transition dropped, at most ``SIGNAL_BRIEF_CHARS`` characters when ``source`` (its stored source) is

@@ -31,7 +31,7 @@ import anyio.to_thread
 
 from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, SHORTENED_LINES, STANDING_NOTES, pointer_line
 from memcue.sidecar.inject.backend import HookBackend
-from memcue.sidecar.inject.brief import brief
+from memcue.sidecar.inject.brief import brief, was_cut
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
@@ -314,8 +314,7 @@ class HookService:
                 continue
             seen.add(mid)
             shown = brief(row["content"], row.get("source", ""))
-            cut = shown.endswith(" …") and not row["content"].rstrip().endswith("…")
-            out.append({"memory_id": mid, "content": shown, "shortened": cut,
+            out.append({"memory_id": mid, "content": shown, "shortened": was_cut(row["content"], shown),
                         "memory_kind": row.get("kind", row.get("memory_kind")), "pinned": row.get("pinned", False),
                         "age_label": age_label(row["created_at"], now), "tier": "supported",
                         "source": row.get("source", ""), "created_at": row["created_at"]})

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from memcue.sidecar.inject.backend import HookBackend
-from memcue.sidecar.inject.brief import brief
+from memcue.sidecar.inject.brief import brief, was_cut
 from memcue.sidecar.inject.ledger import Shown
 
 log = logging.getLogger("memcue.inject")
@@ -25,8 +25,8 @@ RESET_REASON = "the conversation was cleared or compacted: what it was shown bef
 
 def _whole(item: dict[str, Any]) -> bool:
     """True when a session-start block showed ``item`` whole: its brief (``brief``) was not cut."""
-    shown = brief(item.get("content", ""), item.get("source", ""))
-    return not shown.endswith(" …") or item.get("content", "").rstrip().endswith("…")
+    text = item.get("content", "")
+    return not was_cut(text, brief(text, item.get("source", "")))
 
 
 def shown_before(backend: HookBackend, key: str) -> Shown | None:
