@@ -30,7 +30,15 @@ from memcue.core.paths import Locations
 from memcue.sidecar import export
 from memcue.sidecar.agent_writes import Held, held_reason, hold, is_agent
 from memcue.sidecar.answer_check import AnswerChecker
-from memcue.sidecar.capture import CommitSignal, Gate, PromptStatements, Recurrence, SpoolReader, TestRuns
+from memcue.sidecar.capture import (
+    CommitSignal,
+    Gate,
+    PromptStatements,
+    Recurrence,
+    SpoolReader,
+    TestRuns,
+    with_turn_requests,
+)
 from memcue.sidecar.capture.distiller import Distiller
 from memcue.sidecar.capture.native import SOURCES, NativeSync
 from memcue.sidecar.capture.native.sync import START_PROJECTS
@@ -264,6 +272,7 @@ class MemoryService:
         return await anyio.to_thread.run_sync(self._remember_many, memories, limiter=self._limiter)
 
     def _remember_many(self, memories: list[NewMemory]) -> list[WriteResult | Held]:
+        memories = with_turn_requests(memories, self._store.turn_request)
         reasons = [held_reason(m) for m in memories]
         stored = iter(self._store.remember_many([m for m, r in zip(memories, reasons, strict=True) if not r]))
         out = [hold(self._store, m, r) if r else next(stored) for m, r in zip(memories, reasons, strict=True)]
@@ -285,7 +294,8 @@ class MemoryService:
 
     def _remember_one(self, memory: NewMemory) -> WriteResult:
         """A new row gets the vector the near-duplicate check computed at once, so the next ``remember``
-        sees it."""
+        sees it. An episode is embedded with its turn's prompt (``capture.episodes``)."""
+        memory = with_turn_requests([memory], self._store.turn_request)[0]
         try:
             check = find_near_duplicate(self._store, self._recall_services.vectors, self._embedder, memory)
         except Exception:  # noqa: BLE001 - the write must not fail for the check; exact dedup still applies

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memcue.core.spool_format import parse_record, parse_tool
+from memcue.sidecar.capture.episodes import with_turn_requests
 from memcue.sidecar.store import NewMemory, Store, WriteResult
 
 log = logging.getLogger("memcue.spool")
@@ -76,7 +77,7 @@ class SpoolReader:
                 continue
             lines = data[:end].splitlines()
             parsed = [self._dispatch(line, path) for line in lines]
-            memories = [m for m in parsed if isinstance(m, NewMemory)]
+            memories = with_turn_requests([m for m in parsed if isinstance(m, NewMemory)], self.store.turn_request)
             self._count_broken(path, sum(1 for line, m in zip(lines, parsed, strict=True)
                                          if m is None and line.strip()))
             if memories:

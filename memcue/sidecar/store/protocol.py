@@ -241,6 +241,9 @@ class StoreProtocol(Protocol):
     # -- sessions
     def session_memories(self, session_id: str) -> list[dict[str, Any]]:
         """Rows stored with ``session_id``, oldest first."""
+    def turn_request(self, session_id: str, before: float) -> str | None:
+        """The captured prompt that opened the turn whose answer ``session_id`` stored at ``before`` (Unix s), or
+        None (no such prompt, or an episode came after it)."""
     def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
         """Recalls logged for ``session_id`` (tokens, skipped, items with content and source), oldest first."""
     def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:

@@ -32,6 +32,19 @@ class SessionReads:
                  "source_id": r[5], "created_at": r[6], "bookkeeping": bool(r[7]), "forgotten": r[8] is not None,
                  "superseded_by": r[9], "metadata": json.loads(r[10] or "{}")} for r in rows]
 
+    def turn_request(self, session_id: str, before: float) -> str | None:
+        """The text of the captured prompt (``request``) that opened the turn whose answer ``session_id`` stored
+        at ``before`` (Unix s): the session's newest request or episode row created at or before ``before``, when
+        that row is a request (a newer episode means the turn's prompt was not captured); None otherwise, and
+        for a forgotten request."""
+        row = self._db.reader().execute(
+            "SELECT kind, content, forgotten_at FROM memories WHERE session_id = ? AND created_at <= ?"
+            " AND kind IN ('request', 'episode') ORDER BY created_at DESC, id DESC LIMIT 1",
+            (session_id, before)).fetchone()
+        if row is None or row[0] != "request" or row[2] is not None:
+            return None
+        return str(row[1])
+
     def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
         """Recalls logged for ``session_id``, oldest first: ``{"query_id", "created_at", "served_by", "block",
         "tokens", "skipped", "items": [{"memory_id", "kind", "used", "content", "source"}]}`` (``content`` and

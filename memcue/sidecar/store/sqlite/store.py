@@ -413,6 +413,10 @@ class Store:
         """See ``SessionReads.session_memories``."""
         return self._sessions.session_memories(session_id)
 
+    def turn_request(self, session_id: str, before: float) -> str | None:
+        """See ``SessionReads.turn_request``."""
+        return self._sessions.turn_request(session_id, before)
+
     def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
         """See ``SessionReads.session_recalls``."""
         return self._sessions.session_recalls(session_id)
