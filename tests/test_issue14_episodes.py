@@ -118,7 +118,13 @@ def test_only_a_trivial_episode_is_bookkeeping() -> None:
              ("Glad it works, let me know if you need anything else!", True),
              ("The job hung because the lock was never released on timeout.", False),
              ("Austrian invoices now print the customer's own VAT id from the customer record.", False),
-             ("The retry loop lives in `importer/retry.py` and gives up after five tries.", False)]
+             ("The retry loop lives in `importer/retry.py` and gives up after five tries.", False),
+             # A search that found nothing is no record of work, whatever files it names as where it looked.
+             ("Not that I can see: there's no LICENSE file and no license field in pyproject.toml.", True),
+             ("I couldn't find any crash reporting in cli.py, settings.toml or `docs/`.", True),
+             ("I don't know of one: nothing in `ops/` mentions a Slack channel for downtime.", True),
+             ("I couldn't find a retry in importer.py, so I added one with backoff.", False),
+             ("Nothing in cli.py retries the upload; the 503 comes from the store's rate limit.", False)]
     assert [prepare_write(NewMemory(content=t, kind="episode")).bookkeeping for t, _ in cases] == [
         trivial for _, trivial in cases]
     # Rows of the older kind stay what they were: bookkeeping, whatever they say.

@@ -12,6 +12,7 @@ from conftest import Sidecar, start_sidecar
 
 from memcue.core.blocks import MEMORY_LINE_START
 from memcue.sidecar.inject.brief import BRIEF_CHARS, SIGNAL_BRIEF_CHARS, SIGNAL_SOURCES, brief
+from memcue.sidecar.inject.covered import covered_transitions
 
 COMMIT = ("boxes: never hand out A1, it holds the reference aliquot\n\nSlot A1 of every box holds the box's "
           "reference aliquot. next_free_slot gave it to new samples; it now skips config.RESERVED_SLOTS.\n\n"
@@ -65,3 +66,39 @@ def test_the_session_block_of_a_busy_project_holds_more_memories_as_briefs(tmp_p
     assert len(text) > BRIEF_CHARS + 150
     assert block.count(MEMORY_LINE_START) >= 15, block
     assert "note 39:" in block and block.count(" …</memory>") == block.count(MEMORY_LINE_START)
+
+
+COVERING = ("boxes: fill_percent counts the usable slots only\n\nA1 is reserved, so a box of 80 tubes is full.\n\n"
+            "Tests added: test_full_box_is_100_percent, test_empty_box\n\nFiles: cryobox/boxes.py")
+COVERED = ("`python3 -m unittest -q tests.test_boxes` failed with `FAIL: test_full_box_is_100_percent "
+           "(tests.test_boxes.FillTest.test_full_box_is_100_percent): AssertionError: 99 != 100`; it passed after "
+           "a change.")
+UNCOVERED = ("`pytest -q` failed with `FAILED tests/test_boxes.py::test_full_box_is_100_percent_for_9x9 - assert "
+             "99 == 100`; it passed after a change.")
+
+
+def test_covered_transitions_are_those_whose_failing_test_a_commit_added() -> None:
+    rows = [{"memory_id": 1, "content": COVERING, "source": "capture:commit-landed"},
+            {"memory_id": 2, "content": COVERED, "source": "capture:test-passed"},
+            {"memory_id": 3, "content": UNCOVERED, "source": "capture:test-passed"},
+            {"memory_id": 4, "content": "we test_full_box_is_100_percent by hand", "source": "cli"}]
+    assert covered_transitions(rows) == {2}, "a longer test name or a person's note is not covered"
+    assert covered_transitions(rows[1:]) == set(), "no commit among the rows, nothing covered"
+
+
+def test_the_session_block_shows_a_fix_once_not_as_its_commit_and_its_test_transition(tmp_path: Path) -> None:
+    project = os.path.realpath(tmp_path / "freezer")
+    os.makedirs(project)
+    sc: Sidecar = start_sidecar(tmp_path / "home")
+    try:
+        sc.client.remember_batch([
+            {"content": COVERED, "project": project, "source": "capture:test-passed"},
+            {"content": UNCOVERED, "project": project, "source": "capture:test-passed"},
+            {"content": COVERING, "project": project, "source": "capture:commit-landed", "kind": "change"}])
+        sc.client.wait_idle(timeout_s=120)
+        block = sc.client.session_context(project=project)["context"]
+    finally:
+        sc.stop()
+    assert "fill_percent counts the usable slots only" in block, block
+    assert "test_full_box_is_100_percent_for_9x9" in block, "a transition no commit tells is shown"
+    assert "FillTest" not in block, "the transition the commit tells is left out of the block"

@@ -32,6 +32,7 @@ import anyio.to_thread
 from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, SHORTENED_LINES, STANDING_NOTES, pointer_line
 from memcue.sidecar.inject.backend import HookBackend
 from memcue.sidecar.inject.brief import brief, was_cut
+from memcue.sidecar.inject.covered import covered_transitions
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
@@ -291,8 +292,9 @@ class HookService:
     def _session_rows(self, project: str) -> tuple[list[dict[str, Any]], int]:
         """The session-start block's memories, each once and as its ``brief`` (``shortened`` when that cut it):
         pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the newest (no bookkeeping, no
-        captured prompts or episodes), then the supported answers of a recall on the project's name; and how many
-        memories that can answer the project holds (``doc_count``). Blocking."""
+        captured prompts or episodes), then the supported answers of a recall on the project's name, less the test
+        transitions a commit among them tells (``covered_transitions``); and how many memories that can answer the
+        project holds (``doc_count``). Blocking."""
         backend, now = self.backend, time.time()
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
         standing = [row for kind in STANDING_KINDS for row in backend.list_memories(
@@ -306,9 +308,11 @@ class HookService:
             answer = backend.recall(RecallRequest(query=name.replace("-", " ").replace("_", " "), project=project,
                                                   limit=5))
             named = [r for r in answer["results"] if r["tier"] == "supported"]
-        seen: set[int] = set()
+        offered = [*pinned, *standing[:SESSION_STANDING], *recent, *named]
+        seen: set[int] = covered_transitions([{**row, "memory_id": row.get("id", row.get("memory_id"))}
+                                              for row in offered])
         out = []
-        for row in [*pinned, *standing[:SESSION_STANDING], *recent, *named]:
+        for row in offered:
             mid = row.get("id", row.get("memory_id"))
             if mid in seen:
                 continue

@@ -66,19 +66,34 @@ MIN_EPISODE_WORDS = 6
 #: "instead"), a file or path, a command in backticks, or a cause found. An answer without any ("Nothing in this
 #: project covers that.", "It writes rows to a CSV file.") informs but records nothing done, so no later "what did
 #: we do about X?" needs it.
-_WORK_REPORT = re.compile(
+_CHANGE_WORDS = (
     r"\b(?:added|changed|fixed|moved|removed|renamed|updated|created|replaced|switched|wrote|rewrote|implemented|"
     r"refactored|bumped|reverted|committed|deleted|configured|migrated|split|merged|raised|lowered|increased|"
     r"decreased|pinned|upgraded|downgraded|enabled|disabled|introduced|dropped|extracted|wired|installed|"
-    r"tightened|relaxed|retried|patched|tested|ran)\b|`[^`\n]+`|\b[\w.-]+/[\w./-]+|"
+    r"tightened|relaxed|retried|patched|tested|ran)\b|\b(?:now|no longer|instead)\b")
+_WORK_REPORT = re.compile(
+    _CHANGE_WORDS + r"|`[^`\n]+`|\b[\w.-]+/[\w./-]+|"
     r"\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|kt|rb|php|cs|c|h|cpp|md|toml|json|ya?ml|sql|sh|cfg|ini|lock)\b|"
-    r"\bbecause\b|\bcaus(?:e|ed|ing)\b|\b(?:now|no longer|instead)\b", re.IGNORECASE)
+    r"\bbecause\b|\bcaus(?:e|ed|ing)\b", re.IGNORECASE)
+#: What says a change was made: ``_WORK_REPORT``'s verbs and words, without its files, paths and commands.
+_CHANGE_MADE = re.compile(_CHANGE_WORDS, re.IGNORECASE)
+#: How an answer opens that reports a search that found nothing: "Not that I can see: there's no LICENSE file",
+#: "I couldn't find any crash reporting in cli.py", "I don't know of one: nothing in docs/ mentions it". An answer
+#: opening with what is not there ("Nothing in cli.py retries the upload; the 503 comes from …") may go on to a
+#: cause found, so it does not count.
+_FOUND_NOTHING = re.compile(
+    r"^\W*(?:not\s+that\s+I\s+(?:can|could)\s+(?:see|find|tell)"
+    r"|I\s+(?:couldn't|could\s+not|can't|cannot|didn't|did\s+not)\s+find|I\s+don't\s+(?:know\s+of|see)\b)",
+    re.IGNORECASE)
 
 
 def is_trivial_answer(text: str) -> bool:
     """True when an agent's answer ``text`` is no record of work: fewer than ``MIN_EPISODE_WORDS`` words (empty
-    included), or nothing of a work report in it (``_WORK_REPORT``). Such an answer is kept as bookkeeping."""
-    return len(re.findall(r"\w+", text)) < MIN_EPISODE_WORDS or not _WORK_REPORT.search(text)
+    included), nothing of a work report in it (``_WORK_REPORT``), or a search that found nothing (``_FOUND_NOTHING``)
+    with no change made (the files it names are where it looked). Such an answer is kept as bookkeeping."""
+    if len(re.findall(r"\w+", text)) < MIN_EPISODE_WORDS or not _WORK_REPORT.search(text):
+        return True
+    return bool(_FOUND_NOTHING.search(text)) and not _CHANGE_MADE.search(text)
 
 
 def is_bookkeeping(text: str) -> bool:
