@@ -227,6 +227,16 @@ def test_a_prompt_read_twice_holds_its_statements_once_and_held_ones_stay_pendin
      "Outcome of today's planning: the mobile release slips to May 4. Marketing knows."),
     ("The staging DB password rotates monthly via Vault. Remember this one, thanks!",
      "The staging DB password rotates monthly via Vault."),
+    ("Save this for next time: the release runner is ci-07, and it needs the arm64 toolchain.",
+     "Save this for next time: the release runner is ci-07, and it needs the arm64 toolchain."),
+    ("Keep this in mind for next time: the demo tenant is reset every Sunday night.",
+     "Keep this in mind for next time: the demo tenant is reset every Sunday night."),
+    ("note for later: the CI runners have 4 GB of RAM.", "note for later: the CI runners have 4 GB of RAM."),
+    ("For future reference, the VPN profile is in 1Password under 'office-vpn'.",
+     "For future reference, the VPN profile is in 1Password under 'office-vpn'."),
+    ("Note to self: the release branch is cut on Thursdays.", "Note to self: the release branch is cut on Thursdays."),
+    ("Legal wants the footer to say 'Acme GmbH, Berlin' on every invoice. no time today, remember that and we'll "
+     "do it later", "Legal wants the footer to say 'Acme GmbH, Berlin' on every invoice."),
 ])
 def test_an_explicit_request_to_keep_something_is_a_note(prompt: str, expected: str) -> None:
     """The user asked for it to be kept: a note, whether or not the agent could save it (Codex may offer no
@@ -237,7 +247,9 @@ def test_an_explicit_request_to_keep_something_is_a_note(prompt: str, expected: 
 @pytest.mark.parametrize("prompt", [
     "Save the file and run the tests.", "Log: connection refused on port 5432", "Keep it simple. Save it.",
     "Store the result in a variable and return it.", "What's the budget code? Save that.", "Please save that.",
-    "Can you save how to restore from the backup?",
+    "Can you save how to restore from the backup?", "Save this file for later and open the next one.",
+    "Keep that in mind when you refactor the parser.", "Save the report for later.",
+    "for future reference, what's the VPN profile?",
 ])
 def test_saving_a_file_or_a_value_is_no_request_to_remember(prompt: str) -> None:
     assert find_statements(prompt) == []

@@ -22,9 +22,10 @@ injection (role markers, "ignore previous instructions", piping a download into 
 is ``held`` with the reason, for review (DESIGN.md section 8).
 
 An explicit request to keep something is a ``note``: "save to memory: …", "record in memory that …", "save this
-for later, …" (``_SAVE``); a sentence that only asks to keep what came before ("Please save that.", "Remember
-this one.") makes the sentences before it on its line the statement (``_SAVE_THAT``). The agent may save the same
-fact through MCP as well; the store's near-duplicate merge and the agent's "recall before remember" keep one.
+for next time: …", "for future reference, …" (``_SAVE``); a sentence that only asks to keep what came before
+("Please save that.", "Remember this one.") makes the sentences before it on its line the statement
+(``_SAVE_THAT``). The agent may save the same fact through MCP as well; the store's near-duplicate merge and the
+agent's "recall before remember" keep one.
 """
 
 from __future__ import annotations
@@ -51,20 +52,27 @@ _OPENS = r"(?:^|[:;,]\s+)"
 _DONT_START = _OPENS + r"(?:(?:no|nope|actually)\b[,.!]?\s+)?(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
 _LEAD = r"^(?:(?:ok|okay|also|and|so)\b[,\s]+)*(?:please\s+)?"
 _MEMORY = r"(?:in|to|into)\s+(?:(?:the|your)\s+)?(?:memory|memcue|notes)\b"
+#: When something is to be kept for: "for later", "for next time", "for the future", "for future reference".
+_FOR_LATER = r"\s+for\s+(?:later|next\s+time|the\s+future|future\s+reference)\b"
 #: An explicit request to keep what follows: "save to memory: …", "record in memory that …", "please save this in
-#: memcue: …", "save this for later, …", "memorize …". The user asked for it to be kept, whether or not the agent
+#: memcue: …", "save this for later, …", "save this for next time: …", "keep this in mind for next time: …", "note
+#: for later: …", "for future reference, …", "memorize …". The user asked for it to be kept, whether or not the agent
 #: can save it (Codex may start a turn before memcue's MCP server is up and offer it no tool to save with).
 _SAVE = (_LEAD + r"(?:(?:save|store|record|log|add|put|keep|write down|jot down|note down)(?:\s+(?:this|that|it|the "
-         r"following))?(?:\s+one)?\s+" + _MEMORY + r"|(?:save|store|record|memori[sz]e)(?:\s+(?:this|that|it))?"
-         r"(?:\s+one)?(?:\s+for later\b|\s*:)|memori[sz]e\b)")
+         r"following))?(?:\s+one)?\s+" + _MEMORY + r"|(?:save|store|record|memori[sz]e|note)(?:\s+(?:this|that|it))?"
+         r"(?:\s+one)?(?:" + _FOR_LATER + r"|\s*:)|memori[sz]e\b|keep\s+(?:this|that)\s+in\s+mind(?:" + _FOR_LATER
+         + r")?\s*[:,]|(?:make\s+)?(?:a\s+)?note\s+to\s+self\b|for\s+future\s+reference\b)")
 _SAVE_RE = re.compile(_SAVE, re.IGNORECASE)
 #: A request to keep what the sentences before it said: "Please save that.", "Remember this one, thanks.",
-#: "Note that down.", "Save it to memory!" (``find_statements`` takes the sentences before it as the statement).
-#: "Save it." alone is left: it is as often about a file.
+#: "Note that down.", "Save it to memory!", "no time today, remember that and we'll do it later"
+#: (``find_statements`` takes the sentences before it as the statement). A short lead clause ending in a comma and a
+#: closing "and we'll do it later" may stand around it. "Save it." alone is left: it is as often about a file.
 _SAVE_THAT = re.compile(
-    _LEAD + r"(?:(?:save|store|record|remember|memori[sz]e|note|keep)\s+(?:that|this)(?:\s+(?:one|down|in mind))?"
-    r"(?:\s+" + _MEMORY + r")?|(?:save|store|record|keep|put|add)\s+(?:it|that|this)(?:\s+one)?\s+" + _MEMORY + r")"
-    r"(?:\s+for later)?(?:,?\s+(?:please|thanks|thank you))?[.!]*$", re.IGNORECASE)
+    r"^(?:[\w' ]{1,30},\s+)?" + _LEAD[1:] + r"(?:(?:save|store|record|remember|memori[sz]e|note|keep)\s+(?:that|this)"
+    r"(?:\s+(?:one|down|in mind))?(?:\s+" + _MEMORY + r")?|(?:save|store|record|keep|put|add)\s+(?:it|that|this)"
+    r"(?:\s+one)?\s+" + _MEMORY + r")(?:" + _FOR_LATER + r")?(?:,?\s+(?:please|thanks|thank you))?"
+    r"(?:,?\s+and\s+(?:we'll|we will|i'll|i will|let's)\s+(?:do|get to|look at|fix|handle)\s+(?:it|that|this)"
+    r"(?:\s+(?:later|another time|next time|tomorrow))?)?[.!]*$", re.IGNORECASE)
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
