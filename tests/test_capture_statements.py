@@ -253,3 +253,20 @@ def test_an_explicit_request_to_keep_something_is_a_note(prompt: str, expected: 
 ])
 def test_saving_a_file_or_a_value_is_no_request_to_remember(prompt: str) -> None:
     assert find_statements(prompt) == []
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("perfect. remember that exact command for local smoke tests so I don't have to reconstruct it every time", []),
+    ("remember that fix for the flaky login test", []),
+    ("The deploy needs VPN access first and then ops/deploy.sh. Save those steps, please.",
+     [("note", "The deploy needs VPN access first and then ops/deploy.sh.")]),
+    ("remember this one: the release signing key is in the macOS keychain under 'artship-release'",
+     [("decision", "remember this one: the release signing key is in the macOS keychain under 'artship-release'")]),
+    ("Remember that path names are case-sensitive on the CI runners.",
+     [("decision", "Remember that path names are case-sensitive on the CI runners.")]),
+])
+def test_a_request_that_only_points_back_at_something_keeps_no_empty_statement(
+        prompt: str, expected: list[tuple[str, str]]) -> None:
+    """"Remember that exact command" names no command: the agent's earlier answer holds it. Nothing is kept but
+    the user's own sentences before it; a request that goes on to say the fact is kept as it is."""
+    assert [(s.kind, s.text) for s in find_statements(prompt)] == expected

@@ -1,7 +1,7 @@
 """The session-start block shows each memory as its brief (``sidecar.inject.brief``), so it holds more of the
-project: a commit's trailers and a test transition's commands go, text a signal wrote from git or a test run is
-cut past ``SIGNAL_BRIEF_CHARS``, a person's or an agent's words only past ``BRIEF_CHARS``. A real sidecar's
-block then holds more memories than whole texts allowed."""
+project: a commit's file list and a test transition's commands go (a commit's tests stay), text a signal wrote from
+git or a test run is cut past ``SIGNAL_BRIEF_CHARS``, a person's or an agent's words only past ``BRIEF_CHARS``. A
+real sidecar's block then holds more memories than whole texts allowed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import Sidecar, start_sidecar
 
 from memcue.core.blocks import MEMORY_LINE_START
-from memcue.sidecar.inject.brief import BRIEF_CHARS, SIGNAL_BRIEF_CHARS, SIGNAL_SOURCES, brief
+from memcue.sidecar.inject.brief import BRIEF_CHARS, SIGNAL_BRIEF_CHARS, SIGNAL_SOURCES, brief, was_cut
 from memcue.sidecar.inject.covered import covered_transitions
 
 COMMIT = ("boxes: never hand out A1, it holds the reference aliquot\n\nSlot A1 of every box holds the box's "
@@ -21,10 +21,16 @@ TRANSITION = ("`python3 -m unittest -q tests.test_boxes` failed with `AssertionE
               "after editing cryobox/boxes.py and running `sed -i 's/range(0, n)/range(1, n)/' cryobox/boxes.py`.")
 
 
-def test_a_commit_brief_drops_its_trailers_and_keeps_what_changed_and_why() -> None:
+def test_a_commit_brief_drops_its_file_list_and_keeps_what_changed_why_and_its_tests() -> None:
     out = brief(COMMIT, SIGNAL_SOURCES[0])
     assert out.startswith("boxes: never hand out A1") and "RESERVED_SLOTS" in out
-    assert "Files:" not in out and "Tests added:" not in out
+    assert "Files:" not in out and out.endswith("\n\nTests added: test_a1_is_reserved")
+    assert not was_cut(COMMIT, out)
+    long = ("thaw: count a thaw only past the grace period\n\n" + "People take a tube out for a minute. " * 12
+            + "\n\nTests added: test_a, test_b, test_c, test_d, test_e\n\nFiles: cryobox/thaw.py")
+    cut = brief(long, SIGNAL_SOURCES[0])
+    assert cut.endswith(" …\n\nTests added: test_a, test_b, test_c (+2 more)"), cut
+    assert was_cut(long, cut) and len(cut.split("\n\n")[0]) <= SIGNAL_BRIEF_CHARS + 2
 
 
 def test_a_test_transition_brief_keeps_the_failure_and_the_files_not_the_commands() -> None:

@@ -73,6 +73,16 @@ _SAVE_THAT = re.compile(
     r"(?:\s+one)?\s+" + _MEMORY + r")(?:" + _FOR_LATER + r")?(?:,?\s+(?:please|thanks|thank you))?"
     r"(?:,?\s+and\s+(?:we'll|we will|i'll|i will|let's)\s+(?:do|get to|look at|fix|handle)\s+(?:it|that|this)"
     r"(?:\s+(?:later|another time|next time|tomorrow))?)?[.!]*$", re.IGNORECASE)
+#: A request to keep something named only by pointing back at it: "remember that exact command for the smoke
+#: tests", "save those steps, please", "note this fix". Its words hold no fact (the command is in an earlier
+#: answer, which the agent can save): it is read like ``_SAVE_THAT``, keeping the user's sentences before it on its
+#: line, if any. One that goes on to say it ("remember this one: the key is in the keychain") is not this.
+_REFERS_BACK = re.compile(
+    _LEAD + r"(?:remember|save|store|record|note|keep)\s+(?:that|this|these|those)\s+(?:\w+\s+){0,2}?"
+    r"(?:commands?|invocations?|one|ones|fix|fixes|steps?|things?|tricks?|settings?|way|approach|paths?|urls?|links?|"
+    r"names?|numbers?|values?|workarounds?|solutions?|answers?|outputs?|snippets?|queries|query|scripts?|lines?|"
+    r"recipes?|procedure)(?=\s*(?:$|[.!,;]|\s+(?:for|so|because|please|too|as\s+well|and|in\s+case)\b))",
+    re.IGNORECASE)
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
@@ -149,7 +159,7 @@ def find_statements(prompt: str) -> list[Statement]:
         sentences = _sentences(line)
         kinds = [_statement_kind(sentence) for sentence in sentences]
         for i, (sentence, match) in enumerate(zip(sentences, kinds, strict=True)):
-            if _SAVE_THAT.match(sentence):  # "Please save that.": the sentences before it are the statement
+            if _SAVE_THAT.match(sentence) or _REFERS_BACK.match(sentence):  # "Please save that.": what came before
                 kept = _kept_before(sentences[:i], kinds[:i], found) if i else ""
                 if kept and kept.lower() not in seen:
                     seen.add(kept.lower())

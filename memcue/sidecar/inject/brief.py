@@ -3,10 +3,12 @@
 The session-start block is the only place a memory reaches the model without a prompt that names it (a task
 such as "add a map command" needs the box size decided days before, and no recall of the task's words finds
 it), so within its token budget it shows as many memories as it can. A brief keeps what a memory says and
-drops what the agent can look up: a commit's ``Files:`` and ``Tests added:`` trailers (git has them), the
-shell commands that made a failing test pass (the commit says what changed), and, in text a capture signal
-wrote from git or a test run, anything past ``SIGNAL_BRIEF_CHARS`` (the subject and first sentences say what
-changed and why; git keeps the rest). What a person or an agent wrote is cut only past ``BRIEF_CHARS``: its
+drops what the agent can look up: a commit's ``Files:`` trailer (git has it), the shell commands that made a
+failing test pass (the commit says what changed), and, in text a capture signal wrote from git or a test run,
+anything past ``SIGNAL_BRIEF_CHARS`` (the subject and first sentences say what changed and why; git keeps the
+rest). A commit's ``Tests added:`` line stays after the cut, its first ``BRIEF_TESTS`` names: "which test covers
+the till export?" is asked by name, and the block leaves out the test transitions such a commit tells
+(``inject.covered``). What a person or an agent wrote is cut only past ``BRIEF_CHARS``: its
 words are stored nowhere else. A cut ends at a word with "…"; the memory's id stays in the block, so the whole
 text is one ``recall``/``fetch`` away.
 """
@@ -27,8 +29,13 @@ SIGNAL_BRIEF_CHARS = 240
 #: The stored ``source`` of a memory a capture signal wrote from git or a test run (``capture.Gate`` stores
 #: ``capture:<signal>``).
 SIGNAL_SOURCES = (f"capture:{COMMIT_SIGNAL}", f"capture:{TEST_SIGNAL}")
+#: Most test names of a commit's ``Tests added:`` line kept in its brief.
+BRIEF_TESTS = 3
 #: The trailer lines of a captured commit (``capture.commits``): listed files and added tests.
 _TRAILER = re.compile(r"\n\n(?:Tests added|Files): [^\n]*")
+_TESTS_ADDED = re.compile(r"\n\nTests added: ([^\n]*)")
+#: How a cut brief ends: " …", then the kept ``Tests added:`` line, if any.
+_CUT_END = re.compile(r" …(?:\n\nTests added: [^\n]*)?$")
 #: How a test transition says what else ran before the pass (``capture.test_runs``): "… and running `sed …`"
 #: or "after running `…`": the commands' text, not what they changed.
 _RUNNING = re.compile(r"(?: and|after) running `.*$", re.DOTALL)
@@ -37,14 +44,25 @@ _RUNNING = re.compile(r"(?: and|after) running `.*$", re.DOTALL)
 def was_cut(text: str, shown: str) -> bool:
     """True when ``shown`` (``brief`` of ``text``) is ``text`` cut short ("…" that ``text`` itself does not end
     with): the session-start block did not show the memory whole."""
-    return shown.endswith(" …") and not text.rstrip().endswith("…")
+    return bool(_CUT_END.search(shown)) and not text.rstrip().endswith("…")
 
 
 def brief(text: str, source: str = "") -> str:
     """``text`` (a memory's content) as the session-start block shows it: trailers and the commands of a
     test transition dropped, at most ``SIGNAL_BRIEF_CHARS`` characters when ``source`` (its stored source) is
-    one of ``SIGNAL_SOURCES``, else ``BRIEF_CHARS`` (cut at a word, ending in " …")."""
-    out = _TRAILER.sub("", text).strip()
+    one of ``SIGNAL_SOURCES``, else ``BRIEF_CHARS`` (cut at a word, ending in " …"); then a commit's
+    ``Tests added:`` line with at most ``BRIEF_TESTS`` names."""
+    tests = _TESTS_ADDED.search(text)
+    out = _cut(_TRAILER.sub("", text).strip(), source)
+    if tests is None:
+        return out
+    names = [n.strip() for n in tests.group(1).split(",") if n.strip()]
+    more = f" (+{len(names) - BRIEF_TESTS} more)" if len(names) > BRIEF_TESTS else ""
+    return f"{out}\n\nTests added: {', '.join(names[:BRIEF_TESTS])}{more}"
+
+
+def _cut(out: str, source: str) -> str:
+    """``out`` with a test transition's commands dropped and cut to the brief's length for ``source``."""
     if "` failed" in out and "; it passed " in out:
         cut = _RUNNING.sub("", out).rstrip()
         out = cut if not cut.endswith("; it passed") else cut + " after a change"
