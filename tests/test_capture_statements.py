@@ -216,31 +216,32 @@ def test_a_prompt_read_twice_holds_its_statements_once_and_held_ones_stay_pendin
 
 @pytest.mark.parametrize(("prompt", "expected"), [
     ("Save to memory: the billing exports go out through Postmark, not SES.",
-     "Save to memory: the billing exports go out through Postmark, not SES."),
+     "The billing exports go out through Postmark, not SES."),
     ("Record in memory that the nightly sync runs at 03:15 UTC from ops/sync.cron.",
-     "Record in memory that the nightly sync runs at 03:15 UTC from ops/sync.cron."),
+     "The nightly sync runs at 03:15 UTC from ops/sync.cron."),
     ("please store this in memcue: order numbers look like ORD-2026-00042 and restart every year",
-     "please store this in memcue: order numbers look like ORD-2026-00042 and restart every year"),
+     "Order numbers look like ORD-2026-00042 and restart every year"),
     ("Save this for later, it keeps coming up: the fixture DB is seeded by scripts/seed.py",
-     "Save this for later, it keeps coming up: the fixture DB is seeded by scripts/seed.py"),
+     "It keeps coming up: the fixture DB is seeded by scripts/seed.py"),
     ("Outcome of today's planning: the mobile release slips to May 4. Marketing knows. Please save that.",
      "Outcome of today's planning: the mobile release slips to May 4. Marketing knows."),
     ("The staging DB password rotates monthly via Vault. Remember this one, thanks!",
      "The staging DB password rotates monthly via Vault."),
     ("Save this for next time: the release runner is ci-07, and it needs the arm64 toolchain.",
-     "Save this for next time: the release runner is ci-07, and it needs the arm64 toolchain."),
+     "The release runner is ci-07, and it needs the arm64 toolchain."),
     ("Keep this in mind for next time: the demo tenant is reset every Sunday night.",
-     "Keep this in mind for next time: the demo tenant is reset every Sunday night."),
-    ("note for later: the CI runners have 4 GB of RAM.", "note for later: the CI runners have 4 GB of RAM."),
+     "The demo tenant is reset every Sunday night."),
+    ("note for later: the CI runners have 4 GB of RAM.", "The CI runners have 4 GB of RAM."),
     ("For future reference, the VPN profile is in 1Password under 'office-vpn'.",
-     "For future reference, the VPN profile is in 1Password under 'office-vpn'."),
-    ("Note to self: the release branch is cut on Thursdays.", "Note to self: the release branch is cut on Thursdays."),
+     "The VPN profile is in 1Password under 'office-vpn'."),
+    ("Note to self: the release branch is cut on Thursdays.", "The release branch is cut on Thursdays."),
     ("Legal wants the footer to say 'Acme GmbH, Berlin' on every invoice. no time today, remember that and we'll "
      "do it later", "Legal wants the footer to say 'Acme GmbH, Berlin' on every invoice."),
 ])
 def test_an_explicit_request_to_keep_something_is_a_note(prompt: str, expected: str) -> None:
-    """The user asked for it to be kept: a note, whether or not the agent could save it (Codex may offer no
-    memcue tool in a turn that starts before the MCP server is up); "news of the day" does not stop it."""
+    """The user asked for it to be kept: a note of what follows the request, whether or not the agent could save it
+    (Codex may offer no memcue tool in a turn that starts before the MCP server is up); "news of the day" does not
+    stop it."""
     assert [(s.kind, s.text) for s in find_statements(prompt)] == [("note", expected)]
 
 

@@ -21,7 +21,8 @@ statement is its own confirming signal (``capture.prompts`` promotes it at once)
 injection (role markers, "ignore previous instructions", piping a download into a shell, sending secrets away)
 is ``held`` with the reason, for review (DESIGN.md section 8).
 
-An explicit request to keep something is a ``note``: "save to memory: …", "record in memory that …", "save this
+An explicit request to keep something is a ``note`` of what follows the request ("Save to memory: invoices go out
+through Postmark" keeps "Invoices go out through Postmark"): "save to memory: …", "record in memory that …", "save this
 for next time: …", "for future reference, …" (``_SAVE``); a sentence that only asks to keep what came before
 ("Please save that.", "Remember this one.") makes the sentences before it on its line the statement
 (``_SAVE_THAT``). The agent may save the same fact through MCP as well; the store's near-duplicate merge and the
@@ -169,6 +170,9 @@ def find_statements(prompt: str) -> list[Statement]:
                 continue
             seen.add(sentence.lower())
             text = _with_context(sentence, sentences[i + 1:], kinds[i + 1:])
+            saved = _SAVE_RE.match(sentence) if match[0] == "note" else None
+            if saved:
+                text = _without_request(text, saved.end())
             if i and _ANAPHORA.match(sentence):  # "it must never ...": about what the sentence before names
                 if kinds[i - 1] is not None and found and found[-1].text.endswith(sentences[i - 1]):
                     joined = f"{found[-1].text} {text}"
@@ -181,6 +185,16 @@ def find_statements(prompt: str) -> list[Statement]:
             if len(found) >= MAX_STATEMENTS:
                 return found
     return found
+
+
+def _without_request(text: str, end: int) -> str:
+    """``text`` without the request to keep it that ends at ``end`` ("Save to memory: ", "Record in memory that ",
+    "For future reference, "), its first letter made a capital: the memory is the fact, not the asking. ``text``
+    as it is when fewer than ``STATEMENT_MIN_WORDS`` words would be left."""
+    rest = re.sub(r"^[\s:,;.\-–—]*(?:that\s+)?", "", text[end:])
+    if len(rest.split()) < STATEMENT_MIN_WORDS:
+        return text
+    return rest[0].upper() + rest[1:]
 
 
 def _kept_before(before: list[str], kinds: list[tuple[str, str] | None], found: list[Statement]) -> str:
