@@ -237,6 +237,9 @@ def test_a_prompt_read_twice_holds_its_statements_once_and_held_ones_stay_pendin
     ("Note to self: the release branch is cut on Thursdays.", "The release branch is cut on Thursdays."),
     ("Legal wants the footer to say 'Acme GmbH, Berlin' on every invoice. no time today, remember that and we'll "
      "do it later", "Legal wants the footer to say 'Acme GmbH, Berlin' on every invoice."),
+    ("ok, we finally settled the backup question: nightly dumps kept 14 days, monthly ones a year. save that so we "
+     "don't argue about it again", "ok, we finally settled the backup question: nightly dumps kept 14 days, monthly "
+     "ones a year."),
 ])
 def test_an_explicit_request_to_keep_something_is_a_note(prompt: str, expected: str) -> None:
     """The user asked for it to be kept: a note of what follows the request, whether or not the agent could save it
@@ -250,7 +253,7 @@ def test_an_explicit_request_to_keep_something_is_a_note(prompt: str, expected: 
     "Store the result in a variable and return it.", "What's the budget code? Save that.", "Please save that.",
     "Can you save how to restore from the backup?", "Save this file for later and open the next one.",
     "Keep that in mind when you refactor the parser.", "Save the report for later.",
-    "for future reference, what's the VPN profile?",
+    "for future reference, what's the VPN profile?", "The diff is big. Save that file so we can compare it later.",
 ])
 def test_saving_a_file_or_a_value_is_no_request_to_remember(prompt: str) -> None:
     assert find_statements(prompt) == []

@@ -8,9 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import Sidecar, start_sidecar
+import numpy as np
+from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 
 from memcue.core.blocks import MEMORY_LINE_START
+from memcue.sidecar.dedup import BLOCK_REPEAT_COSINE, block_repeats
 from memcue.sidecar.inject.brief import BRIEF_CHARS, SIGNAL_BRIEF_CHARS, SIGNAL_SOURCES, brief, was_cut
 from memcue.sidecar.inject.covered import covered_transitions
 
@@ -108,3 +110,53 @@ def test_the_session_block_shows_a_fix_once_not_as_its_commit_and_its_test_trans
     assert "fill_percent counts the usable slots only" in block, block
     assert "test_full_box_is_100_percent_for_9x9" in block, "a transition no commit tells is shown"
     assert "FillTest" not in block, "the transition the commit tells is left out of the block"
+
+
+REPEAT_A = "The nightly invoice export job runs at 02:30 UTC from cron/export.cron and writes to /srv/exports."
+REPEAT_B = "The nightly export job runs at 02:30 UTC from cron/export.cron, writing to /srv/exports."
+OTHER = "The nightly invoice export job runs at 03:30 UTC from cron/export.cron and writes to /srv/exports."
+
+
+def _unit(*values: float) -> np.ndarray:
+    vector = np.array(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_block_repeats_are_later_rows_close_to_an_earlier_one_with_the_same_specifics() -> None:
+    rows = [{"memory_id": 1, "content": REPEAT_A}, {"memory_id": 2, "content": REPEAT_B},
+            {"memory_id": 3, "content": OTHER}, {"memory_id": 4, "content": REPEAT_B, "pinned": True},
+            {"memory_id": 5, "content": REPEAT_B}, {"memory_id": 6, "content": "not embedded yet"}]
+    close = {1: _unit(1, 0.1), 2: _unit(1, 0.2), 3: _unit(1, 0.1), 4: _unit(1, 0.2), 5: _unit(0.2, 1)}
+    assert float(np.dot(close[1], close[2])) >= BLOCK_REPEAT_COSINE > float(np.dot(close[1], close[5]))
+    assert block_repeats(rows, close) == {2}, "3 says 03:30, 4 is pinned, 5 is far, 6 has no vector"
+
+
+def test_the_session_block_shows_a_fact_told_twice_once(tmp_path: Path) -> None:
+    project = os.path.realpath(tmp_path / "shop")
+    os.makedirs(project)
+    sc: Sidecar = start_sidecar(tmp_path / "home")
+    try:
+        sc.client.remember_batch([{"content": text, "project": project, "kind": "note"}
+                                  for text in (REPEAT_A, "Invoices are numbered INV-YYYY-NNNNN.", REPEAT_B, OTHER)])
+        sc.client.wait_idle(timeout_s=120)
+        block = sc.client.session_context(project=project)["context"]
+        listed = sc.client.list_recent(project=project)["results"]
+    finally:
+        sc.stop()
+    assert len(listed) == 4, "nothing is merged in the store"
+    assert REPEAT_B in block and REPEAT_A not in block, "the newer telling is shown, once"
+    assert OTHER in block and "INV-YYYY-NNNNN" in block
+
+
+def test_a_prompt_block_shows_a_fact_told_twice_once(sidecar: Sidecar, tmp_path: Path) -> None:
+    project = os.path.realpath(tmp_path / "shop")
+    os.makedirs(project)
+    sidecar.client.wait_idle(120)
+    sidecar.client.remember_batch([{"content": text, "project": project, "kind": "note"}
+                                   for text in (REPEAT_A, REPEAT_B)])
+    sidecar.client.wait_idle(timeout_s=120)
+    env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+    context = context_of(run_hook(prompt_payload("nightly export job cron schedule", project,
+                                                 session_id="repeat-session"), env=env))
+    assert "02:30 UTC" in context, context
+    assert context.count(MEMORY_LINE_START) == 1, context

@@ -22,9 +22,11 @@ facts one or two words apart, in ``/remember``-style sentences): paraphrases sco
 loses a fact). Known miss: a swap of two plain words ("prefer httpx over requests" / "requests over httpx",
 0.982) would merge.
 
-Only the single-memory path uses this (``MemoryService.remember``: the API's ``/remember``, so the CLI and the
-MCP server, and the promotion gate); imports and the spool keep exact-duplicate dedup only. The same rule tells
-when a capture candidate recurred (``near_duplicates``, used by ``capture.recurrence`` on pending candidates).
+The session-start block uses a lower cosine to show a fact told twice once (``block_repeats``): it hides, never
+merges. Only the single-memory path uses the write-time check (``MemoryService.remember``: the API's
+``/remember``, so the CLI and the MCP server, and the promotion gate); imports and the spool keep exact-duplicate
+dedup only. The same rule tells when a capture candidate recurred (``near_duplicates``, used by
+``capture.recurrence`` on pending candidates).
 Without a ready model or a bound vector table the check is skipped. The text compared is the text that would be
 stored: the memory goes through the store's one write-preparation path (``store.prepare_write``), and the
 prepared record comes back in the ``NearCheck`` so the write that follows stores it as is (one ``remember`` is
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +51,12 @@ from memcue.sidecar.store import RECORD_KINDS, NewMemory, PreparedWrite, Store, 
 NEAR_DUPLICATE_COSINE = 0.96
 #: Nearest stored memories checked for a near-duplicate.
 CANDIDATES = 5
+#: Cosine at which two memories offered to one session-start block are one fact told twice, so the block shows it
+#: once (``block_repeats``): the lowest paraphrase pair measured above (0.857), rounded down. Nothing is merged or
+#: lost: the one left out of the block still answers every recall. On the scripted dev week
+#: (``benchmarks/data/week/dev.json``) the repeats are an agent's MCP save of what the user asked to keep and the
+#: user's own request (0.876, 0.957; 0.790 stays two).
+BLOCK_REPEAT_COSINE = 0.85
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _PATH = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*://\S+|(?:~|\.{1,2})?/?(?:[\w.\-]+/)+[\w.\-]*)")
@@ -108,6 +116,25 @@ def specifics(text: str) -> Specifics:
 def same_specifics(a: str, b: str) -> bool:
     """Whether ``a`` and ``b`` state the same numbers, identifiers, paths, negations and polarity words."""
     return specifics(a) == specifics(b)
+
+
+def block_repeats(rows: Sequence[Mapping[str, Any]], vectors: Mapping[int, np.ndarray]) -> set[int]:
+    """The ids of ``rows`` (in a block's order; each with ``memory_id``, ``content`` and ``pinned``) that repeat a row
+    before them: cosine similarity of their unit ``vectors`` at least ``BLOCK_REPEAT_COSINE`` and the same specifics
+    (``same_specifics``). A pinned row is never left out; a row without a vector is never compared."""
+    kept: list[tuple[np.ndarray, str]] = []
+    out: set[int] = set()
+    for row in rows:
+        vector = vectors.get(int(row["memory_id"]))
+        if vector is None:
+            continue
+        text = str(row["content"])
+        if not row.get("pinned") and any(float(np.dot(vector, other)) >= BLOCK_REPEAT_COSINE
+                                         and same_specifics(text, other_text) for other, other_text in kept):
+            out.add(int(row["memory_id"]))
+            continue
+        kept.append((vector, text))
+    return out
 
 
 @dataclass(frozen=True)

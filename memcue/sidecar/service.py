@@ -42,7 +42,7 @@ from memcue.sidecar.capture import (
 from memcue.sidecar.capture.distiller import Distiller
 from memcue.sidecar.capture.native import SOURCES, NativeSync
 from memcue.sidecar.capture.native.sync import START_PROJECTS
-from memcue.sidecar.dedup import NearCheck, find_near_duplicate, near_duplicates
+from memcue.sidecar.dedup import NearCheck, block_repeats, find_near_duplicate, near_duplicates
 from memcue.sidecar.imports import ImportResult, import_memories
 from memcue.sidecar.inject import HookResult, HookService, session_tools
 from memcue.sidecar.recall import (
@@ -162,7 +162,7 @@ class MemoryService:
                                   after_write=self._native_changed)
         self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit,
                                   native_filter=self._native.not_loaded_by,
-                                  tools_of=functools.partial(session_tools, locations))
+                                  tools_of=functools.partial(session_tools, locations), repeats=self._block_repeats)
         self._warm: threading.Thread | None = None
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
@@ -650,6 +650,17 @@ class MemoryService:
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` (``TokenCounter``)."""
         return self._tokens.count(text)
+
+    def _block_repeats(self, rows: Sequence[dict[str, Any]]) -> set[int]:
+        """``dedup.block_repeats`` of a session-start block's ``rows`` over their stored vectors, made unit length
+        (a row not embedded yet is never left out); blocking."""
+        vectors: dict[int, np.ndarray] = {}
+        for mid, blob in self._store.vectors(int(r["memory_id"]) for r in rows).items():
+            vector = np.frombuffer(blob, dtype=np.float32)
+            norm = float(np.linalg.norm(vector))
+            if norm > 0:
+                vectors[mid] = vector / norm
+        return block_repeats(rows, vectors)
 
     def doc_count(self, project: str) -> int:
         """Memories the session-start pointer counts for ``project`` (``Store.doc_count``; blocking)."""

@@ -65,15 +65,17 @@ _SAVE = (_LEAD + r"(?:(?:save|store|record|log|add|put|keep|write down|jot down|
          + r")?\s*[:,]|(?:make\s+)?(?:a\s+)?note\s+to\s+self\b|for\s+future\s+reference\b)")
 _SAVE_RE = re.compile(_SAVE, re.IGNORECASE)
 #: A request to keep what the sentences before it said: "Please save that.", "Remember this one, thanks.",
-#: "Note that down.", "Save it to memory!", "no time today, remember that and we'll do it later"
-#: (``find_statements`` takes the sentences before it as the statement). A short lead clause ending in a comma and a
-#: closing "and we'll do it later" may stand around it. "Save it." alone is left: it is as often about a file.
+#: "Note that down.", "Save it to memory!", "no time today, remember that and we'll do it later", "save that so we
+#: don't argue about it again" (``find_statements`` takes the sentences before it as the statement). A short lead
+#: clause ending in a comma, and a closing "and we'll do it later" or a reason ("so …", "because …"), may stand
+#: around it. "Save it." alone is left: it is as often about a file.
 _SAVE_THAT = re.compile(
     r"^(?:[\w' ]{1,30},\s+)?" + _LEAD[1:] + r"(?:(?:save|store|record|remember|memori[sz]e|note|keep)\s+(?:that|this)"
     r"(?:\s+(?:one|down|in mind))?(?:\s+" + _MEMORY + r")?|(?:save|store|record|keep|put|add)\s+(?:it|that|this)"
     r"(?:\s+one)?\s+" + _MEMORY + r")(?:" + _FOR_LATER + r")?(?:,?\s+(?:please|thanks|thank you))?"
     r"(?:,?\s+and\s+(?:we'll|we will|i'll|i will|let's)\s+(?:do|get to|look at|fix|handle)\s+(?:it|that|this)"
-    r"(?:\s+(?:later|another time|next time|tomorrow))?)?[.!]*$", re.IGNORECASE)
+    r"(?:\s+(?:later|another time|next time|tomorrow))?|,?\s+(?:so|so that|because|since)\s+[^.!?]{1,100})?[.!]*$",
+    re.IGNORECASE)
 #: A request to keep something named only by pointing back at it: "remember that exact command for the smoke
 #: tests", "save those steps, please", "note this fix". Its words hold no fact (the command is in an earlier
 #: answer, which the agent can save): it is read like ``_SAVE_THAT``, keeping the user's sentences before it on its

@@ -44,6 +44,9 @@ from memcue.sidecar.store import STANDING_KINDS, NewMemory
 
 #: ``(harness, items) -> items`` it does not load itself (``HookService``'s ``native_filter``).
 NativeFilter = Callable[[str, Sequence[dict[str, Any]]], list[dict[str, Any]]]
+#: ``(rows) -> ids``: the rows of a session-start block (in order, with ``memory_id``, ``content``, ``pinned``) that
+#: only repeat one before them (``HookService``'s ``repeats``; the sidecar's is ``dedup.block_repeats``).
+Repeats = Callable[[Sequence[dict[str, Any]]], set[int]]
 #: Newest memories offered at session start, before the budget cut: as many as fit as ``brief``s (about 24 in
 #: the 2,200-token block; the budget cuts the oldest).
 SESSION_RECENT = 30
@@ -127,8 +130,10 @@ class HookService:
 
     def __init__(self, backend: HookBackend, *, prompt_block: str = "full", prompt_limit: int = PROMPT_LIMIT,
                  native_filter: NativeFilter = lambda harness, items: list(items),
-                 tools_of: Callable[[str], str] = lambda harness: "mcp") -> None:
+                 tools_of: Callable[[str], str] = lambda harness: "mcp",
+                 repeats: Repeats = lambda rows: set()) -> None:
         self.backend = backend
+        self.repeats = repeats
         self.prompt_block = prompt_block
         self.prompt_limit = prompt_limit
         self.native_filter = native_filter
@@ -187,6 +192,9 @@ class HookService:
         shown = self.ledger.injected(key, for_prompt=True)  # already in the conversation: not repeated
         supported = self.native_filter(harness, injectable(answer, limit))
         results = [r for r in supported if r["memory_id"] not in shown]
+        if len(results) > 1:  # one fact told twice (a user's save request and the agent's save of it) shows once
+            repeated = await anyio.to_thread.run_sync(self.repeats, results, limiter=backend.limiter)
+            results = [r for r in results if r["memory_id"] not in repeated]
         if self.prompt_block == "compact":
             block = render_compact(results, session_id=session_id, query_id=answer["query_id"],
                                    count_tokens=backend.count_tokens, max_tokens=max_tokens, max_chars=max_chars)
@@ -293,8 +301,8 @@ class HookService:
         """The session-start block's memories, each once and as its ``brief`` (``shortened`` when that cut it):
         pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the newest (no bookkeeping, no
         captured prompts or episodes), then the supported answers of a recall on the project's name, less the test
-        transitions a commit among them tells (``covered_transitions``); and how many memories that can answer the
-        project holds (``doc_count``). Blocking."""
+        transitions a commit among them tells (``covered_transitions``) and the rows that repeat one before them
+        (``repeats``); and how many memories that can answer the project holds (``doc_count``). Blocking."""
         backend, now = self.backend, time.time()
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
         standing = [row for kind in STANDING_KINDS for row in backend.list_memories(
@@ -308,15 +316,17 @@ class HookService:
             answer = backend.recall(RecallRequest(query=name.replace("-", " ").replace("_", " "), project=project,
                                                   limit=5))
             named = [r for r in answer["results"] if r["tier"] == "supported"]
-        offered = [*pinned, *standing[:SESSION_STANDING], *recent, *named]
-        seen: set[int] = covered_transitions([{**row, "memory_id": row.get("id", row.get("memory_id"))}
-                                              for row in offered])
+        offered: list[dict[str, Any]] = []
+        for row in [*pinned, *standing[:SESSION_STANDING], *recent, *named]:
+            mid = row.get("id", row.get("memory_id"))
+            if all(o["memory_id"] != mid for o in offered):
+                offered.append({**row, "memory_id": mid})
+        left_out = covered_transitions(offered) | self.repeats(offered)
         out = []
         for row in offered:
-            mid = row.get("id", row.get("memory_id"))
-            if mid in seen:
+            mid = row["memory_id"]
+            if mid in left_out:
                 continue
-            seen.add(mid)
             shown = brief(row["content"], row.get("source", ""))
             out.append({"memory_id": mid, "content": shown, "shortened": was_cut(row["content"], shown),
                         "memory_kind": row.get("kind", row.get("memory_kind")), "pinned": row.get("pinned", False),
