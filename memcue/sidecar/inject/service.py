@@ -44,8 +44,9 @@ from memcue.sidecar.store import STANDING_KINDS, NewMemory
 
 #: ``(harness, items) -> items`` it does not load itself (``HookService``'s ``native_filter``).
 NativeFilter = Callable[[str, Sequence[dict[str, Any]]], list[dict[str, Any]]]
-#: ``(rows) -> ids``: the rows of a session-start block (in order, with ``memory_id``, ``content``, ``pinned``) that
-#: only repeat one before them (``HookService``'s ``repeats``; the sidecar's is ``dedup.block_repeats``).
+#: ``(rows) -> ids``: the rows of a block, session-start or prompt (in order, with ``memory_id``, ``content``,
+#: ``pinned``), that only repeat one before them (``HookService``'s ``repeats``; the sidecar's is
+#: ``dedup.block_repeats``).
 Repeats = Callable[[Sequence[dict[str, Any]]], set[int]]
 #: Newest memories offered at session start, before the budget cut: as many as fit as ``brief``s (about 24 in
 #: the 2,200-token block; the budget cuts the oldest).
@@ -317,9 +318,11 @@ class HookService:
                                                   limit=5))
             named = [r for r in answer["results"] if r["tier"] == "supported"]
         offered: list[dict[str, Any]] = []
+        ids: set[int] = set()
         for row in [*pinned, *standing[:SESSION_STANDING], *recent, *named]:
             mid = row.get("id", row.get("memory_id"))
-            if all(o["memory_id"] != mid for o in offered):
+            if mid not in ids:
+                ids.add(mid)
                 offered.append({**row, "memory_id": mid})
         left_out = covered_transitions(offered) | self.repeats(offered)
         out = []

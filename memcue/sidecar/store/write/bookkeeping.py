@@ -62,20 +62,19 @@ MAX_BOOKKEEPING_CHARS = 300
 MIN_EPISODE_WORDS = 6
 
 
-#: What an answer that reports work carries: a change done (a past-tense change verb, or "now", "no longer",
-#: "instead"), a file or path, a command in backticks, or a cause found. An answer without any ("Nothing in this
-#: project covers that.", "It writes rows to a CSV file.") informs but records nothing done, so no later "what did
-#: we do about X?" needs it.
+#: What says a change was made: a past-tense change verb, or "now", "no longer", "instead".
 _CHANGE_WORDS = (
     r"\b(?:added|changed|fixed|moved|removed|renamed|updated|created|replaced|switched|wrote|rewrote|implemented|"
     r"refactored|bumped|reverted|committed|deleted|configured|migrated|split|merged|raised|lowered|increased|"
     r"decreased|pinned|upgraded|downgraded|enabled|disabled|introduced|dropped|extracted|wired|installed|"
     r"tightened|relaxed|retried|patched|tested|ran)\b|\b(?:now|no longer|instead)\b")
+#: What an answer that reports work carries: a change done (``_CHANGE_WORDS``), a file or path, a command in
+#: backticks, or a cause found. An answer without any ("Nothing in this project covers that.", "It writes rows to a
+#: CSV file.") informs but records nothing done, so no later "what did we do about X?" needs it.
 _WORK_REPORT = re.compile(
     _CHANGE_WORDS + r"|`[^`\n]+`|\b[\w.-]+/[\w./-]+|"
     r"\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|kt|rb|php|cs|c|h|cpp|md|toml|json|ya?ml|sql|sh|cfg|ini|lock)\b|"
     r"\bbecause\b|\bcaus(?:e|ed|ing)\b", re.IGNORECASE)
-#: What says a change was made: ``_WORK_REPORT``'s verbs and words, without its files, paths and commands.
 _CHANGE_MADE = re.compile(_CHANGE_WORDS, re.IGNORECASE)
 #: How an answer opens that reports a search that found nothing: "Not that I can see: there's no LICENSE file",
 #: "I couldn't find any crash reporting in cli.py", "I don't know of one: nothing in docs/ mentions it". An answer
