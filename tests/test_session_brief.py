@@ -110,6 +110,7 @@ def test_the_session_block_shows_a_fix_once_not_as_its_commit_and_its_test_trans
     assert "fill_percent counts the usable slots only" in block, block
     assert "test_full_box_is_100_percent_for_9x9" in block, "a transition no commit tells is shown"
     assert "FillTest" not in block, "the transition the commit tells is left out of the block"
+    assert "left out" not in block, "a transition the commit tells is not a memory the budget left out"
 
 
 REPEAT_A = "The nightly invoice export job runs at 02:30 UTC from cron/export.cron and writes to /srv/exports."
@@ -146,6 +147,7 @@ def test_the_session_block_shows_a_fact_told_twice_once(tmp_path: Path) -> None:
     assert len(listed) == 4, "nothing is merged in the store"
     assert REPEAT_B in block and REPEAT_A not in block, "the newer telling is shown, once"
     assert OTHER in block and "INV-YYYY-NNNNN" in block
+    assert "left out" not in block, "a repeat is not a memory the budget left out"
 
 
 def test_a_prompt_block_shows_a_fact_told_twice_once(sidecar: Sidecar, tmp_path: Path) -> None:

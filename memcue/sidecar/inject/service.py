@@ -303,7 +303,8 @@ class HookService:
         pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the newest (no bookkeeping, no
         captured prompts or episodes), then the supported answers of a recall on the project's name, less the test
         transitions a commit among them tells (``covered_transitions``) and the rows that repeat one before them
-        (``repeats``); and how many memories that can answer the project holds (``doc_count``). Blocking."""
+        (``repeats``); and how many memories that can answer the project holds (``doc_count``), less those: the
+        block's left-out line counts what the budget left out, not what another row tells. Blocking."""
         backend, now = self.backend, time.time()
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
         standing = [row for kind in STANDING_KINDS for row in backend.list_memories(
@@ -335,4 +336,4 @@ class HookService:
                         "memory_kind": row.get("kind", row.get("memory_kind")), "pinned": row.get("pinned", False),
                         "age_label": age_label(row["created_at"], now), "tier": "supported",
                         "source": row.get("source", ""), "created_at": row["created_at"]})
-        return out, backend.doc_count(project)
+        return out, max(0, backend.doc_count(project) - len(left_out))  # what another row tells is not left out
