@@ -25,8 +25,8 @@ An explicit request to keep something is a ``note`` of what follows the request 
 through Postmark" keeps "Invoices go out through Postmark"): "save to memory: …", "record in memory that …", "save this
 for next time: …", "for future reference, …" (``_SAVE``); a sentence that only asks to keep what came before
 ("Please save that.", "Remember this one.") makes the sentences before it on its line the statement
-(``_SAVE_THAT``). The agent may save the same fact through MCP as well; the store's near-duplicate merge and the
-agent's "recall before remember" keep one.
+(``_SAVE_THAT``). The agent may save the same fact through MCP as well; the store's near-duplicate merge keeps one
+when the two agree closely, and the injected blocks show the two once otherwise (``dedup.block_repeats``).
 """
 
 from __future__ import annotations
