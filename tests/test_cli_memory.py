@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from conftest import start_sidecar
@@ -119,3 +120,32 @@ def test_fetch_json_says_success_once(home: Path, tmp_path: Path) -> None:
         sc.stop()
     assert fetched["success"] is True and "success" not in fetched["data"]
     assert missing["success"] is False and "success" not in missing["data"] and missing["data"]["not_found"]
+
+
+def test_fetch_and_list_say_who_wrote_a_memory_and_why_it_was_kept(home: Path, tmp_path: Path) -> None:
+    """Reviewing what memcue keeps: a captured statement says it came from the prompt and why it was promoted; a
+    memory written with `memcue remember` says `cli` and no promotion."""
+    project = tmp_path / "shop"
+    project.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        written = _json(home, project, "remember", "the staging bucket is shop-staging-eu")["id"]
+        hook = subprocess.run([sys.executable, "-m", "memcue.hooks", "claude-code", "user-prompt-submit"],
+                              input=json.dumps({"session_id": "s-why", "transcript_path": "", "cwd": str(project),
+                                                "hook_event_name": "UserPromptSubmit",
+                                                "prompt": "From now on every migration gets a down step."}),
+                              env={**os.environ, "MEMCUE_HOME": str(home)}, capture_output=True, text=True,
+                              timeout=60)
+        assert hook.returncode == 0
+        deadline = time.monotonic() + 30
+        while True:
+            rows = _json(home, project, "list", "--kind", "decision")["results"]
+            if rows or time.monotonic() > deadline:
+                break
+        text = _cli(home, project, "fetch", str(rows[0]["memory_id"])).stdout
+        mine = _json(home, project, "fetch", str(written))["results"][0]
+    finally:
+        sc.stop()
+    assert (rows[0]["source"], rows[0]["promoted_by"]) == ("capture:prompt-statement", "user-statement"), rows
+    assert "by capture:prompt-statement, kept because user-statement" in text, text
+    assert (mine["source"], mine["promoted_by"]) == ("cli", None)

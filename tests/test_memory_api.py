@@ -26,7 +26,7 @@ from memcue.sidecar.store import NewMemory, Store
 DAY = 86400.0
 MEMORY_FIELDS = {"memory_id", "content", "memory_kind", "project", "session_id", "created_at", "updated_at",
                  "age_label", "pinned", "bookkeeping", "forgotten", "forgotten_at", "superseded_by", "seen_count",
-                 "tags"}
+                 "tags", "source", "promoted_by"}
 TARGET = "Deploys to the Lisbon cluster are frozen on Fridays after 3 pm"
 #: Shares no word with TARGET: only the semantic channels can find it.
 PARAPHRASE = "When is shipping code to production blocked at the end of the week?"

@@ -83,11 +83,17 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     with _client() as client:
         out = client.fetch(",".join(args.ids), **_opened(args))
     lines = [f"{_line(m, full=True)}\n   project {m.get('project') or '(global)'}; written "
-             f"{_when(m.get('created_at'))}; seen {m.get('seen_count', 1)}x" for m in out["results"]]
+             f"{_when(m.get('created_at'))}; seen {m.get('seen_count', 1)}x{_provenance(m)}" for m in out["results"]]
     if out["not_found"]:
         lines.append(f"not found: {', '.join(f'#{i}' for i in out['not_found'])}")
     ok = bool(out.pop("success", out["results"]))  # the envelope says it once
     return emit(out, args.json, "\n".join(lines), ok=ok)
+
+
+def _provenance(memory: dict[str, Any]) -> str:
+    """"; by capture:commit-landed, kept because commit-landed" for ``memcue fetch``'s text ("" when unknown)."""
+    source, why = memory.get("source") or "", memory.get("promoted_by")
+    return (f"; by {source}" if source else "") + (f", kept because {why}" if why else "")
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -285,7 +285,10 @@ class FetchIn(IdsIn):
 class MemoryOut(BaseModel):
     """One stored memory as ``/fetch`` and ``/list`` return it. Times in Unix seconds; ``age_label`` is the
     human age ("today", "3 weeks ago"); ``forgotten`` with ``forgotten_at`` (Unix s) after a ``/forget``;
-    ``superseded_by`` the newer version's id after an ``/update``; ``seen_count`` how often it was written."""
+    ``superseded_by`` the newer version's id after an ``/update``; ``seen_count`` how often it was written;
+    ``source`` who wrote it (``cli``, ``mcp``, ``hook:<harness>``, ``capture:<signal>``, …) and ``promoted_by`` why a
+    captured candidate was kept (``user-statement``, ``commit-landed``, ``test-passed``, ``reviewed``, …; None for a
+    memory written directly)."""
 
     memory_id: int
     content: str
@@ -302,6 +305,8 @@ class MemoryOut(BaseModel):
     superseded_by: int | None = None
     seen_count: int = 1
     tags: list[str] = Field(default_factory=list)
+    source: str = ""
+    promoted_by: str | None = None
 
 
 class FetchOut(BaseModel):

@@ -707,4 +707,12 @@ def _memory_item(row: dict[str, Any], now: float) -> dict[str, Any]:
         "superseded_by": row["superseded_by"],
         "seen_count": row.get("seen_count") or 1,
         "tags": row.get("tags") or [],
+        "source": row.get("source") or "",
+        "promoted_by": _promoted_by(row.get("metadata")),
     }
+
+
+def _promoted_by(metadata: Any) -> str | None:
+    """Why a captured candidate was kept (``metadata["promoted_by"]``, set by ``capture.Gate``), or None."""
+    why = metadata.get("promoted_by") if isinstance(metadata, dict) else None
+    return str(why) if why else None
