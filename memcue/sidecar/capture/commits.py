@@ -40,6 +40,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -319,6 +320,17 @@ def parse_log(out: str) -> list[Commit]:
     return commits
 
 
+#: How a commit's memory names the tests it adds: ``TESTS_LABEL`` and the names joined by ", " (``commit_text``).
+TESTS_LABEL = "Tests added: "
+_TESTS_LINE = re.compile(r"^" + re.escape(TESTS_LABEL) + r"(.+)$", re.MULTILINE)
+
+
+def tests_named(text: str) -> list[str]:
+    """The test names a commit's memory ``text`` lists on its ``TESTS_LABEL`` line, in order ([] without one)."""
+    line = _TESTS_LINE.search(text)
+    return [n.strip() for n in line.group(1).split(",") if n.strip()] if line else []
+
+
 def commit_text(commit: Commit) -> str:
     """A commit as a memory's text: subject, body cut at ``BODY_MAX_CHARS`` (at a word, with ``...``), and
     ``Tests added:`` (when it adds tests), ``Files:`` with at most ``FILES_SHOWN`` names and how many more."""
@@ -327,7 +339,7 @@ def commit_text(commit: Commit) -> str:
     if body:
         parts.append(body)
     if commit.tests:
-        parts.append(f"Tests added: {', '.join(commit.tests)}")
+        parts.append(TESTS_LABEL + ", ".join(commit.tests))
     if commit.files:
         shown = ", ".join(commit.files[:FILES_SHOWN])
         more = len(commit.files) - FILES_SHOWN

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from memcue.sidecar.capture.commits import SIGNAL as COMMIT_SIGNAL
+from memcue.sidecar.capture.commits import TESTS_LABEL, tests_named
 from memcue.sidecar.capture.test_runs import SIGNAL as TEST_SIGNAL
 
 #: The longest brief of a person's or an agent's memory (characters, about 100 tokens of English).
@@ -32,10 +33,9 @@ SIGNAL_SOURCES = (f"capture:{COMMIT_SIGNAL}", f"capture:{TEST_SIGNAL}")
 #: Most test names of a commit's ``Tests added:`` line kept in its brief.
 BRIEF_TESTS = 3
 #: The trailer lines of a captured commit (``capture.commits``): listed files and added tests.
-_TRAILER = re.compile(r"\n\n(?:Tests added|Files): [^\n]*")
-_TESTS_ADDED = re.compile(r"\n\nTests added: ([^\n]*)")
+_TRAILER = re.compile(r"\n\n(?:" + re.escape(TESTS_LABEL) + r"|Files: )[^\n]*")
 #: How a cut brief ends: " …", then the kept ``Tests added:`` line, if any.
-_CUT_END = re.compile(r" …(?:\n\nTests added: [^\n]*)?$")
+_CUT_END = re.compile(r" …(?:\n\n" + re.escape(TESTS_LABEL) + r"[^\n]*)?$")
 #: How a test transition says what else ran before the pass (``capture.test_runs``): "… and running `sed …`"
 #: or "after running `…`": the commands' text, not what they changed.
 _RUNNING = re.compile(r"(?: and|after) running `.*$", re.DOTALL)
@@ -52,13 +52,12 @@ def brief(text: str, source: str = "") -> str:
     test transition dropped, at most ``SIGNAL_BRIEF_CHARS`` characters when ``source`` (its stored source) is
     one of ``SIGNAL_SOURCES``, else ``BRIEF_CHARS`` (cut at a word, ending in " …"); then a commit's
     ``Tests added:`` line with at most ``BRIEF_TESTS`` names."""
-    tests = _TESTS_ADDED.search(text)
     out = _cut(_TRAILER.sub("", text).strip(), source)
-    if tests is None:
+    names = tests_named(text)
+    if not names:
         return out
-    names = [n.strip() for n in tests.group(1).split(",") if n.strip()]
     more = f" (+{len(names) - BRIEF_TESTS} more)" if len(names) > BRIEF_TESTS else ""
-    return f"{out}\n\nTests added: {', '.join(names[:BRIEF_TESTS])}{more}"
+    return f"{out}\n\n{TESTS_LABEL}{', '.join(names[:BRIEF_TESTS])}{more}"
 
 
 def _cut(out: str, source: str) -> str:

@@ -15,10 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memcue.sidecar.capture.commits import SIGNAL as COMMIT_SIGNAL
+from memcue.sidecar.capture.commits import tests_named
 from memcue.sidecar.capture.test_runs import SIGNAL as TEST_SIGNAL
-
-#: A captured commit's line naming the tests it adds (``capture.commits``).
-_TESTS_ADDED = re.compile(r"^Tests added: (.+)$", re.MULTILINE)
 
 
 def covered_transitions(rows: Sequence[dict[str, Any]]) -> set[int]:
@@ -28,8 +26,7 @@ def covered_transitions(rows: Sequence[dict[str, Any]]) -> set[int]:
     names: set[str] = set()
     for row in rows:
         if str(row.get("source", "")) == f"capture:{COMMIT_SIGNAL}":
-            for line in _TESTS_ADDED.findall(str(row["content"])):
-                names.update(n.strip() for n in line.split(",") if len(n.strip()) >= 4)
+            names.update(n for n in tests_named(str(row["content"])) if len(n) >= 4)
     if not names:
         return set()
     named = re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
