@@ -14,10 +14,18 @@ import sqlite3
 import time
 from pathlib import Path
 
-from conftest import Sidecar, context_of, prompt_payload, run_hook
+from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 
-from memcue.sidecar.capture.episodes import REQUEST_CHARS, episode_embedding_text, with_turn_requests
-from memcue.sidecar.store import NewMemory
+from memcue.core.paths import Locations
+from memcue.core.project import resolve_project
+from memcue.sidecar.capture.episodes import (
+    BACKFILL_MARK,
+    REQUEST_CHARS,
+    backfill_turn_prompts,
+    episode_embedding_text,
+    with_turn_requests,
+)
+from memcue.sidecar.store import NewMemory, Store
 
 SESSION = "0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f"
 PROMPT = ("Support says our Auckland customers keep getting their payment reminders a day late, every single "
@@ -67,6 +75,71 @@ def test_the_answer_alone_would_not_answer_the_users_words(sidecar: Sidecar, tmp
     env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
     asked = context_of(run_hook(prompt_payload(QUESTION, str(project), session_id="later-session"), env=env))
     assert MARK not in asked, asked
+
+
+def _stored_without_prompt(home: Path, project: str) -> None:
+    """The turn as a store written before episodes were embedded with their turn's prompt holds it: the
+    captured prompt, then the episode with no ``embed_text``."""
+    store = Store(Locations(home).database)
+    try:
+        store.remember_many([
+            NewMemory(PROMPT, kind="request", project=project, session_id=SESSION, created_at=time.time() - 60),
+            NewMemory(ANSWER, kind="episode", project=project, session_id=SESSION, created_at=time.time() - 30)])
+    finally:
+        store.close()
+
+
+def test_an_episode_stored_before_gets_its_turns_prompt_when_the_sidecar_starts(
+        home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "billing"
+    project.mkdir()
+    _stored_without_prompt(home, resolve_project(str(project)))
+    sc = start_sidecar(home)
+    try:
+        deadline = time.monotonic() + 60
+        while "embed_text" not in _episode_rows(home)[0][1] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        sc.client.wait_idle(120)
+        [(content, metadata)] = _episode_rows(home)
+        assert (content, metadata.get("embed_text")) == (ANSWER, f"{PROMPT}\n\n{ANSWER}")
+        env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+        asked = context_of(run_hook(prompt_payload(QUESTION, str(project), session_id="later-session"), env=env))
+        assert MARK in asked, asked
+    finally:
+        sc.stop()
+
+
+ONE = ("The cron line uses day-of-week 1-6, so Sunday (0) never matched; it now reads 0-6, and "
+       "test_cron_covers_every_day checks the schedule.")
+AFTER = ("The retry loop gave up after 3 attempts because MAX_RETRIES was read before the config file; it "
+         "is now read at call time.")
+NO_SESSION = ("The export wrote CRLF line endings on the build server because the csv module's default "
+              "dialect was used; it now passes lineterminator='\\n'.")
+TWO = ("Retries back off 2, 4 and 8 seconds now, since the upstream rate limit resets every 10 seconds; the old "
+       "fixed 1-second wait hit it three times in a row.")
+
+
+def test_the_backfill_looks_at_each_episode_once(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db", want_vec=False)
+    try:
+        store.remember_many([
+            NewMemory("Why do the nightly exports skip Sundays?", kind="request", session_id="a", created_at=1.0),
+            NewMemory(ONE, kind="episode", session_id="a", created_at=2.0),
+            NewMemory(AFTER, kind="episode", session_id="a", created_at=3.0),
+            NewMemory(NO_SESSION, kind="episode", created_at=4.0),
+            NewMemory("And the retries?", kind="request", session_id="b", created_at=5.0),
+            NewMemory(TWO, kind="episode", session_id="b", created_at=6.0, metadata={"embed_text": "given"})])
+        assert backfill_turn_prompts(store, limit=1) == 1
+        assert backfill_turn_prompts(store) == 1, "the second call goes on after the first one's mark"
+        assert backfill_turn_prompts(store) == 0
+        rows = {r["content"]: r for r in store.session_memories("a") + store.session_memories("b")}
+        assert not any(r["bookkeeping"] for r in rows.values())
+        assert rows[ONE]["metadata"]["embed_text"] == f"Why do the nightly exports skip Sundays?\n\n{ONE}"
+        assert "embed_text" not in rows[AFTER]["metadata"], "its turn's prompt was not captured"
+        assert rows[TWO]["metadata"]["embed_text"] == "given"
+        assert store.get_meta(BACKFILL_MARK) is not None
+    finally:
+        store.close()
 
 
 def _lookup_none(session_id: str, before: float) -> str | None:

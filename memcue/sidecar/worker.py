@@ -1,7 +1,8 @@
-"""The sidecar's background worker: one thread that embeds pending rows, binds the model, stores baselines,
-ingests the spool, runs the capture signals (``capture``: captured prompts read for statements, candidates
-expired), writes the usage log, optimises the store and hands freed heap back, stepping aside
-while questions run; and a second thread that wakes it when a hook appends to the spool.
+"""The sidecar's background worker: one thread that embeds pending rows, binds the model, stores baselines, ingests the
+spool, runs the capture signals (``capture``: captured prompts read for statements, candidates expired), gives
+episodes stored before they were embedded with their turn's prompt that text, writes the usage log, optimises the
+store and hands freed heap back, stepping aside while questions run; and a second thread that wakes it when a hook
+appends to the spool.
 
 Writes go to the store at once (keyword-searchable on return); the worker gives them their vectors when the
 model is ready. ``wake`` makes it run a step now; otherwise it runs every ``WORKER_TICK_S``.
@@ -16,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from memcue.sidecar.capture import SpoolReader
+from memcue.sidecar.capture import SpoolReader, backfill_turn_prompts
 from memcue.sidecar.recall import VectorIndex, baselines, probe_vectors
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.runtime.heap import trim_heap
@@ -72,6 +73,7 @@ class Worker:
         #: One batch of a re-index to another model (``sidecar.reindex``), run while the store is not bound.
         self.reindex_step: Callable[[], bool] = lambda: False
         self._bind_tried = False
+        self._episodes_backfilled = False
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -142,7 +144,7 @@ class Worker:
                 if self.gate.busy(QUIET_GAP_S):  # step aside: questions get the CPU
                     self.background_yields += 1
                     self.gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S)
-                if self._embed_pending(emb):
+                if self._embed_pending(emb) or self._backfill_episodes():
                     return True
             elif emb.state == "ready" and self.reindex_step():
                 return True
@@ -172,6 +174,16 @@ class Worker:
         ids = [mid for mid, _, _, _ in rows]
         self.store_vectors(ids, matrix, emb)
         return True
+
+    def _backfill_episodes(self) -> bool:
+        """One batch of ``capture.episodes.backfill_turn_prompts`` until none is left in this process; True
+        when a batch was done (its rows are then waiting for their new vectors)."""
+        if self._episodes_backfilled:
+            return False
+        if backfill_turn_prompts(self.store):
+            return True
+        self._episodes_backfilled = False
+        return False
 
     def _store_baselines(self, ids: list[int], matrix: np.ndarray, emb: Embedder) -> None:
         self.store.set_baselines(list(zip(ids, baselines(matrix, self._probe_matrix(emb)).tolist(), strict=True)))

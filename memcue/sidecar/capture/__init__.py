@@ -4,12 +4,13 @@ in captured prompts, ``find_statements``); the promotion gate every candidate pa
 (``Gate``); the commits that landed during a session, read from git at Stop/SessionEnd (``CommitSignal``); a test
 or build that failed and then passed in a session (``TestRuns``, from spooled tool records); a pending candidate
 that recurred in another session of the project (``Recurrence``, ``RECURRING_SIGNALS``); the agent's answer of a
-turn embedded with the turn's prompt (``with_turn_requests``). The optional model distiller (off by default) is
+turn embedded with the turn's prompt (``with_turn_requests``; ``backfill_turn_prompts`` for episodes stored
+without it). The optional model distiller (off by default) is
 ``capture.distiller``, its configuration ``capture.distill_config`` and its two ways of asking a model
 ``capture.distill_runners``."""
 
 from memcue.sidecar.capture.commits import COMMIT_LANDED, CommitSignal
-from memcue.sidecar.capture.episodes import with_turn_requests
+from memcue.sidecar.capture.episodes import backfill_turn_prompts, with_turn_requests
 from memcue.sidecar.capture.gate import EXPIRE_EVERY_S, CandidateDecided, CandidateNotFound, Gate
 from memcue.sidecar.capture.prompts import SIGNAL, USER_STATEMENT, PromptStatements
 from memcue.sidecar.capture.recurrence import RECURRED, RECURRING_SIGNALS, Recurrence
@@ -19,4 +20,5 @@ from memcue.sidecar.capture.test_runs import TestRuns
 
 __all__ = ["COMMIT_LANDED", "EXPIRE_EVERY_S", "RECURRED", "RECURRING_SIGNALS", "SIGNAL", "USER_STATEMENT",
            "CandidateDecided", "CandidateNotFound", "CommitSignal", "Gate", "PromptStatements", "Recurrence",
-           "SpoolReader", "Statement", "TestRuns", "find_statements", "with_turn_requests"]
+           "SpoolReader", "Statement", "TestRuns", "backfill_turn_prompts", "find_statements",
+           "with_turn_requests"]

@@ -19,12 +19,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from memcue.sidecar.store import NewMemory
+from memcue.sidecar.store import NewMemory, StoreProtocol
 
 #: Characters of the turn's prompt kept before the answer (cut at a word). The default model reads 256 word
 #: pieces (all-MiniLM-L6-v2's max_seq_length, from its model card), about 1,000 characters of English: a
 #: pasted log in the prompt must not push the answer out of that window.
 REQUEST_CHARS = 500
+#: Episodes looked at per step of the backfill (``backfill_turn_prompts``).
+BACKFILL_BATCH = 64
+#: The store's ``meta`` key holding the highest episode id the backfill has looked at.
+BACKFILL_MARK = "episode_context_after"
 #: ``(session_id, before) -> the text of the prompt that opened the turn, or None`` (``Store.turn_request``).
 RequestLookup = Callable[[str, float], str | None]
 
@@ -61,3 +65,18 @@ def with_turn_requests(memories: Sequence[NewMemory], lookup: RequestLookup) -> 
             last[memory.session_id] = memory
         out.append(memory)
     return out
+
+
+def backfill_turn_prompts(store: StoreProtocol, limit: int = BACKFILL_BATCH) -> int:
+    """Give up to ``limit`` episodes stored without their turn's prompt (before episodes were embedded with it)
+    the ``embed_text`` that ``with_turn_requests`` gives a new one, and mark them for embedding again; returns
+    how many episodes were looked at (0: none left). Resumable: the highest id looked at is kept in the store's
+    ``meta`` (``BACKFILL_MARK``), so each episode is looked at once, also one whose turn's prompt is unknown."""
+    after = int(store.get_meta(BACKFILL_MARK) or 0)
+    rows = store.episodes_without_context(after, limit)
+    if not rows:
+        return 0
+    store.reembed_with([(mid, episode_embedding_text(request, content)) for mid, content, request in rows
+                        if request and request.strip()])
+    store.set_meta(BACKFILL_MARK, str(rows[-1][0]))
+    return len(rows)

@@ -184,6 +184,11 @@ class StoreProtocol(Protocol):
     # -- vectors
     def pending_embeddings(self, limit: int = 64) -> list[tuple[int, str, str, dict[str, Any]]]:
         """Rows waiting for a vector: ``(id, content, project, metadata)``, oldest first."""
+    def episodes_without_context(self, after_id: int, limit: int) -> list[tuple[int, str, str | None]]:
+        """Current episodes with a session and no ``embed_text``, id above ``after_id``: ``(id, content, the
+        turn's prompt or None)``, oldest first."""
+    def reembed_with(self, items: Sequence[tuple[int, str]]) -> int:
+        """Set ``(memory id, text)``'s ``embed_text`` and mark the rows for embedding again; rows changed."""
     def set_embeddings(self, items: Sequence[tuple[int, bytes]]) -> None:
         """Store float32 vectors ``(memory id, bytes)``."""
     def vectors(self, ids: Iterable[int]) -> dict[int, bytes]:

@@ -318,6 +318,14 @@ class Store:
         """See ``VectorRows.pending_embeddings``."""
         return self._vectors.pending_embeddings(limit)
 
+    def episodes_without_context(self, after_id: int, limit: int) -> list[tuple[int, str, str | None]]:
+        """See ``VectorRows.episodes_without_context``."""
+        return self._vectors.episodes_without_context(after_id, limit)
+
+    def reembed_with(self, items: Sequence[tuple[int, str]]) -> int:
+        """See ``VectorRows.reembed_with``."""
+        return self._vectors.reembed_with(items)
+
     def set_embeddings(self, items: Sequence[tuple[int, bytes]]) -> None:
         """See ``VectorRows.set_embeddings``."""
         self._vectors.set_embeddings(items)
