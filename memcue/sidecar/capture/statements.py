@@ -15,7 +15,9 @@ Kinds (the memory kind a statement is written as): ``preference`` for "I/we pref
 ``correction`` for "no, use X" and "use X instead (of Y)"; ``note`` for a fact the user offers in passing, said
 as a statement ("fyi the bucket lives in eu-central-2", "btw Priya owns the thresholds"); ``decision`` for
 everything else ("from now on", "going forward", "we decided", "always", "never", "don't", "remember that",
-"has to stay", "goes through Priya", "keep it stdlib-only", "whenever the plan prints dates, ..."); a fact given
+"has to stay", "goes through Priya", "keep it stdlib-only", "whenever the plan prints dates, ...", "we settled on
+X", "the logger has to listen on 8087", "dates are always YYYY-MM-DD", a rule announced as one: "ground rules: …",
+"one convention: …"; a bare "No, not Plato." is a ``correction`` read with the sentence after it); a fact given
 as context ("some context first: crumb runs on a Pi stuck on Python 3.9") is a ``note``. Since the user said it, the
 statement is its own confirming signal (``capture.prompts`` promotes it at once); one that reads like an
 injection (role markers, "ignore previous instructions", piping a download into a shell, sending secrets away)
@@ -52,17 +54,20 @@ CONTEXT_SENTENCES = 2
 _OPENS = r"(?:^|[:;,]\s+)"
 _DONT_START = _OPENS + r"(?:(?:no|nope|actually)\b[,.!]?\s+)?(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
 _LEAD = r"^(?:(?:ok|okay|also|and|so)\b[,\s]+)*(?:please\s+)?"
-_MEMORY = r"(?:in|to|into)\s+(?:(?:the|your)\s+)?(?:memory|memcue|notes)\b"
+_MEMORY = r"(?:in|to|into|for)\s+(?:(?:the|your)\s+)?(?:memory|memcue|notes)\b"
 #: When something is to be kept for: "for later", "for next time", "for the future", "for future reference".
 _FOR_LATER = r"\s+for\s+(?:later|next\s+time|the\s+future|future\s+reference)\b"
 #: An explicit request to keep what follows: "save to memory: …", "record in memory that …", "please save this in
 #: memcue: …", "save this for later, …", "save this for next time: …", "keep this in mind for next time: …", "note
-#: for later: …", "for future reference, …", "memorize …". The user asked for it to be kept, whether or not the agent
+#: for later: …", "note for memory: …", "for future reference, …", "memorize …", "save how we deploy: …" (kept as
+#: "How we deploy: …"). The user asked for it to be kept, whether or not the agent
 #: can save it (Codex may start a turn before memcue's MCP server is up and offer it no tool to save with).
-_SAVE = (_LEAD + r"(?:(?:save|store|record|log|add|put|keep|write down|jot down|note down)(?:\s+(?:this|that|it|the "
-         r"following))?(?:\s+one)?\s+" + _MEMORY + r"|(?:save|store|record|memori[sz]e|note)(?:\s+(?:this|that|it))?"
-         r"(?:\s+one)?(?:" + _FOR_LATER + r"|\s*:)|memori[sz]e\b|keep\s+(?:this|that)\s+in\s+mind(?:" + _FOR_LATER
-         + r")?\s*[:,]|(?:make\s+)?(?:a\s+)?note\s+to\s+self\b|for\s+future\s+reference\b)")
+_SAVE = (_LEAD + r"(?:(?:save|store|record|log|add|put|keep|write down|jot down|note down|note)"
+         r"(?:\s+(?:this|that|it|the following))?(?:\s+one)?\s+" + _MEMORY
+         + r"|(?:save|store|record|memori[sz]e|note)(?:\s+(?:this|that|it))?(?:\s+one)?(?:" + _FOR_LATER
+         + r"|\s*:)|memori[sz]e\b|keep\s+(?:this|that)\s+in\s+mind(?:" + _FOR_LATER
+         + r")?\s*[:,]|(?:make\s+)?(?:a\s+)?note\s+to\s+self\b|for\s+future\s+reference\b|"
+         r"(?:save|store|record|note(?:\s+down)?)\s+(?=(?:how|where|what|which|why|when)\b[^:?]{0,80}:\s*\S))")
 _SAVE_RE = re.compile(_SAVE, re.IGNORECASE)
 #: A request to keep what the sentences before it said: "Please save that.", "Remember this one, thanks.",
 #: "Note that down.", "Save it to memory!", "no time today, remember that and we'll do it later", "save that so we
@@ -86,15 +91,24 @@ _REFERS_BACK = re.compile(
     r"names?|numbers?|values?|workarounds?|solutions?|answers?|outputs?|snippets?|queries|query|scripts?|lines?|"
     r"recipes?|procedure)(?=\s*(?:$|[.!,;]|\s+(?:for|so|because|please|too|as\s+well|and|in\s+case)\b))",
     re.IGNORECASE)
+#: A correction that only says what is wrong ("No, not Plato."): the sentence after it says what is right, and is
+#: kept with it even when it reads as a task ("Show gravity as specific gravity, like 1.050.").
+_REJECTION = (r"^(?:no|nope)\b[,.!]?\s+not\s+(?!(?:that|this|it|those|these|yet|now|quite|really|exactly|there|here|"
+              r"so|sure|again)\b)\w")
+_REJECTION_RE = re.compile(_REJECTION, re.IGNORECASE)
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
-                   r"the)\b|\buse\s+\S+(?:\s+\S+){0,3}\s+instead\b|\binstead of\b"),
+                   r"the)\b|\buse\s+\S+(?:\s+\S+){0,3}\s+instead\b|\binstead of\b|" + _REJECTION),
     ("decision", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b|\b(?:we|i)(?:'ve| have)?\s+decided\b|"
-                 r"\bwe(?:'re| are) going with\b|\bour (?:convention|rule|policy) is\b"),
+                 + _OPENS + r"(?:(?:ok|okay|so|and|also|alright|right)[,\s]+)*(?:we(?:'ve| have)?\s+(?:finally\s+)?"
+                 r"(?:settled on|agreed (?:on|that|to)|chose|picked|went with)|i(?:'ve| have)?\s+(?:finally\s+)?"
+                 r"settled on)\b|\bwe(?:'re| are) (?:going|sticking) with\b|\bour (?:convention|rule|policy) is\b|"
+                 r"^(?:(?:one|a|the|our|some|another|new|quick|important|two|three)\s+)?(?:(?:ground|house|golden|"
+                 r"team)\s+)?(?:rules?|conventions?|policy|principles?)\b(?:\s+[\w']+){0,4}?\s*:\s+\S"),
     ("decision", _OPENS + r"(?:please\s+|and\s+|also\s+)?(?:always|never)\b(?!\s+mind\b)|"
                  r"\b(?:we|you|i)\s+(?:should\s+|must\s+)?(?:always|never)\b|\b(?:must|should)\s+(?:always|never)\b|"
-                 r"\blet'?s (?:always|never)\b"),
+                 r"\blet'?s (?:always|never)\b|\b(?:is|are)\s+(?:always|never)\s+(?!\w+ing\b)"),
     ("decision", _DONT_START + r"\s+\w+"),
     ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
     ("note", _SAVE),
@@ -102,7 +116,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
                  r"ever)\b(?!\s+have\b)|^(?:we|our \w+)\b.{0,80}\band only\b"),
     ("decision", r"\b(?:has|have|needs?) to (?:stay|remain)\b|\bmust (?:stay|remain)\b|"
                  r"\bgoes through (?:me|him|her|them|[A-Z][\w'-]+)\b|"
-                 r"\bkeep\s+(?:\w+\s+){0,3}?[\w.]+-(?:only|compatible)\b|"
+                 r"\b(?:keep|keeps|stays?|remains?)\s+(?:\w+\s+){0,3}?[\w.]+-(?:only|compatible)\b|"
+                 r"^(?:(?:and|also|so)\s+)?(?:the|our|my)\s+(?:[\w.-]+\s+){1,3}?(?:has|have|needs?|must)\s+(?:to\s+)?"
+                 r"(?!be\s+(?:done|fixed|finished|ready|merged|reviewed)\b)(?<=to |st )\w+|"
                  r"^(?:(?:and|also|so|please)\s+)*(?:whenever|every time|each time|any time)\b"),
     ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|fwiw|btw|psa|heads[- ]up|for the record|"
              r"for what it'?s worth|just so you know|"
@@ -134,6 +150,12 @@ _ANAPHORA = re.compile(
     r"^(?:(?:and|also|but|so|oh)\b[,\s]+)?(?:it|it's|they|they're|(?:this|that|these|those)\s+(?:is|are|was|were|"
     r"must|should|has|have|needs?|goes|go|stays?|can|cannot|can't|will|won't|means?|applies|apply)\b)",
     re.IGNORECASE)
+#: A sentence that turns to the task at hand or to another topic ("Now the actual bug: …", "Please change it.",
+#: "Add a test, fix it and commit."): what follows a statement stops being its reason or detail there.
+_TASK_TURN = re.compile(
+    r"^(?:(?:ok|okay|so|and|but)\b[,\s]+)?(?:now|anyway|anyhow|next|separately|unrelated|meanwhile|then|please|"
+    r"can|could|would|add|fix|run|write|commit|check|make|create|update|change|rename|implement|look|try|test|"
+    r"refactor|remove|delete|move|show|tell|explain|open|start|build|deploy|push|merge|let's)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
 #: A role marker opening a sentence ("SYSTEM: ..."): left out when matching, so the statement after it is found
 #: (and held).
@@ -218,13 +240,15 @@ def _kept_before(before: list[str], kinds: list[tuple[str, str] | None], found: 
 
 def _with_context(sentence: str, after: list[str], kinds: list[tuple[str, str] | None]) -> str:
     """``sentence`` with the sentences that follow it on its line, up to ``CONTEXT_SENTENCES`` of them and
-    ``STATEMENT_MAX_CHARS`` in all, stopping at a question, another statement or a short remark ("Thanks!"):
+    ``STATEMENT_MAX_CHARS`` in all, stopping at a question, another statement, a turn to the task
+    (``_TASK_TURN``, except right after a bare "No, not X.") or a short remark ("Thanks!"):
     what comes right after a decision is usually its reason or its detail ("from now on put type hints on
     everything public. we're turning on mypy --strict in CI next week")."""
     text = sentence
-    for nxt, kind in list(zip(after, kinds, strict=True))[:CONTEXT_SENTENCES]:
-        if kind is not None or nxt.endswith("?") or _QUESTION_START.match(nxt) or len(nxt.split()) < \
-                STATEMENT_MIN_WORDS:
+    for i, (nxt, kind) in enumerate(list(zip(after, kinds, strict=True))[:CONTEXT_SENTENCES]):
+        turned = _TASK_TURN.match(nxt) and not (i == 0 and _REJECTION_RE.match(sentence))
+        if kind is not None or nxt.endswith("?") or _QUESTION_START.match(nxt) or turned or \
+                len(nxt.split()) < STATEMENT_MIN_WORDS:
             break
         if len(text) + 1 + len(nxt) > STATEMENT_MAX_CHARS:
             break
