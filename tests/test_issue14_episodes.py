@@ -133,11 +133,17 @@ def test_only_a_trivial_episode_is_bookkeeping() -> None:
 
 WORK_QUESTIONS = ("what did we do about the importer?", "how did we fix the flaky login test last week?",
                   "what did you change in billing yesterday?", "what have we done on the cron job?",
-                  "which files did you touch in billing?", "what was changed in the invoice service?")
+                  "which files did you touch in billing?", "what was changed in the invoice service?",
+                  # a problem met before, and the lessons of earlier work (found by the dev2 week)
+                  "the webhook is timing out again. I'm sure we've hit this before. What was it?",
+                  "Why were the invoice totals a cent off earlier this week?", "what went wrong with the export?",
+                  "I'm adding a second webhook. Any gotchas?", "is the importer picky about what it gets?",
+                  "anything to watch out for when I write the migration?")
 OTHER_PROMPTS = ("why did we switch the billing queue to SQS?", "what do we use for queues?",
                  "did you run the tests?", "what did we decide about money columns?", "fix the importer",
                  "how do we deploy billing?", "what did I ask you to do about the webhook?",
-                 "change the importer to skip duplicates")
+                 "change the importer to skip duplicates", "why is the importer slow?",
+                 "what was the name of the billing queue?", "we hit the rate limit, add a retry")
 
 
 def test_what_was_done_questions_and_only_they_ask_for_episodes() -> None:

@@ -61,8 +61,9 @@ PRESENT_WORDS = frozenset("working work doing building fixing focused middle cur
                           .split())
 #: Words that only say "what was done" ("what did we do?", "what did you change?", "what was fixed?").
 WORK_WORDS = frozenset("what how which did have has had was were we you i us do does done doing change changed "
-                       "changes fix fixed fixes work worked make made end up try tried just actually ever so far"
-                       .split())
+                       "changes fix fixed fixes work worked make made end up try tried just actually ever so far "
+                       "before hit seen run ran happened went wrong caused cause watch careful picky gotcha gotchas "
+                       "pitfall pitfalls".split())
 #: The words that frame each question type rather than name its topic: never key terms (``support``).
 FRAME_WORDS = {REQUEST_RECALL: REQUEST_WORDS, WORK_RECALL: WORK_WORDS, PRESENT_TENSE: PRESENT_WORDS}
 
@@ -87,8 +88,11 @@ _REQUEST = re.compile(
 #: we or you (or "the agent"), then a verb of work. "what did we do about the importer?", "how did we fix the
 #: flaky login test?", "what did you change in billing yesterday?", "what have we done on the cron?", "what
 #: was changed in billing?", "which files did you touch?", "what did we conclude about the leak?"; and "did we
-#: ever (actually) fix it?", which asks the history. "why did we pick Postgres?" (a reason: saved decisions
-#: answer it), "what do we use for queues?" (present) and "did you run the tests?" do not match.
+#: ever (actually) fix it?", which asks the history. So do questions about a problem met before, whose cause and
+#: fix an answer told: "we've hit this before, what was it?", "why was the total off earlier this week?", "what
+#: went wrong with the export?", and what to watch out for ("any gotchas?", "is the logger picky about what it
+#: gets?"): the lessons of earlier work. "why did we pick Postgres?" (a reason: saved decisions answer it), "what
+#: do we use for queues?" (present) and "did you run the tests?" do not match.
 _WORK_VERBS = (r"(?:do|done|did|change|changed|fix|fixed|solve|solved|resolve|resolved|handle|handled|implement"
                r"|implemented|build|built|edit|edited|touch|touched|update|updated|refactor|refactored|patch|patched"
                r"|debug|debugged|end\s+up\s+doing|try|tried|work\s+on|worked\s+on|conclude|concluded"
@@ -98,6 +102,13 @@ WORK_PATTERNS = (
     r"\b(?:did|have|had)\s+(?:we|you)\s+ever\s+(?:\w+\s+)?" + _WORK_VERBS,
     r"\bwhat\s+(?:was|were|got)\s+(?:done|changed|fixed)\b",
     r"\bwhat\s+(?:changes|fixes)\s+did\s+(?:we|you)\s+make\b",
+    r"\b(?:we|i)(?:'ve|\s+have)\s+(?:\w+\s+)?(?:hit|seen|had|run\s+into|fixed|solved|dealt\s+with)\s+(?:this|that|it"
+    r"|something\s+like\s+(?:this|that))\s+before\b|\b(?:this|that|it)\s+(?:happened|came\s+up)\s+before\b",
+    r"\bwhat\s+was\s+(?:it|the\s+(?:cause|fix|problem|issue|culprit|trick))\b|\bwhat\s+(?:went\s+wrong|caused|broke)\b",
+    r"\bwhy\s+(?:was|were|did)\b[^?.!]{0,80}\b(?:earlier|before|last\s+(?:time|week|night)|the\s+other\s+day"
+    r"|this\s+(?:week|morning)|yesterday)\b",
+    r"\b(?:watch\s+out\s+for|gotchas?|pitfalls?|picky\s+about|careful\s+(?:about|with)|trip(?:ped)?\s+(?:us|me)\s+up"
+    r"|bit\s+us)\b",
 )
 _WORK = re.compile("|".join(WORK_PATTERNS), re.IGNORECASE)
 _TIME = re.compile(
