@@ -52,8 +52,10 @@ CONTEXT_SENTENCES = 2
 #: Where a rule may open: the sentence's start, or right after a lead-in clause ending in a colon or a comma
 #: ("also while you're in there: never print the key", "oh and btw, don't push to main").
 _OPENS = r"(?:^|[:;,]\s+)"
-_DONT_START = _OPENS + r"(?:(?:no|nope|actually)\b[,.!]?\s+)?(?:please\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
-_LEAD = r"^(?:(?:ok|okay|also|and|so)\b[,\s]+)*(?:please\s+)?"
+#: "please" as typed in a hurry too.
+_PLEASE = r"(?:please|pls|plz)"
+_DONT_START = _OPENS + r"(?:(?:no|nope|actually)\b[,.!]?\s+)?(?:" + _PLEASE + r"\s+|and\s+|also\s+)?(?:don'?t|do not)\b"
+_LEAD = r"^(?:(?:ok|okay|also|and|so)\b[,\s]+)*(?:" + _PLEASE + r"\s+)?"
 _MEMORY = r"(?:in|to|into|for)\s+(?:(?:the|your)\s+)?(?:memory|memcue|notes)\b"
 #: When something is to be kept for: "for later", "for next time", "for the future", "for future reference".
 _FOR_LATER = r"\s+for\s+(?:later|next\s+time|the\s+future|future\s+reference)\b"
@@ -77,7 +79,7 @@ _SAVE_RE = re.compile(_SAVE, re.IGNORECASE)
 _SAVE_THAT = re.compile(
     r"^(?:[\w' ]{1,30},\s+)?" + _LEAD[1:] + r"(?:(?:save|store|record|remember|memori[sz]e|note|keep)\s+(?:that|this)"
     r"(?:\s+(?:one|down|in mind))?(?:\s+" + _MEMORY + r")?|(?:save|store|record|keep|put|add)\s+(?:it|that|this)"
-    r"(?:\s+one)?\s+" + _MEMORY + r")(?:" + _FOR_LATER + r")?(?:,?\s+(?:please|thanks|thank you))?"
+    r"(?:\s+one)?\s+" + _MEMORY + r")(?:" + _FOR_LATER + r")?(?:,?\s+(?:" + _PLEASE + r"|thanks|thank you))?"
     r"(?:,?\s+and\s+(?:we'll|we will|i'll|i will|let's)\s+(?:do|get to|look at|fix|handle)\s+(?:it|that|this)"
     r"(?:\s+(?:later|another time|next time|tomorrow))?|,?\s+(?:so|so that|because|since)\s+[^.!?]{1,100})?[.!]*$",
     re.IGNORECASE)
@@ -96,21 +98,25 @@ _REFERS_BACK = re.compile(
 _REJECTION = (r"^(?:no|nope)\b[,.!]?\s+not\s+(?!(?:that|this|it|those|these|yet|now|quite|really|exactly|there|here|"
               r"so|sure|again)\b)\w")
 _REJECTION_RE = re.compile(_REJECTION, re.IGNORECASE)
+#: "instead of" said of a choice ("we store cents instead of floats", "prefer tabs instead of spaces"), not of a
+#: fault the user reports ("week 5 went back to marta instead of sam") or a task ("print it instead of posting").
+_CHOSEN_INSTEAD = (r"\b(?:use|uses|using|prefer|switch(?:ed)?\s+to|go\s+with|went\s+with|pick|picked|store|keep|"
+                   r"stick\s+with|we\s+\w+)\b[^.;]{0,60}\binstead\s+of\b")
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
-                   r"the)\b|\buse\s+\S+(?:\s+\S+){0,3}\s+instead\b|\binstead of\b|" + _REJECTION),
+                   r"the)\b|\buse\s+\S+(?:\s+\S+){0,3}\s+instead\b|" + _CHOSEN_INSTEAD + "|" + _REJECTION),
     ("decision", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b|\b(?:we|i)(?:'ve| have)?\s+decided\b|"
                  + _OPENS + r"(?:(?:ok|okay|so|and|also|alright|right)[,\s]+)*(?:we(?:'ve| have)?\s+(?:finally\s+)?"
                  r"(?:settled on|agreed (?:on|that|to)|chose|picked|went with)|i(?:'ve| have)?\s+(?:finally\s+)?"
                  r"settled on)\b|\bwe(?:'re| are) (?:going|sticking) with\b|\bour (?:convention|rule|policy) is\b|"
                  r"^(?:(?:one|a|the|our|some|another|new|quick|important|two|three)\s+)?(?:(?:ground|house|golden|"
                  r"team)\s+)?(?:rules?|conventions?|policy|principles?)\b(?:\s+[\w']+){0,4}?\s*:\s+\S"),
-    ("decision", _OPENS + r"(?:please\s+|and\s+|also\s+)?(?:always|never)\b(?!\s+mind\b)|"
-                 r"\b(?:we|you|i)\s+(?:should\s+|must\s+)?(?:always|never)\b|\b(?:must|should)\s+(?:always|never)\b|"
+    ("decision", _OPENS + r"(?:" + _PLEASE + r"\s+|and\s+|also\s+)?(?:always|never)\b(?!\s+mind\b)|"
+                 r"\b(?:we|you|i)\s+(?:should\s+|must\s+)?(?:always|never)\b(?!\s+\w+ed\b)|\b(?:must|should)\s+(?:always|never)\b|"
                  r"\blet'?s (?:always|never)\b|\b(?:is|are)\s+(?:always|never)\s+(?!\w+ing\b)"),
     ("decision", _DONT_START + r"\s+\w+"),
-    ("decision", r"^(?:please\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
+    ("decision", r"^(?:" + _PLEASE + r"\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
     ("note", _SAVE),
     ("decision", r"^(?:(?:and|so|also)\s+)?(?:nothing|no one|nobody|no \w+)\s+(?:\w+\s+){0,2}?(?:should|must|may|"
                  r"ever)\b(?!\s+have\b)|^(?:we|our \w+)\b.{0,80}\band only\b"),
@@ -119,10 +125,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
                  r"\b(?:keep|keeps|stays?|remains?)\s+(?:\w+\s+){0,3}?[\w.]+-(?:only|compatible)\b|"
                  r"^(?:(?:and|also|so)\s+)?(?:the|our|my)\s+(?:[\w.-]+\s+){1,3}?(?:has|have|needs?|must)\s+(?:to\s+)?"
                  r"(?!be\s+(?:done|fixed|finished|ready|merged|reviewed)\b)(?<=to |st )\w+|"
-                 r"^(?:(?:and|also|so|please)\s+)*(?:whenever|every time|each time|any time)\b"),
+                 + _OPENS + r"(?:(?:and|also|so|please)\s+)*(?:whenever|whatever|wherever|every time|each time|"
+                 r"any time)\b(?=.{0,80},)"),
     ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|fwiw|btw|psa|heads[- ]up|for the record|"
              r"for what it'?s worth|just so you know|"
-             r"(?:(?:some|a|for|quick|(?:a )?(?:little )?bit of)\s+)*(?:context|background)(?: first)?)\b"
+             r"(?:(?:some|a|for|quick|(?:a )?(?:little )?bit of)\s+)*(?:context|ctx|background)(?: first)?)\b"
              r"[,:!]?\s+(?=.*\b(?:is|are|was|were|has|"
              r"have|lives?|lands?|sits?|owns?|runs?|uses?|stays?|must|needs?|goes|comes?|belongs?|points?|depends?|"
              r"means?|gets?|got|becomes?|will|won't|moves?|closes?|retires?)\b)"),
@@ -144,16 +151,19 @@ _PASTED = re.compile(
     r"\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|(?:DEBUG|INFO|WARN|WARNING|ERROR|FATAL|TRACE)\b|"
     r"\w+(?:Error|Exception)\b:|E\s{2,})")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
-#: A sentence that opens by pointing back at the one before: "it"/"they" as its subject, or "this"/"that"/"these"/
-#: "those" followed by a verb ("that goes for ...", "this has to stay"); "this repo always ..." names its subject.
+#: A sentence that opens by pointing back at the one before: "it"/"they" as its subject, "this"/"that"/"these"/
+#: "those" followed by a verb ("that goes for ...", "this has to stay"), or no subject at all ("never in a .env in
+#: the repo", "only from the worker"); "this repo always ..." names its subject.
 _ANAPHORA = re.compile(
     r"^(?:(?:and|also|but|so|oh)\b[,\s]+)?(?:it|it's|they|they're|(?:this|that|these|those)\s+(?:is|are|was|were|"
-    r"must|should|has|have|needs?|goes|go|stays?|can|cannot|can't|will|won't|means?|applies|apply)\b)",
-    re.IGNORECASE)
+    r"must|should|has|have|needs?|goes|go|stays?|can|cannot|can't|will|won't|means?|applies|apply)\b|"
+    r"(?:never|always|not|only)\s+(?:in|on|at|to|from|into|with|by|for|under|via|through|inside|outside|over|the|a|an|"
+    r"as)\b)", re.IGNORECASE)
 #: A sentence that turns to the task at hand or to another topic ("Now the actual bug: …", "Please change it.",
 #: "Add a test, fix it and commit."): what follows a statement stops being its reason or detail there.
 _TASK_TURN = re.compile(
-    r"^(?:(?:ok|okay|so|and|but)\b[,\s]+)?(?:now|anyway|anyhow|next|separately|unrelated|meanwhile|then|please|"
+    r"^(?:(?:ok|okay|so|and|but)\b[,\s]+)?(?:now|anyway|anyhow|next|separately|unrelated|meanwhile|then|please|pls|"
+    r"first(?:\s+thing|\s+off)?\b|"
     r"can|could|would|add|fix|run|write|commit|check|make|create|update|change|rename|implement|look|try|test|"
     r"refactor|remove|delete|move|show|tell|explain|open|start|build|deploy|push|merge|let's)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
@@ -183,6 +193,7 @@ def find_statements(prompt: str) -> list[Statement]:
     for line in _typed_text(prompt).split("\n"):
         sentences = _sentences(line)
         kinds = [_statement_kind(sentence) for sentence in sentences]
+        made_by = -1  # the sentence of this line that made found[-1]
         for i, (sentence, match) in enumerate(zip(sentences, kinds, strict=True)):
             if _SAVE_THAT.match(sentence) or _REFERS_BACK.match(sentence):  # "Please save that.": what came before
                 kept = _kept_before(sentences[:i], kinds[:i], found) if i else ""
@@ -198,7 +209,7 @@ def find_statements(prompt: str) -> list[Statement]:
             if saved:
                 text = _without_request(text, saved.end())
             if i and _ANAPHORA.match(sentence):  # "it must never ...": about what the sentence before names
-                if kinds[i - 1] is not None and found and found[-1].text.endswith(sentences[i - 1]):
+                if made_by == i - 1:
                     joined = f"{found[-1].text} {text}"
                     if len(joined) <= STATEMENT_MAX_CHARS:
                         found[-1] = Statement(joined, found[-1].kind, found[-1].pattern,
@@ -206,6 +217,7 @@ def find_statements(prompt: str) -> list[Statement]:
                         continue
                 text = f"{sentences[i - 1]} {text}"
             found.append(Statement(text, match[0], match[1], whole_held or _held(text)))
+            made_by = i
             if len(found) >= MAX_STATEMENTS:
                 return found
     return found
@@ -215,7 +227,8 @@ def _without_request(text: str, end: int) -> str:
     """``text`` without the request to keep it that ends at ``end`` ("Save to memory: ", "Record in memory that ",
     "For future reference, "), its first letter made a capital: the memory is the fact, not the asking. ``text``
     as it is when fewer than ``STATEMENT_MIN_WORDS`` words would be left."""
-    rest = re.sub(r"^[\s:,;.\-–—]*(?:that\s+)?", "", text[end:])
+    rest = re.sub(r"^[\s:,;.\-–—]*(?:(?:" + _PLEASE + r"|thanks|thx)\b[\s:,;.!\-–—]*)?(?:that\s+)?", "", text[end:],
+                  flags=re.IGNORECASE)
     if len(rest.split()) < STATEMENT_MIN_WORDS:
         return text
     return rest[0].upper() + rest[1:]
