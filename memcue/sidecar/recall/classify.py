@@ -84,15 +84,15 @@ _REQUEST = re.compile(
     r"|\bwhat\s+was\s+my\s+(?:last|previous|earlier)?\s*(?:request|prompt|question)\b",
     re.IGNORECASE,
 )
-#: "What was done" questions, kept narrow: a question word (what/how/which), a past tense of do, have or be,
-#: we or you (or "the agent"), then a verb of work. "what did we do about the importer?", "how did we fix the
-#: flaky login test?", "what did you change in billing yesterday?", "what have we done on the cron?", "what
-#: was changed in billing?", "which files did you touch?", "what did we conclude about the leak?"; and "did we
-#: ever (actually) fix it?", which asks the history. So do questions about a problem met before, whose cause and
-#: fix an answer told: "we've hit this before, what was it?", "why was the total off earlier this week?", "what
-#: went wrong with the export?", and what to watch out for ("any gotchas?", "is the logger picky about what it
-#: gets?"): the lessons of earlier work. "why did we pick Postgres?" (a reason: saved decisions answer it), "what
-#: do we use for queues?" (present) and "did you run the tests?" do not match.
+#: "What was done" questions, kept narrow: a question word (what/how/which), a past tense of do, have or be, we or
+#: you (or "the agent"), then a verb of work. "what did we do about the importer?", "how did we fix the flaky login
+#: test?", "what did you change in billing yesterday?", "what have we done on the cron?", "what was changed in
+#: billing?", "which files did you touch?", "what did we conclude about the leak?"; and "did we ever (actually) fix
+#: it?", which asks the history. So do questions about a problem met before, whose cause and fix an answer told:
+#: "we've hit this before, what was it?", "why was the total off earlier this week?", "what went wrong with the
+#: export?", "remind me why we needed retries", and what to watch out for ("any gotchas?", "is the logger picky
+#: about what it gets?"): the lessons of earlier work. "why did we pick Postgres?" (a reason: saved decisions answer
+#: it), "what do we use for queues?" (present) and "did you run the tests?" do not match.
 _WORK_VERBS = (r"(?:do|done|did|change|changed|fix|fixed|solve|solved|resolve|resolved|handle|handled|implement"
                r"|implemented|build|built|edit|edited|touch|touched|update|updated|refactor|refactored|patch|patched"
                r"|debug|debugged|end\s+up\s+doing|try|tried|work\s+on|worked\s+on|conclude|concluded"
@@ -104,7 +104,8 @@ WORK_PATTERNS = (
     r"\bwhat\s+(?:changes|fixes)\s+did\s+(?:we|you)\s+make\b",
     r"\b(?:we|i)(?:'ve|\s+have)\s+(?:\w+\s+)?(?:hit|seen|had|run\s+into|fixed|solved|dealt\s+with)\s+(?:this|that|it"
     r"|something\s+like\s+(?:this|that))\s+before\b|\b(?:this|that|it)\s+(?:happened|came\s+up)\s+before\b",
-    r"\bwhat\s+was\s+(?:it|the\s+(?:cause|fix|problem|issue|culprit|trick))\b|\bwhat\s+(?:went\s+wrong|caused|broke)\b",
+    r"\bwhat\s+was\s+(?:it|the\s+(?:cause|fix|problem|issue|culprit|trick))\b|\bwhat\s+(?:went\s+wrong|caused|broke)\b"
+    r"|\bremind\s+me\s+(?:why|what|how)\b",
     r"\bwhy\s+(?:was|were|did)\b[^?.!]{0,80}\b(?:earlier|before|last\s+(?:time|week|night)|the\s+other\s+day"
     r"|this\s+(?:week|morning)|yesterday)\b",
     r"\b(?:watch\s+out\s+for|gotchas?|pitfalls?|picky\s+about|careful\s+(?:about|with)|trip(?:ped)?\s+(?:us|me)\s+up"
