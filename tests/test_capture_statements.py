@@ -135,6 +135,7 @@ NEGATIVES = [
     "Lint rules: fix the failing ones",
     "can we settle on a name for the flag",
     "the nightly job sent the report to marta instead of sam",
+    "we got 11:00 in the post instead of 10:00",
     "add a --json flag that prints the rows instead of the table",
     "we never checked the lockfile into the repo, it only exists on the box.",
 ]

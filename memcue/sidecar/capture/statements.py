@@ -101,7 +101,8 @@ _REJECTION_RE = re.compile(_REJECTION, re.IGNORECASE)
 #: "instead of" said of a choice ("we store cents instead of floats", "prefer tabs instead of spaces"), not of a
 #: fault the user reports ("week 5 went back to marta instead of sam") or a task ("print it instead of posting").
 _CHOSEN_INSTEAD = (r"\b(?:use|uses|using|prefer|switch(?:ed)?\s+to|go\s+with|went\s+with|pick|picked|store|keep|"
-                   r"stick\s+with|we\s+\w+)\b[^.;]{0,60}\binstead\s+of\b")
+                   r"stick\s+with|we\s+(?:use|store|keep|send|write|log|run|deploy|call|put|read|ship|build))\b[^.;]{0,60}"
+                   r"\binstead\s+of\b")
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
