@@ -83,6 +83,9 @@ POSITIVES = [
      "The worker has to retry three times with a 2 s backoff. The vendor drops one request in fifty."),
     ("Invoice numbers are always seven digits, zero-padded.", "decision",
      "Invoice numbers are always seven digits, zero-padded."),
+    ("Always run the migrations inside a transaction. Then restart the worker so it sees the new columns.",
+     "decision",
+     "Always run the migrations inside a transaction. Then restart the worker so it sees the new columns."),
     ("the repo keeps stdlib-only, it ships to air-gapped sites. Add the parser.", "decision",
      "the repo keeps stdlib-only, it ships to air-gapped sites."),
     # Found by the dev3 week (typed in a hurry): "ctx", "pls", "whatever we …, …", a task opening with "first thing".
@@ -281,6 +284,8 @@ def test_a_prompt_read_twice_holds_its_statements_once_and_held_ones_stay_pendin
     ("Save how we rotate the signing key: run scripts/rotate.sh, then restart the api pods.",
      "How we rotate the signing key: run scripts/rotate.sh, then restart the api pods."),
     ("Note for memory: the staging cluster is called kestrel.", "The staging cluster is called kestrel."),
+    ("Save how we release: tag the commit as vX.Y.Z. Run make dist, then upload dist/ with twine.",
+     "How we release: tag the commit as vX.Y.Z. Run make dist, then upload dist/ with twine."),
     ("save this for later pls: the signing key is in vault under secret/ci/sign. never in the repo",
      "The signing key is in vault under secret/ci/sign. never in the repo"),
     ("ok, we finally settled the backup question: nightly dumps kept 14 days, monthly ones a year. save that so we "

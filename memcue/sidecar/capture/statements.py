@@ -163,7 +163,7 @@ _ANAPHORA = re.compile(
 #: A sentence that turns to the task at hand or to another topic ("Now the actual bug: …", "Please change it.",
 #: "Add a test, fix it and commit."): what follows a statement stops being its reason or detail there.
 _TASK_TURN = re.compile(
-    r"^(?:(?:ok|okay|so|and|but)\b[,\s]+)?(?:now|anyway|anyhow|next|separately|unrelated|meanwhile|then|please|pls|"
+    r"^(?:(?:ok|okay|so|and|but)\b[,\s]+)?(?:now|anyway|anyhow|next|separately|unrelated|meanwhile|please|pls|"
     r"first(?:\s+thing|\s+off)?\b|"
     r"can|could|would|add|fix|run|write|commit|check|make|create|update|change|rename|implement|look|try|test|"
     r"refactor|remove|delete|move|show|tell|explain|open|start|build|deploy|push|merge|let's)\b", re.IGNORECASE)
@@ -205,8 +205,8 @@ def find_statements(prompt: str) -> list[Statement]:
             if match is None or sentence.lower() in seen:
                 continue
             seen.add(sentence.lower())
-            text = _with_context(sentence, sentences[i + 1:], kinds[i + 1:])
             saved = _SAVE_RE.match(sentence) if match[0] == "note" else None
+            text = _with_context(sentence, sentences[i + 1:], kinds[i + 1:], steps=saved is not None)
             if saved:
                 text = _without_request(text, saved.end())
             if i and _ANAPHORA.match(sentence):  # "it must never ...": about what the sentence before names
@@ -252,15 +252,16 @@ def _kept_before(before: list[str], kinds: list[tuple[str, str] | None], found: 
     return text if len(text.split()) >= STATEMENT_MIN_WORDS else ""
 
 
-def _with_context(sentence: str, after: list[str], kinds: list[tuple[str, str] | None]) -> str:
+def _with_context(sentence: str, after: list[str], kinds: list[tuple[str, str] | None], steps: bool = False) -> str:
     """``sentence`` with the sentences that follow it on its line, up to ``CONTEXT_SENTENCES`` of them and
     ``STATEMENT_MAX_CHARS`` in all, stopping at a question, another statement, a turn to the task
-    (``_TASK_TURN``, except right after a bare "No, not X.") or a short remark ("Thanks!"):
+    (``_TASK_TURN``, except right after a bare "No, not X." and in what the user asked to save, ``steps``: "save how
+    we deploy: rsync the repo. Restart the service." keeps its steps) or a short remark ("Thanks!"):
     what comes right after a decision is usually its reason or its detail ("from now on put type hints on
     everything public. we're turning on mypy --strict in CI next week")."""
     text = sentence
     for i, (nxt, kind) in enumerate(list(zip(after, kinds, strict=True))[:CONTEXT_SENTENCES]):
-        turned = _TASK_TURN.match(nxt) and not (i == 0 and _REJECTION_RE.match(sentence))
+        turned = _TASK_TURN.match(nxt) and not steps and not (i == 0 and _REJECTION_RE.match(sentence))
         if kind is not None or nxt.endswith("?") or _QUESTION_START.match(nxt) or turned or \
                 len(nxt.split()) < STATEMENT_MIN_WORDS:
             break
