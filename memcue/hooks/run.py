@@ -188,6 +188,7 @@ def _request_body(event: HookEvent, budget: Budget, deadline: float) -> dict[str
     return {
         "event": event.to_dict(),
         "budget_s": round(budget_s, 3),
+        "sent_at": round(time.time(), 3),  # the sidecar takes the time this request waits off budget_s
         "max_tokens": budget.max_tokens,
         "max_chars": budget.max_chars,
     }

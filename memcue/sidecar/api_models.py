@@ -222,10 +222,13 @@ class HookEventIn(TypedDict, total=False):
 
 
 class HookIn(BaseModel):
-    """``POST /hooks/{harness}/{event}``: a normalised ``HookEvent`` and the block's budgets."""
+    """``POST /hooks/{harness}/{event}``: a normalised ``HookEvent`` and the block's budgets. ``sent_at``: the
+    hook's wall clock (Unix s) when it sent the request; the time the request waited before the sidecar took it
+    up (a busy, stopped or swapped-out sidecar) comes off ``budget_s``."""
 
     event: HookEventIn
     budget_s: float = Field(default=2.25, gt=0, le=60)
+    sent_at: float | None = Field(default=None, ge=0)
     max_tokens: int = Field(default=600, ge=1, le=100_000)
     max_chars: int = Field(default=9500, ge=1, le=1_000_000)
 

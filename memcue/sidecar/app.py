@@ -252,7 +252,7 @@ def _hooks(app: FastAPI, service: MemoryService) -> None:
         if harness not in harnesses.HARNESSES or event not in harnesses.EVENTS:
             raise HTTPException(404, f"unknown hook {harness}/{event}")
         out = await service.hook(harness, event, body.event, budget_s=body.budget_s, max_tokens=body.max_tokens,
-                                 max_chars=body.max_chars)
+                                 max_chars=body.max_chars, sent_at=body.sent_at)
         return HookOut(version=__version__, **dataclasses.asdict(out))
 
 

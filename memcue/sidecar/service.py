@@ -603,9 +603,15 @@ class MemoryService:
 
     # -- hooks ---------------------------------------------------------------------------------
     async def hook(self, harness: str, event: str, payload: dict[str, Any], *, budget_s: float, max_tokens: int,
-                   max_chars: int) -> HookResult:
+                   max_chars: int, sent_at: float | None = None) -> HookResult:
         """Serve one hook call (``HookService.handle``); a session start first reads its project's native memory
-        files (``NativeSync.sync``, within ``NATIVE_SYNC_S`` of the budget)."""
+        files (``NativeSync.sync``, within ``NATIVE_SYNC_S`` of the budget). ``sent_at`` (Unix s, the hook's clock):
+        the time since then comes off ``budget_s``; a request taken up after its hook's budget has run out is
+        answered with nothing (a prompt is still captured), so nothing the hook never got counts as shown."""
+        if sent_at is not None:
+            budget_s -= max(0.0, time.time() - sent_at)
+        if budget_s <= 0:
+            return await self._hooks.late(harness, event, payload)
         if event == "session-start" and payload.get("project"):
             started = time.perf_counter()
             with anyio.move_on_after(min(NATIVE_SYNC_S, budget_s / 2)):

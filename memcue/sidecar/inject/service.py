@@ -162,6 +162,26 @@ class HookService:
         self.timings.record(harness, event_name, out.retrieval_time_ms, out.answered_by, out.included)
         return out
 
+    async def late(self, harness: str, event_name: str, ev: dict[str, Any]) -> HookResult:
+        """A hook call taken up after its hook stopped waiting: nothing is answered or recorded as shown; a prompt is
+        captured (the hook spooled it under the same id: stored once) and its recall logged as skipped."""
+        started = time.perf_counter()
+        if event_name == "user-prompt-submit" and str(ev.get("prompt") or "").strip():
+            await self._capture_prompt(harness, ev)
+            self.backend.record_served(uuid.uuid4().hex[:16], str(ev.get("session_id") or ""), "hook", [],
+                                       self.prompt_block, skipped=SKIP_TIMEOUT)
+        out = _nothing(started)
+        self.timings.record(harness, event_name, out.retrieval_time_ms, out.answered_by, out.included)
+        return out
+
+    async def _capture_prompt(self, harness: str, ev: dict[str, Any]) -> None:
+        """Store the event's prompt as a captured ``request``. The hook spools the same prompt under the same id
+        (``extra.request_id``) when it gets no answer: stored once either way."""
+        request_id = str((ev.get("extra") or {}).get("request_id") or "") or None
+        memory = NewMemory(content=str(ev.get("prompt") or ""), kind="request", project=str(ev.get("project") or ""),
+                           session_id=str(ev.get("session_id") or ""), source=f"hook:{harness}", source_id=request_id)
+        await anyio.to_thread.run_sync(self.backend.remember_prompt, memory, limiter=self.backend.limiter)
+
     async def _prompt(self, harness: str, ev: dict[str, Any], budget_s: float, max_tokens: int, max_chars: int,
                       started: float) -> HookResult:
         backend = self.backend
@@ -179,12 +199,7 @@ class HookService:
                 remaining = budget_s - (time.perf_counter() - started)
                 answer, answered_by = await backend.race_recall(request, remaining)
         finally:
-            # Then capture the prompt, before answering. The hook spools the same prompt under the same id when
-            # it gets no answer: stored once either way.
-            request_id = str((ev.get("extra") or {}).get("request_id") or "") or None
-            memory = NewMemory(content=prompt, kind="request", project=project or "", session_id=session_id,
-                               source=f"hook:{harness}", source_id=request_id)
-            await anyio.to_thread.run_sync(backend.remember_prompt, memory, limiter=backend.limiter)
+            await self._capture_prompt(harness, ev)  # then capture the prompt, before answering
         if answer is None:
             backend.record_served(uuid.uuid4().hex[:16], session_id, "hook", [], self.prompt_block,
                                   skipped=SKIP_TIMEOUT)
