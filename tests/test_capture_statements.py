@@ -76,6 +76,8 @@ POSITIVES = [
      "We settled on Argon2id for password hashing: bcrypt caps at 72 bytes."),
     ("ok, we went with Redis streams for the queue, not Kafka. start on the consumer", "decision",
      "ok, we went with Redis streams for the queue, not Kafka."),
+    ("No, not bcrypt. Use argon2id.", "correction", "No, not bcrypt. Use argon2id."),
+    ("nope, not the v1 endpoint. call /v2/orders", "correction", "nope, not the v1 endpoint. call /v2/orders"),
     ("No, not UTC. Store the timestamps in the clinic's local time, the reports are read on site.", "correction",
      "No, not UTC. Store the timestamps in the clinic's local time, the reports are read on site."),
     ("The worker has to retry three times with a 2 s backoff. The vendor drops one request in fifty. Please make it "
@@ -139,6 +141,13 @@ NEGATIVES = [
     "can we settle on a name for the flag",
     "the nightly job sent the report to marta instead of sam",
     "we got 11:00 in the post instead of 10:00",
+    # Found by the fresh-clone trial: "always"/"never" in reports and complaints.
+    "always the same error: connection refused. fix it",
+    "we always forget to bump the changelog lol",
+    "we never got a reply from the vendor, ping them again",
+    "You never close the file handle in load(), fix that",
+    "this is always flaky, retry it",
+    "I always get confused by this API.",
     "add a --json flag that prints the rows instead of the table",
     "we never checked the lockfile into the repo, it only exists on the box.",
 ]

@@ -139,7 +139,10 @@ WORK_QUESTIONS = ("what did we do about the importer?", "how did we fix the flak
                   "Why were the invoice totals a cent off earlier this week?", "what went wrong with the export?",
                   "I'm adding a second webhook. Any gotchas?", "is the importer picky about what it gets?",
                   "anything to watch out for when I write the migration?",
-                  "bump the retries to 5. and remind me why we needed retries in the first place")
+                  "bump the retries to 5. and remind me why we needed retries in the first place",
+                  "the digest is late again for Madrid users, have we seen this before?",
+                  "did we hit this before? the digest goes out at the wrong hour",
+                  "I'm sure we've hit this before with the digest email time. What was it?")
 OTHER_PROMPTS = ("why did we switch the billing queue to SQS?", "what do we use for queues?",
                  "did you run the tests?", "what did we decide about money columns?", "fix the importer",
                  "how do we deploy billing?", "what did I ask you to do about the webhook?",

@@ -103,6 +103,12 @@ _REJECTION_RE = re.compile(_REJECTION, re.IGNORECASE)
 _CHOSEN_INSTEAD = (r"\b(?:use|uses|using|prefer|switch(?:ed)?\s+to|go\s+with|went\s+with|pick|picked|store|keep|"
                    r"stick\s+with|we\s+(?:use|store|keep|send|write|log|run|deploy|call|put|read|ship|build))\b[^.;]{0,60}"
                    r"\binstead\s+of\b")
+#: What follows "we always"/"I never" in a report or a complaint rather than a rule ("we never got a reply", "we
+#: always forget the changelog", "I always get confused", "the CI is always flaky"): a past tense or a verb of
+#: what happens to one.
+_NOT_A_RULE = (r"(?!\s+(?:\w+ed|got|had|was|were|did|forget|forgets|get|gets|seem|seems|fail|fails|break|breaks|"
+               r"crash|crashes|hang|hangs|miss|misses|happen|happens|know|knew|remember|understand|see|saw|"
+               r"flaky|broken|slow|empty|wrong|down|late|red|stuck|busy|full|confused|annoying)\b)")
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
@@ -113,9 +119,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
                  r"settled on)\b|\bwe(?:'re| are) (?:going|sticking) with\b|\bour (?:convention|rule|policy) is\b|"
                  r"^(?:(?:one|a|the|our|some|another|new|quick|important|two|three)\s+)?(?:(?:ground|house|golden|"
                  r"team)\s+)?(?:rules?|conventions?|policy|principles?)\b(?:\s+[\w']+){0,4}?\s*:\s+\S"),
-    ("decision", _OPENS + r"(?:" + _PLEASE + r"\s+|and\s+|also\s+)?(?:always|never)\b(?!\s+mind\b)|"
-                 r"\b(?:we|you|i)\s+(?:should\s+|must\s+)?(?:always|never)\b(?!\s+\w+ed\b)|\b(?:must|should)\s+(?:always|never)\b|"
-                 r"\blet'?s (?:always|never)\b|\b(?:is|are)\s+(?:always|never)\s+(?!\w+ing\b)"),
+    ("decision", _OPENS + r"(?:" + _PLEASE + r"\s+|and\s+|also\s+)?(?:always|never)\b(?!\s+mind\b)"
+                 r"(?!\s+(?:the|a|an|same|so|that|this|it)\b)|"
+                 r"\b(?:we|i)\s+(?:should\s+|must\s+)?(?:always|never)\b" + _NOT_A_RULE + r"|\byou\s+(?:should|must)\s+"
+                 r"(?:always|never)\b|\b(?:must|should)\s+(?:always|never)\b|\blet'?s (?:always|never)\b|"
+                 r"(?<!\bthis )(?<!\bit )(?<!\bthat )\b(?:is|are)\s+(?:always|never)\s+(?!\w+ing\b)" + _NOT_A_RULE),
     ("decision", _DONT_START + r"\s+\w+"),
     ("decision", r"^(?:" + _PLEASE + r"\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
     ("note", _SAVE),
@@ -261,9 +269,10 @@ def _with_context(sentence: str, after: list[str], kinds: list[tuple[str, str] |
     everything public. we're turning on mypy --strict in CI next week")."""
     text = sentence
     for i, (nxt, kind) in enumerate(list(zip(after, kinds, strict=True))[:CONTEXT_SENTENCES]):
-        turned = _TASK_TURN.match(nxt) and not steps and not (i == 0 and _REJECTION_RE.match(sentence))
+        fix = i == 0 and _REJECTION_RE.match(sentence) is not None  # "No, not bcrypt." then "Use argon2id."
+        turned = _TASK_TURN.match(nxt) and not steps and not fix
         if kind is not None or nxt.endswith("?") or _QUESTION_START.match(nxt) or turned or \
-                len(nxt.split()) < STATEMENT_MIN_WORDS:
+                (len(nxt.split()) < STATEMENT_MIN_WORDS and not fix):
             break
         if len(text) + 1 + len(nxt) > STATEMENT_MAX_CHARS:
             break

@@ -103,7 +103,9 @@ WORK_PATTERNS = (
     r"\bwhat\s+(?:was|were|got)\s+(?:done|changed|fixed)\b",
     r"\bwhat\s+(?:changes|fixes)\s+did\s+(?:we|you)\s+make\b",
     r"\b(?:we|i)(?:'ve|\s+have)\s+(?:\w+\s+)?(?:hit|seen|had|run\s+into|fixed|solved|dealt\s+with)\s+(?:this|that|it"
-    r"|something\s+like\s+(?:this|that))\s+before\b|\b(?:this|that|it)\s+(?:happened|came\s+up)\s+before\b",
+    r"|something\s+like\s+(?:this|that))\s+before\b|\b(?:this|that|it)\s+(?:happened|came\s+up)\s+before\b"
+    r"|\b(?:have|did)\s+(?:we|you|i)\s+(?:ever\s+)?(?:hit|seen|see|had|have|run\s+into|dealt\s+with|fixed|solved)\b"
+    r"[^?.!]{0,60}\bbefore\b",
     r"\bwhat\s+was\s+(?:it|the\s+(?:cause|fix|problem|issue|culprit|trick))\b|\bwhat\s+(?:went\s+wrong|caused|broke)\b"
     r"|\bremind\s+me\s+(?:why|what|how)\b",
     r"\bwhy\s+(?:was|were|did)\b[^?.!]{0,80}\b(?:earlier|before|last\s+(?:time|week|night)|the\s+other\s+day"

@@ -20,6 +20,9 @@ RELATIONS = {"before": "before", "prior": "before", "ahead": "before", "until": 
              "after": "after", "following": "after", "since": "since"}
 #: Words after which a head word is a noun or an adjective, not a bound ("the till", "our following").
 _NOUN_BEFORE = frozenset("the a an our my your their his her its".split())
+#: Words that, right after the head word, make it an adverb ("we've hit this before with the digest", "seen it
+#: before too"), not a bound before an event.
+_ADVERB_NEXT = frozenset("with in on at for about around too already again yet now".split())
 #: Event words kept at most.
 MAX_ANCHOR_WORDS = 4
 
@@ -51,8 +54,11 @@ def find_anchor(text: str, spans: list[Span]) -> tuple[str, str, str]:
         prev = words(masked_text[: m.start()])[-1:] or [""]
         if prev[0] in NOT_TEMPORAL_BEFORE_AFTER or prev[0] in _NOUN_BEFORE:
             continue  # "look after", "the till export" (a cash register), "the following list"
-        if head == "till" and words(m.group(2))[:1] and words(m.group(2))[0] not in DETERMINERS:
+        first = words(m.group(2))[:1]
+        if head == "till" and first and first[0] not in DETERMINERS:
             continue  # "till export", "till receipts": the noun (a cash register), not "till the release"
+        if first and first[0] in _ADVERB_NEXT:
+            continue  # "we've hit this before with the digest": "previously", no event
         kept = _event_words(m.group(2), head)
         if not kept:
             continue
