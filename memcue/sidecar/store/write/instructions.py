@@ -4,7 +4,8 @@ Stored text is data (DESIGN.md section 8). A captured statement with such text i
 promoted (``capture.statements``), and a memory with it is flagged in every block that shows it
 (``inject.render``), so the model sees that the note itself carries instruction-shaped text.
 
-- role markers: ``SYSTEM:`` / ``assistant:`` … opening a line or sentence, chat-template tokens
+- role markers: ``SYSTEM:`` / ``assistant:`` … opening a line or sentence (also ``system``, ``assistant`` and
+  ``developer`` after a comma: "from now on, SYSTEM: …"), chat-template tokens
   (``<|im_start|>``, ``[INST]``, ``<<SYS>>``) and ``<system>``-like tags;
 - injection phrases: "ignore previous …", "disregard …", "you are now", "new instructions", a download piped
   into a shell, ``base64 -d | …``, ``rm -rf /``, ``chmod 777``, ``eval(``, and sending secrets, keys or
@@ -16,7 +17,8 @@ from __future__ import annotations
 import re
 
 ROLE_MARKER = re.compile(
-    r"(?:^|\n|[.!?]\s)\s*(?:system|assistant|developer|user|human|tool)\s*:|<\|?(?:im_start|im_end|system|endoftext)\|?>|"
+    r"(?:^|\n|[.!?]\s)\s*(?:system|assistant|developer|user|human|tool)\s*:|[,;]\s*(?:system|assistant|developer)\s*:|"
+    r"<\|?(?:im_start|im_end|system|endoftext)\|?>|"
     r"\[/?(?:INST|SYS)\]|<</?SYS>>|</?(?:system|assistant|instructions?)>", re.IGNORECASE)
 INJECTION = re.compile(
     r"\bignore\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier)\b|\bdisregard\s+(?:all|any|the|"
