@@ -48,6 +48,7 @@ def test_search_fetch_list_forget_expand_session_context(home: Path, tmp_path: P
         first = _json(home, project, "session-context", "--session-id", "cli-s1")
         second = _json(home, project, "session-context", "--session-id", "cli-s1")
         other = _cli(home, tmp_path, "list")  # another folder, another project
+        typo = _cli(home, project, "list", "--kind", "decisions")  # the project holds decisions, none "decisions"
         piped = subprocess.run(f"{sys.executable} -m memcue list --json --limit 200 | head -c 5", shell=True,
                                env={**os.environ, "MEMCUE_HOME": str(home)}, cwd=project, capture_output=True,
                                text=True, timeout=60)
@@ -67,6 +68,7 @@ def test_search_fetch_list_forget_expand_session_context(home: Path, tmp_path: P
     assert "Deploys are frozen on Fridays" in first["context"] and first["session_id"] == "cli-s1"
     assert "Deploys are frozen" not in second["context"], "one full block per session"
     assert other.returncode == 0 and "(no memories in project " in other.stdout
+    assert typo.returncode == 0 and "(no memories of kind 'decisions' in project " in typo.stdout, typo.stdout
     assert piped.stderr == "", "a reader that stops early (| head) is no error"
 
 

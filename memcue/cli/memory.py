@@ -112,8 +112,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     with _client() as client:
         out = client.list_recent(**fields)
     where = "any project" if project is None else (f"project {project}" if project else "global memories")
+    which = "memories" + (f" of kind {args.kind!r}" if args.kind else "") + (
+        f" tagged {', '.join(args.tags)}" if args.tags else "")
     text = "\n".join(_line(m, args.full) for m in out["results"]) or (
-        f"(no memories in {where}" + ("; --all-projects lists every project)" if project is not None else ")"))
+        f"(no {which} in {where}" + ("; --all-projects lists every project)" if project is not None else ")"))
     return emit({**out, "looked_in": where}, args.json, text)
 
 
