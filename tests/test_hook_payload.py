@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -72,11 +73,13 @@ def test_C05_prompt_reaches_recall_byte_for_byte(home: Path, ensure_ascii: bool)
 
 def test_C05_request_body_contract(home: Path) -> None:
     with FakeSidecar(socket_path(home), "") as fake:
+        before = time.time()
         run = run_hook(payload("what is the retry policy?"), home, MEMCUE_HOOK_DEADLINE_S="2.0")
     assert run.returncode == 0
     assert run.stdout == b"", "empty context prints nothing"
     [(_, body)] = fake.requests
-    assert set(body) == {"event", "budget_s", "max_tokens", "max_chars"}
+    assert set(body) == {"event", "budget_s", "sent_at", "max_tokens", "max_chars"}
+    assert before - 0.01 <= body["sent_at"] <= time.time(), "the hook's clock, so the sidecar can take a wait off"
     assert 0.1 <= body["budget_s"] <= 2.0 - 0.25
     assert body["budget_s"] > 1.0, "the sidecar gets most of the deadline"
     assert (body["max_tokens"], body["max_chars"]) == (600, 9500)
