@@ -268,8 +268,9 @@ def _with_context(sentence: str, after: list[str], kinds: list[tuple[str, str] |
     what comes right after a decision is usually its reason or its detail ("from now on put type hints on
     everything public. we're turning on mypy --strict in CI next week")."""
     text = sentence
+    rejection = _REJECTION_RE.match(sentence) is not None  # "No, not bcrypt." then "Use argon2id."
     for i, (nxt, kind) in enumerate(list(zip(after, kinds, strict=True))[:CONTEXT_SENTENCES]):
-        fix = i == 0 and _REJECTION_RE.match(sentence) is not None  # "No, not bcrypt." then "Use argon2id."
+        fix = i == 0 and rejection
         turned = _TASK_TURN.match(nxt) and not steps and not fix
         if kind is not None or nxt.endswith("?") or _QUESTION_START.match(nxt) or turned or \
                 (len(nxt.split()) < STATEMENT_MIN_WORDS and not fix):

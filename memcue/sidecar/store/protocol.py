@@ -184,9 +184,6 @@ class StoreProtocol(Protocol):
     # -- vectors
     def pending_embeddings(self, limit: int = 64) -> list[tuple[int, str, str, dict[str, Any]]]:
         """Rows waiting for a vector: ``(id, content, project, metadata)``, oldest first."""
-    def episodes_without_context(self, after_id: int, limit: int) -> list[tuple[int, str, str | None]]:
-        """Current episodes with a session and no ``embed_text``, id above ``after_id``: ``(id, content, the
-        turn's prompt or None)``, oldest first."""
     def reembed_with(self, items: Sequence[tuple[int, str]]) -> int:
         """Set ``(memory id, text)``'s ``embed_text`` and mark the rows for embedding again; rows changed."""
     def set_embeddings(self, items: Sequence[tuple[int, bytes]]) -> None:
@@ -249,6 +246,9 @@ class StoreProtocol(Protocol):
     def turn_request(self, session_id: str, before: float) -> str | None:
         """The captured prompt that opened the turn whose answer ``session_id`` stored at ``before`` (Unix s), or
         None (no such prompt, or an episode came after it)."""
+    def episodes_without_context(self, after_id: int, limit: int) -> list[tuple[int, str, str | None]]:
+        """Current episodes with a session and no ``embed_text``, id above ``after_id``: ``(id, content, the
+        turn's prompt or None)``, oldest first."""
     def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
         """Recalls logged for ``session_id`` (tokens, skipped, items with content and source), oldest first."""
     def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:

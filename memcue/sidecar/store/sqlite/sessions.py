@@ -45,6 +45,23 @@ class SessionReads:
             return None
         return str(row[1])
 
+    def episodes_without_context(self, after_id: int, limit: int) -> list[tuple[int, str, str | None]]:
+        """Current, non-bookkeeping episodes with a session and no ``metadata["embed_text"]``, by id above
+        ``after_id``: ``(id, content, turn prompt)``, at most ``limit``, oldest first. The turn prompt is the
+        session's newest request or episode row before the episode (by ``created_at``, then id) when that row is a
+        request not forgotten, else None (``turn_request`` for a stored episode)."""
+        rows = self._db.reader().execute(
+            "SELECT e.id, e.content, (SELECT CASE WHEN p.kind = 'request' AND p.forgotten_at IS NULL"
+            " THEN p.content END FROM memories p WHERE p.session_id = e.session_id"
+            " AND p.kind IN ('request', 'episode')"
+            " AND (p.created_at < e.created_at OR (p.created_at = e.created_at AND p.id < e.id))"
+            " ORDER BY p.created_at DESC, p.id DESC LIMIT 1)"
+            " FROM memories e WHERE e.id > ? AND e.kind = 'episode' AND coalesce(e.session_id, '') != ''"
+            " AND e.forgotten_at IS NULL AND e.bookkeeping = 0"
+            " AND json_extract(coalesce(e.metadata, '{}'), '$.embed_text') IS NULL ORDER BY e.id LIMIT ?",
+            (after_id, limit)).fetchall()
+        return [(int(r[0]), str(r[1]), None if r[2] is None else str(r[2])) for r in rows]
+
     def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
         """Recalls logged for ``session_id``, oldest first: ``{"query_id", "created_at", "served_by", "block",
         "tokens", "skipped", "items": [{"memory_id", "kind", "used", "content", "source"}]}`` (``content`` and

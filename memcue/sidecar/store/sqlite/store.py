@@ -318,10 +318,6 @@ class Store:
         """See ``VectorRows.pending_embeddings``."""
         return self._vectors.pending_embeddings(limit)
 
-    def episodes_without_context(self, after_id: int, limit: int) -> list[tuple[int, str, str | None]]:
-        """See ``VectorRows.episodes_without_context``."""
-        return self._vectors.episodes_without_context(after_id, limit)
-
     def reembed_with(self, items: Sequence[tuple[int, str]]) -> int:
         """See ``VectorRows.reembed_with``."""
         return self._vectors.reembed_with(items)
@@ -424,6 +420,10 @@ class Store:
     def turn_request(self, session_id: str, before: float) -> str | None:
         """See ``SessionReads.turn_request``."""
         return self._sessions.turn_request(session_id, before)
+
+    def episodes_without_context(self, after_id: int, limit: int) -> list[tuple[int, str, str | None]]:
+        """See ``SessionReads.episodes_without_context``."""
+        return self._sessions.episodes_without_context(after_id, limit)
 
     def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
         """See ``SessionReads.session_recalls``."""

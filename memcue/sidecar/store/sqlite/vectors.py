@@ -63,23 +63,6 @@ class VectorRows:
         ).fetchall()
         return [(int(r[0]), r[1], r[2], json.loads(r[3] or "{}")) for r in rows]
 
-    def episodes_without_context(self, after_id: int, limit: int) -> list[tuple[int, str, str | None]]:
-        """Current, non-bookkeeping episodes with a session and no ``metadata["embed_text"]``, by id above
-        ``after_id``: ``(id, content, turn prompt)``, at most ``limit``, oldest first. The turn prompt is the
-        session's newest request or episode row before the episode (by ``created_at``, then id) when that row is a
-        request not forgotten, else None (as ``SessionReads.turn_request``)."""
-        rows = self._db.reader().execute(
-            "SELECT e.id, e.content, (SELECT CASE WHEN p.kind = 'request' AND p.forgotten_at IS NULL"
-            " THEN p.content END FROM memories p WHERE p.session_id = e.session_id"
-            " AND p.kind IN ('request', 'episode')"
-            " AND (p.created_at < e.created_at OR (p.created_at = e.created_at AND p.id < e.id))"
-            " ORDER BY p.created_at DESC, p.id DESC LIMIT 1)"
-            " FROM memories e WHERE e.id > ? AND e.kind = 'episode' AND coalesce(e.session_id, '') != ''"
-            " AND e.forgotten_at IS NULL AND e.bookkeeping = 0"
-            " AND json_extract(coalesce(e.metadata, '{}'), '$.embed_text') IS NULL ORDER BY e.id LIMIT ?",
-            (after_id, limit)).fetchall()
-        return [(int(r[0]), str(r[1]), None if r[2] is None else str(r[2])) for r in rows]
-
     def reembed_with(self, items: Sequence[tuple[int, str]]) -> int:
         """Set each memory's ``metadata["embed_text"]`` to the given text and mark it for embedding again
         (``pending_embeddings``); its old vector serves until the new one is stored. ``items``: ``(memory id,
