@@ -91,7 +91,7 @@ def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_di
     ``--project`` uninstall not while the user-level install is there. Raises ``InstallError`` when the
     harness refuses, or when ``--mcp`` was given and the harness's program is not on PATH (without it, the
     report says why the server was not registered and the install stands)."""
-    from memcue.install import mcp_servers
+    from memcue.install import mcp_servers, mcp_startup
     from memcue.install.edits.files import load_record
 
     harness = report["harness"]
@@ -102,7 +102,10 @@ def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_di
     if action == "install" and _mcp_wanted(harness, args):
         try:
             report["mcp"] = mcp_servers.register(harness, state_dir, state_dir)
-            report["mcp_registered"] = mcp_servers.is_ours(mcp_servers.registered(harness))
+            entry = mcp_servers.registered(harness)
+            report["mcp_registered"] = mcp_servers.is_ours(entry)
+            if report["mcp_registered"] and harness == "codex" and entry is not None:
+                mcp_startup.teach_handshake(entry)  # Codex's first turn then finds memcue's tools
             if report.pop("mcp_put_back", False) and report["mcp_registered"]:
                 report["mcp"] = (f"MCP server '{mcp_servers.SERVER}' already registered (put back at the end of "
                                  "config.toml after Codex wrote its trust, so an uninstall takes both off exactly)")

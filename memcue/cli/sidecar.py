@@ -129,10 +129,19 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    """``memcue mcp``: the MCP server on stdio."""
-    from memcue.mcp import main as run_mcp
+    """``memcue mcp``: the MCP server on stdio, its handshake answered early (``mcp.early``) unless
+    ``$MEMCUE_MCP_EARLY`` turns that off."""
+    from memcue.core.switches import MCP_EARLY_ENV, switched_off
+    from memcue.mcp.early import answer_early
 
-    return run_mcp()
+    relay = None if switched_off(MCP_EARLY_ENV) else answer_early()
+    from memcue.mcp.server import main as run_mcp  # the SDK's import: the slow part early answers cover
+
+    try:
+        return run_mcp()
+    finally:
+        if relay is not None:
+            relay.close()
 
 
 def register(add: AddCommand) -> None:

@@ -11,7 +11,11 @@ HOOK_SPAWN_ENV = "MEMCUE_HOOK_SPAWN"
 #: turns it off when it times a start, so a check starts nothing that outlives it.
 MCP_WARM_UP_ENV = "MEMCUE_MCP_WARM_UP"
 
-__all__ = ["HOOK_SPAWN_ENV", "MCP_WARM_UP_ENV", "switched_off"]
+#: memcue's MCP server answers ``initialize`` and ``tools/list`` from the SDK's earlier answers while the SDK
+#: loads (``mcp.early``).
+MCP_EARLY_ENV = "MEMCUE_MCP_EARLY"
+
+__all__ = ["HOOK_SPAWN_ENV", "MCP_EARLY_ENV", "MCP_WARM_UP_ENV", "switched_off"]
 
 
 def switched_off(name: str) -> bool:

@@ -2,9 +2,7 @@
 
 - ``server``: the tools, their descriptions (which teach the recall discipline) and ``main``;
 - ``shape``: argument reading (ids, project) and the agent's view of a recall answer;
-- ``backend``: the sidecar connection, started on demand; errors become ``success: false`` results.
+- ``backend``: the sidecar connection, started on demand; errors become ``success: false`` results;
+- ``early``: the handshake answered from the SDK's earlier answers while the SDK loads (standard library only,
+  so nothing here imports the SDK: ``memcue mcp`` starts ``early`` first).
 """
-
-from memcue.mcp.server import build_server, main
-
-__all__ = ["build_server", "main"]
