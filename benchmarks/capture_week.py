@@ -92,6 +92,8 @@ def markdown(report: dict[str, Any]) -> str:
             f"{_pct(s['per_signal'][sig]['fraction'])}")
     row("noise (answering rows with no expect string)", lambda s: f"{s['noise']['noise']}/{s['noise']['rows']} = "
         f"{_pct(s['noise']['noise_fraction'])}")
+    row("needs the prompt hook alone meets (replayed as of each prompt)", lambda s: (
+        f"{s['overall'].get('needs_prompt_alone', 0)}/{s['overall']['needs']}"))
     row("needs met via prompt / session / earlier-turn / combined blocks", lambda s: " / ".join(
         str(s["via"].get(k, 0)) for k in ("prompt", "session", "earlier", "combined")))
     row("memories injected into never-stored questions", lambda s: sum(t["injected"] for t in s["no_answer_turns"]

@@ -26,6 +26,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ from script_stub import ScriptedModel, load_turns  # noqa: E402
 from memcue.client import Client  # noqa: E402
 from memcue.core.paths import Locations  # noqa: E402
 from memcue.core.project import resolve_project  # noqa: E402
+from memcue.sidecar.inject.policy import injectable  # noqa: E402
+from memcue.sidecar.settings import PROMPT_LIMIT  # noqa: E402
 
 HARNESS_DIR = Path(os.environ.get("MEMCUE_HARNESS_DIR") or REPO / ".harnesses")
 BIN = HARNESS_DIR / "npm" / "node_modules" / ".bin"
@@ -87,8 +90,9 @@ class WeekRun:
     (model requests outside every turn), ``problems`` (the stub's), ``ledger`` (``memcue ledger --json``'s data,
     None when the command does not exist), ``recalls`` (per turn ``"S2 t0"``: what a recall of its prompt gives
     at the week's end, one line), ``tool_records`` (PostToolUse records the hooks spooled, per harness),
-    ``refused`` (shell calls the harness itself refused to run, so no hook could see them, per harness) and
-    ``seconds`` of wall time."""
+    ``refused`` (shell calls the harness itself refused to run, so no hook could see them, per harness),
+    ``prompt_alone`` (per turn, what the prompt hook alone would inject: ``replay_prompt_hook``) and ``seconds``
+    of wall time."""
 
     turns: list[TurnRun] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -101,6 +105,7 @@ class WeekRun:
     tool_records: dict[str, int] = field(default_factory=dict)
     tool_lines: set[str] = field(default_factory=set)
     refused: dict[str, int] = field(default_factory=dict)
+    prompt_alone: dict[str, list[str]] = field(default_factory=dict)
     project: str = ""
     seconds: float = 0.0
 
@@ -279,6 +284,7 @@ def final_state(run: WeekRun, client: Client, env: dict[str, str], project: Path
         harness = str(json.loads(line).get("source", "")).removeprefix("hook:")
         run.tool_records[harness] = run.tool_records.get(harness, 0) + 1
     run.refused["codex"] = codex_refused(Path(env["HOME"]) / ".codex")
+    replay_prompt_hook(run, client)
     for turn in run.turns:
         answer = client.recall(turn.prompt, project=run.project)
         top = "; ".join(f"#{r.get('memory_id')} {r.get('memory_kind')} {r.get('tier')} cos "
@@ -291,6 +297,21 @@ def final_state(run: WeekRun, client: Client, env: dict[str, str], project: Path
         run.ledger = memcue("ledger", env=env, cwd=project)
     except WeekError:
         run.ledger = None  # no `memcue ledger` in this version
+
+
+def replay_prompt_hook(run: WeekRun, client: Client) -> None:
+    """Fill ``run.prompt_alone``: per turn ("S2 t0"), the texts the prompt hook's recall would inject for its
+    prompt on the week's final store as of the moment the prompt was captured (``as_of``), with nothing shown
+    before in the session: what the prompt hook alone brings once the session-start block can no longer hold a
+    fact (a long-lived store). Same recall limit and injection rule as the hook (``inject.policy``)."""
+    captured = {r["content"]: r["created_at"] for r in run.rows if r.get("memory_kind") == "request"}
+    for turn in run.turns:
+        at = captured.get(turn.prompt)
+        if at is None:
+            continue
+        moment = (at if isinstance(at, (int, float)) else datetime.fromisoformat(at).timestamp()) - 0.05
+        answer = client.recall(turn.prompt, project=run.project, limit=PROMPT_LIMIT, as_of=moment, now=moment)
+        run.prompt_alone[f"{turn.session} t{turn.turn}"] = [r["content"] for r in injectable(answer, PROMPT_LIMIT)]
 
 
 def run_week(script: dict[str, Any], root: Path, say: Any = print) -> WeekRun:

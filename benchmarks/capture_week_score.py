@@ -122,7 +122,8 @@ def _turn_index(script: dict[str, Any]) -> list[tuple[int, dict[str, Any], dict[
 
 def score_facts(script: dict[str, Any], run: WeekRun) -> list[dict[str, Any]]:
     """Per fact: ``{"fact", "signal", "text", "expect", "introduced" ("S1 t0 claude-code"), "needs": [{"turn",
-    "harness", "back", "via"}], "back" (in context at every later-session need), "back_any", "why"}``."""
+    "harness", "back", "via", "prompt_alone"}], "back" (in context at every later-session need), "back_any",
+    "why"}``. ``prompt_alone``: the prompt hook's recall replayed for that turn brings it (``replay_prompt_hook``)."""
     index = _turn_index(script)
     contexts = turn_contexts(run.turns)
     intro: dict[str, tuple[int, str]] = {}
@@ -135,8 +136,9 @@ def score_facts(script: dict[str, Any], run: WeekRun) -> list[dict[str, Any]]:
         for (si, s, t), tr, ctx in zip(index, run.turns, contexts, strict=True):
             if fid in (t.get("needs") or []) and si > intro.get(fid, (-1, ""))[0]:
                 via = _where(ctx, fact["expect"])
+                alone = any(_has(text, fact["expect"]) for text in run.prompt_alone.get(f"{s['id']} t{tr.turn}", []))
                 needs.append({"turn": f"{s['id']} t{tr.turn}", "harness": s["harness"], "back": via is not None,
-                              "via": via})
+                              "via": via, "prompt_alone": alone})
         back = bool(needs) and all(n["back"] for n in needs)
         out.append({"fact": fid, "signal": fact["signal"], "text": fact["text"], "expect": fact["expect"],
                     "introduced": intro.get(fid, (None, "never"))[1], "needs": needs, "back": back,
@@ -295,7 +297,8 @@ def summarise(script: dict[str, Any], run: WeekRun) -> dict[str, Any]:
             "facts": facts, "per_signal": per_signal,
             "overall": {"facts": len(facts), "back": sum(f["back"] for f in facts),
                         "fraction": round(sum(f["back"] for f in facts) / len(facts), 3) if facts else None,
-                        "needs": len(needs), "needs_back": sum(n["back"] for n in needs)},
+                        "needs": len(needs), "needs_back": sum(n["back"] for n in needs),
+                        "needs_prompt_alone": sum(n["prompt_alone"] for n in needs)},
             "noise": noise(script, run), "no_answer_turns": no_answer_turns(script, run),
             "tool_records": tool_records(script, run),
             "model_calls": model_calls(run), "problems": run.problems, "installs": run.installs,
