@@ -59,6 +59,7 @@ def test_identifiers_are_read_whole() -> None:
 
 @pytest.mark.parametrize(("prompt", "expected"), [
     ("what was PAY-219?", 0),
+    ("PAY-219 — remind me what broke", 0),  # asks what was done (work_recall), about that identifier
     ("any known problems with httpx 2.4.0?", 5),
     ("what does BILLING_TIMEOUT_MS do?", 7),
     ("why does --dry-run upload anything", 10),

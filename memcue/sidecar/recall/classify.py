@@ -170,6 +170,14 @@ class QueryClass:
         return kind not in ASKED_KINDS.values() or kind == self.asked_kind
 
 
+def names_an_identifier_briefly(text: str) -> bool:
+    """``text`` is short (at most 6 content words) and names an identifier (a compound such as ``TRL-421`` or
+    ``load_roster``, or any digit): the ``exact_term`` shape, whatever type the earlier checks give it ("TRL-421 —
+    remind me what broke" asks about work, and about that identifier)."""
+    has_identifier = bool(compounds(text)) or any(ch.isdigit() for ch in text) or "_" in text
+    return has_identifier and len(content_terms(text)) <= 6
+
+
 def query_type(text: str) -> str:
     """The type of ``text`` (see the module docstring), checked in that order."""
     if _PRESENT.search(text):
@@ -180,9 +188,7 @@ def query_type(text: str) -> str:
         return WORK_RECALL
     if _TIME.search(text):
         return TIME
-    terms = content_terms(text)
-    has_identifier = bool(compounds(text)) or any(ch.isdigit() for ch in text) or "_" in text
-    if has_identifier and len(terms) <= 6:
+    if names_an_identifier_briefly(text):
         return EXACT_TERM
     names = [name for name, kind in extract_entities(text) if kind == "name"]
     if len(names) >= 2 or _MULTI.search(text):

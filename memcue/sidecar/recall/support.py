@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from memcue.sidecar.recall.baseline import DEFAULT_BASELINE
 from memcue.sidecar.recall.channels import SEMANTIC
-from memcue.sidecar.recall.classify import EXACT_TERM
+from memcue.sidecar.recall.classify import EXACT_TERM, WORK_RECALL, names_an_identifier_briefly
 from memcue.sidecar.recall.contract import result_item
 from memcue.sidecar.recall.floor import COSINE_FLOOR, SUPPORT_COSINE
 from memcue.sidecar.recall.query import asking_words, cue_terms, is_question, key_terms
@@ -107,7 +107,8 @@ class Support:
     ``identifier_query``: some candidate carries one of the query's identifiers whole; ``identified``: this
     memory does; ``sibling``: it carries an identifier of the same family instead (``query.siblings``);
     ``asked_kind``: it is of the captured kind the question asks for (a prompt for "what did I ask…");
-    ``exact_term``: the query is a short one naming an identifier ("TRL-421 — remind me what broke");
+    ``exact_term``: the query is a short one naming an identifier (``exact_term``, or ``work_recall`` of that
+    shape: "TRL-421 — remind me what broke", ``classify.names_an_identifier_briefly``);
     ``standout``: its cosine minus the best other candidate's (None without a cosine); ``constraining``: its
     kind is one a task can run into (``store.CONSTRAINING_KINDS``); ``worded_match``: BM25 found it."""
 
@@ -248,6 +249,9 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
     standout = _standouts(found)
     keys, gibberish = key_terms(found.doc_freq, topic, asking_words(query)) if reranked.survivors else ([], False)
     question = is_question(query)
+    # a short prompt naming an identifier asks about it, also when it asks what was done ("TRL-421 — remind me
+    # what broke"): the work_recall check comes before the exact_term one
+    brief = qc.query_type == EXACT_TERM or (qc.query_type == WORK_RECALL and names_an_identifier_briefly(query))
     answers = 0
     items: list[dict[str, Any]] = []
     for mid, score in reranked.survivors:
@@ -262,7 +266,7 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
                           session_context=mid in boosted.session_boost, temporal=ev.temporal,
                           in_window=boosted.in_window(row["created_at"]), identifier_query=bool(boosted.identified),
                           identified=mid in boosted.identified, sibling=mid in boosted.siblings,
-                          asked_kind=row["kind"] == qc.asked_kind, exact_term=qc.query_type == EXACT_TERM,
+                          asked_kind=row["kind"] == qc.asked_kind, exact_term=brief,
                           standout=standout(mid, ev.cosine),
                           constraining=row["kind"] in CONSTRAINING_KINDS, worded_match=ev.bm25 > 0)
         label, reason = judge(support) if gate else (SUPPORTED, "gate_off")
