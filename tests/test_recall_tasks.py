@@ -69,3 +69,22 @@ def test_a_paraphrase_gets_the_memory_that_stands_out(store: Store, embedder: Em
 ])
 def test_a_task_that_touches_no_decision_gets_nothing(store: Store, embedder: Embedder, prompt: str) -> None:
     assert injected(store, embedder, prompt) == []
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("flip the checkout banner's flag so it changes without redeploying the pods", 8),
+    ("point the reporting dashboard at the staging database for a quick look", 7),
+])
+def test_a_tasks_new_words_do_not_hide_what_it_runs_into(store: Store, embedder: Embedder, prompt: str,
+                                                           expected: int) -> None:
+    """A task names the new work it asks for ("checkout banner", "redeploying the pods"), words no memory can
+    carry; its key terms are the words some memory carries (``key_terms(known_only=True)``)."""
+    assert MEMORIES[expected][0] in injected(store, embedder, prompt)
+
+
+@pytest.mark.parametrize("prompt", [
+    "add a dark mode toggle to the settings page",
+    "write a tutorial page about our onboarding flow for new hires",
+])
+def test_a_new_feature_touching_nothing_stored_gets_nothing(store: Store, embedder: Embedder, prompt: str) -> None:
+    assert injected(store, embedder, prompt) == []

@@ -4,12 +4,12 @@ A person asking a question sees every supported and weak result, labelled. A hoo
 of the model unasked, so it is stricter: only an answer whose tier is ``supported``, only results labelled
 ``supported`` (never ``weak``), and only those close to the best one: a result whose cosine similarity is
 more than ``INJECT_COSINE_GAP`` below the best injected result's is left out (it answers something nearby,
-not this prompt). The gap applies to results supported by closeness only: one supported because it
-carries the prompt's rare words (``support`` "words") stays. Results without a cosine (keyword-only
-answers) are kept. When the prompt asks what the
-user requested earlier and captured prompts answer it, only those are injected. The agent's captured answers
-(``episode``) are injected only for a prompt that asks what was done (``work_recall``), after the saved
-memories; for every other prompt (a task, an ordinary question) they are left out.
+not this prompt). The gap applies to results supported by closeness, and to a task prompt's (``support``
+"task"): one supported because it carries a question's rare words (``support`` "words") stays. Results
+without a cosine (keyword-only answers) are kept. When the prompt asks what the user requested earlier and
+captured prompts answer it, only those are injected. The agent's captured answers (``episode``) are injected
+only for a prompt that asks what was done (``work_recall``), after the saved memories; for every other prompt
+(a task, an ordinary question) they are left out.
 """
 
 from __future__ import annotations

@@ -23,7 +23,9 @@ Each memory is judged on its own, from its ``Support`` features:
   (``store.CONSTRAINING_KINDS``: a decision, preference, convention, bug…), or of any kind when it is strongly
   close (``STRONG_COSINE``) and carries one of the task's key terms: the earlier work the task repeats ("make
   write_export safe the same way we did for save"). "Store the price as a float
-  column" shares few words with "money is integer cents, never floats", yet it is the memory to show;
+  column" shares few words with "money is integer cents, never floats", yet it is the memory to show. A task's
+  key terms are only words some memory carries: the new work it names ("a separate entrypoint") is in no memory;
+  and its support, words included, is "task", so the prompt hook's cosine gap applies to it;
 - identifiers (``query.identifiers``): when the query names a ticket id, env var, flag, dotted name, path or
   version that some candidate carries whole, the memories carrying it are support and every other memory is
   at most weak: ``PAY-21`` is not evidence for ``PAY-219``, nor a note on ``2.4.1`` for ``2.4.0``. When no
@@ -166,8 +168,9 @@ class Support:
 def judge(s: Support) -> tuple[str, str]:
     """``(label, reason)`` for one memory: label ``supported``, ``weak`` or ``related``; reason says what
     carried a supported/weak label: "identifier" (it carries the query's identifier whole), "close" (meaning),
-    "words" (it carries the query's rare words), "time" (in the question's time window, on topic), "reranker",
-    "context" (session neighbour), "owner" (someone else's words), or "" for related."""
+    "words" (it carries the question's rare words), "task" (a task prompt's: it carries the task's words, is a
+    rule the task runs into or is the work it repeats), "time" (in the question's time window, on topic),
+    "reranker", "context" (session neighbour), "owner" (someone else's words), or "" for related."""
     asked = s.question or s.exact_term  # the identifier is what the prompt asks about (not a task naming it)
     if s.identified and asked and s.in_window is not False:
         return SUPPORTED, "identifier"
@@ -196,7 +199,7 @@ def _judge_meaning(s: Support) -> tuple[str, str]:
     stands_out = s.standout is not None and s.standout >= STANDOUT_GAP
     if not s.question:  # a task or a bare statement: its words, or a constraining memory it touches
         if worded and near:
-            return SUPPORTED, "words"
+            return SUPPORTED, "task"
         touches = close or (s.worded_match and s.cosine is not None and s.cosine >= TASK_COSINE
                             and (stands_out or s.identified))
         if (s.constraining and touches) or repeats_work(s, strong):
@@ -247,11 +250,12 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
     time (Unix s) for the results' age labels."""
     topic = tuple(t for t in found.terms if t not in qc.frame_words)  # "ask", "did", "do" are not the topic
     standout = _standouts(found)
-    keys, gibberish = key_terms(found.doc_freq, topic, asking_words(query)) if reranked.survivors else ([], False)
     question = is_question(query)
     # a short prompt naming an identifier asks about it, also when it asks what was done ("TRL-421 — remind me
     # what broke"): the work_recall check comes before the exact_term one
     brief = qc.query_type == EXACT_TERM or (qc.query_type == WORK_RECALL and names_an_identifier_briefly(query))
+    keys, gibberish = (key_terms(found.doc_freq, topic, asking_words(query), known_only=not question)
+                       if reranked.survivors else ([], False))
     answers = 0
     items: list[dict[str, Any]] = []
     for mid, score in reranked.survivors:

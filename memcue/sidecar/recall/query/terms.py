@@ -139,8 +139,8 @@ CHAT_WORDS = frozenset(
 )
 
 
-def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...], asking: frozenset[str] | None = None
-              ) -> tuple[list[str], bool]:
+def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...], asking: frozenset[str] | None = None,
+              *, known_only: bool = False) -> tuple[list[str], bool]:
     """The query's key terms and whether it looks like gibberish, from each term's document frequency.
 
     Key terms: up to ``KEY_TERMS`` of the query's words, rarest first by document frequency (ties keep
@@ -149,13 +149,17 @@ def key_terms(doc_freq: dict[str, int], terms: tuple[str, ...], asking: frozense
     is not taken as support because it shares the common ones ("web app"). ``asking``: the words of the
     sentence that asks, when the prompt also tells or pastes something (``asking_words``); then only those of
     the words no memory carries count: a pasted log's or a story's own words (``ConnectError``, a host name)
-    are what the user saw, not what the memory must say. Gibberish: none of the query's words (other than
+    are what the user saw, not what the memory must say. ``known_only`` (a task, not a question): only words some
+    memory carries count; a task names the new work it asks for ("a separate entrypoint"), which no memory can
+    carry, while a question's unknown word is what no memory knows. Gibberish: none of the query's words (other than
     time words) is found in any memory; then there are no key terms.
     """
     asked = [t for t in terms if t not in TIME_WORDS and t not in CHAT_WORDS] or list(terms)
     if not any(doc_freq.get(t, 0) > 0 for t in asked):
         return [], bool(asked)
-    if asking is not None:
+    if known_only:
+        asked = [t for t in asked if doc_freq.get(t, 0) > 0]
+    elif asking is not None:
         asked = [t for t in asked if doc_freq.get(t, 0) > 0 or t in asking]
     ranked = sorted(asked, key=lambda t: (doc_freq.get(t, 0), terms.index(t)))
     return ranked[:KEY_TERMS], False
