@@ -31,7 +31,7 @@ from memcue.sidecar.recall import (
     recall,
 )
 from memcue.sidecar.recall.contract import NOTE_RELATED
-from memcue.sidecar.recall.query import key_terms
+from memcue.sidecar.recall.query import is_question, key_terms
 from memcue.sidecar.recall.support import Support, judge, owner_of
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.settings import load_settings
@@ -474,3 +474,14 @@ def test_asking_words_are_those_of_the_sentence_that_asks() -> None:
     assert asking_words("The invoice list is slow. Find out why and fix it.") is None  # a task, not a question
     assert asking_words("Would Caroline have Dr. Seuss books on her shelf?") is None  # a title, not a sentence end
     assert asking_words("Has John been to the U.S. office or to C. S. Lewis' college?") is None
+
+
+@pytest.mark.parametrize(("text", "asks"), [
+    ("whats the slack shortcut to edit the message i just sent", True),  # typed in a hurry, no apostrophe
+    ("hows the nightly export doing", True),
+    ("what did we decide about retries", True),
+    ("whatsapp alerts: add them to the notifier", False),
+    ("add a docstring to the order model", False),
+])
+def test_a_question_is_told_from_a_task(text: str, asks: bool) -> None:
+    assert is_question(text) is asks

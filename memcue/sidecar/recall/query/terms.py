@@ -208,8 +208,10 @@ def cue_terms(query_terms: tuple[str, ...], content: str) -> list[str]:
 
 
 #: Question words and auxiliaries that open a question.
+#: Question words and auxiliaries that open a question; with the apostrophe-less contractions people type in a
+#: hurry ("whats the shortcut for …", "hows the export going").
 _ASKING_WORDS = r"what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could|should|would" \
-                r"|will|have|has|had"
+                r"|will|have|has|had|whats|wheres|whens|whos|hows"
 #: A sentence that asks: a question mark, or a question word or auxiliary first (not a command: "Find out why
 #: and fix it." is a task).
 _ASKS = re.compile(rf"\?|^\s*(?:{_ASKING_WORDS})\b", re.IGNORECASE)
