@@ -20,6 +20,12 @@ PAIRS = [
     ("Enable the retry cache in staging", "Disable the retry cache in staging"),
     ("Increase the worker pool size before the nightly import", "Decrease the worker pool size before the nightly "
                                                                  "import"),
+    ("Use the old billing API for refunds", "Use the new billing API for refunds"),
+    ("Run the migrations before the deploy", "Run the migrations after the deploy"),
+    ("Sort the audit log in ascending order", "Sort the audit log in descending order"),
+    ("Keep the error rate below one percent", "Keep the error rate above one percent"),
+    ("Retry at least three times", "Retry at most three times"),
+    ("Pick the larger of the two buffers", "Pick the smaller of the two buffers"),
 ]
 
 

@@ -5,7 +5,7 @@ A new memory is a near-duplicate of a stored one when both hold in the same proj
 - their cosine similarity (the default embedding model) is at least ``NEAR_DUPLICATE_COSINE``, and
 - they state the same specifics (``same_specifics``): the same numbers in the same order, the same
   identifiers (snake_case, camelCase, dotted names, ``backticked`` code), the same paths and URLs, the same
-  negations ("not", "never", …) and the same polarity words (``POLARITY``: allowed/forbidden, enable/disable,
+  negations ("not", "never", …) and the same polarity words (``POLARITY``: allowed/forbidden, enable/disable, old/new,
   increase/decrease, … in any inflection), so a statement and its reversal stay two memories (case C26:
   "pushes to main are allowed" and "... forbidden" score above 0.96).
 
@@ -74,7 +74,10 @@ POLARITY = (
     "enable", "disable", "increase", "decrease", "lower", "higher", "remove", "exclude", "reject", "optional",
     "mandatory", "true", "false", "off", "stop", "close", "public", "private", "sync", "async", "synchronous",
     "asynchronous", "fewer", "faster", "slower", "downgrade", "drop", "unlock", "encrypt", "decrypt", "unsafe",
-    "invalid", "fail", "min", "max", "minimum", "maximum", "internal", "external",
+    "invalid", "fail", "min", "max", "minimum", "maximum", "internal", "external", "include", "inclusive",
+    "exclusive", "before", "after", "ascending", "descending", "above", "below", "least", "most", "old", "new",
+    "older", "newer", "oldest", "newest", "larger", "smaller", "bigger", "highest", "lowest", "first", "last",
+    "inside", "outside", "upper",
 )
 _POLARITY = re.compile(r"\b(" + "|".join(sorted(POLARITY, key=len, reverse=True)) + r")(?:s|d|ed|es|ing|ped|ping)?\b",
                        re.IGNORECASE)
