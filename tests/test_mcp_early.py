@@ -128,10 +128,11 @@ def test_switched_off_the_sdk_serves_the_real_stdio(home: Path) -> None:
 
 
 def test_requests_piped_in_at_once_are_all_answered_before_the_server_exits(home: Path) -> None:
-    """A client that writes its requests and closes stdin at once (``… | memcue mcp``) gets the SDK's answers:
-    with no cache the SDK answers both (and teaches the cache), and the server ends only once they are out."""
+    """A client that writes its requests and closes stdin at once (``… | memcue mcp``) gets every answer: with
+    no cache the SDK answers the handshake (and teaches the cache); the SDK, which drops requests in flight when
+    its input ends, gets its input closed only once it has answered; the server ends once the answers are out."""
     lines = [INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"},
-             {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]
+             {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "MEMCUE_HOME": str(home), "MEMCUE_MCP_WARM_UP": "0",
            "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     for _ in ("the SDK answers", "the cache answers"):
@@ -139,5 +140,5 @@ def test_requests_piped_in_at_once_are_all_answered_before_the_server_exits(home
                               input="".join(json.dumps(m) + "\n" for m in lines), timeout=60, check=False)
         assert proc.returncode == 0, proc.stderr
         answers = [json.loads(line) for line in proc.stdout.splitlines()]
-        assert [a["id"] for a in answers] == [0, 1], answers
-        assert answers[1]["result"]["tools"]
+        assert [a["id"] for a in answers] == [0, 1, 2], answers
+        assert answers[1]["result"]["tools"] and answers[2]["result"] == {}

@@ -84,7 +84,7 @@ def test_mcp_server_registered_through_claude_and_removed_again(home: Path, tmp_
     again = memcue_cli("install", "claude-code", "--mcp", env=env)["data"][0]
     entry = json.loads(state.read_text())["mcpServers"]["memcue"]
     assert "registered" in first["mcp"] and "already registered" in again["mcp"]
-    assert entry["args"] == ["-m", "memcue", "mcp"] and entry["env"] == {"MEMCUE_HOME": str(home)}
+    assert entry["args"] == ["-P", "-m", "memcue", "mcp"] and entry["env"] == {"MEMCUE_HOME": str(home)}
     removed = memcue_cli("uninstall", "claude-code", env=env)["data"][0]
     assert removed["mcp"] == "MCP server 'memcue' removed"
     assert "memcue" not in json.loads(state.read_text()).get("mcpServers", {})

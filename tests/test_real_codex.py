@@ -138,7 +138,7 @@ def test_C13_mcp_server_and_trust_in_config_toml_come_off_byte_for_byte(home: Pa
     for _ in range(2):
         memcue_cli("install", "codex", "--trust", "--mcp", env=env)
         server = tomllib.loads(config.read_text())["mcp_servers"]["memcue"]
-        assert server["args"] == ["-m", "memcue", "mcp"] and server["env"] == {"MEMCUE_HOME": str(home)}
+        assert server["args"] == ["-P", "-m", "memcue", "mcp"] and server["env"] == {"MEMCUE_HOME": str(home)}
         lines = iter(config.read_text().splitlines())
         assert all(line in lines for line in original.decode().splitlines()), "every line of the user's, in order"
     codex_finding = next(f for f in memcue_cli("doctor", env=env)["data"]["findings"] if f["area"] == "codex")

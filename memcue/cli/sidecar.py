@@ -151,6 +151,6 @@ def register(add: AddCommand) -> None:
     add("stop", "Stop the running sidecar (finishes writes, checkpoints the database).").set_defaults(fn=cmd_stop)
     add("status", "Is the sidecar running; model, vector search and store counts.").set_defaults(fn=cmd_status)
     add("mcp", "Run the MCP server on stdio; it starts the sidecar if needed. `memcue install claude-code|codex` "
-               "registers it. By hand, an agent's MCP config runs this interpreter with `-m memcue mcp` (or the "
+               "registers it. By hand, an agent's MCP config runs this interpreter with `-P -m memcue mcp` (or the "
                "`memcue` program with the argument `mcp`), with MEMCUE_HOME in its environment if you set one.",
         json_flag=False).set_defaults(fn=cmd_mcp)

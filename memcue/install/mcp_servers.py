@@ -34,8 +34,10 @@ __all__ = ["SERVER", "ProgramMissing", "cli_add", "cli_remove", "is_ours", "prog
 
 
 def server_command(python: str | None = None) -> list[str]:
-    """The server's argv: ``[<interpreter>, "-m", "memcue", "mcp"]`` (absolute interpreter path)."""
-    return [python or sys.executable, "-m", "memcue", "mcp"]
+    """The server's argv: ``[<interpreter>, "-P", "-m", "memcue", "mcp"]`` (absolute interpreter path). ``-P``: the
+    harness starts the server in the user's project folder, and ``-m`` would otherwise put that folder first on
+    the import path, so a project holding a ``memcue`` folder (memcue's own checkout) would run its code."""
+    return [python or sys.executable, "-P", "-m", "memcue", "mcp"]
 
 
 def record_name(harness: str) -> str:

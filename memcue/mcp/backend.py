@@ -44,6 +44,8 @@ class Backend:
                 self.start()
             except ClientError as exc:
                 log.warning("memcue sidecar did not start: %s", exc)
+            except RuntimeError as exc:  # the server closed its client meanwhile (the harness closed stdin)
+                log.debug("memcue sidecar warm-up ended: %s", exc)
 
         threading.Thread(target=run, name="memcue-mcp-warm-up", daemon=True).start()
 

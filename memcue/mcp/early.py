@@ -46,6 +46,8 @@ log = logging.getLogger("memcue.mcp")
 CACHE_NAME = "mcp_handshake.json"
 #: How often ``EarlyAnswers.close`` looks whether the SDK's last lines are out (s).
 IDLE_CHECK_S = 0.02
+#: How long the SDK's input stays open after the client's ends, for answers still owed (s).
+DRAIN_S = 5.0
 #: The requests answered early: the two Codex waits for before a turn (see the module docstring).
 EARLY_METHODS = ("initialize", "tools/list")
 
@@ -118,6 +120,8 @@ class EarlyAnswers:
         self._client_out: BinaryIO | None = None
         self._from_sdk_fd = -1
         self._busy = False
+        self._pending: set[str] = set()  # ids of requests forwarded to the SDK and not answered yet
+        self._answered = threading.Condition()
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -148,14 +152,23 @@ class EarlyAnswers:
             idle = idle + 1 if not self._busy and not _unread(self._from_sdk_fd) else 0
 
     def _from_client(self, client_in: int, to_sdk: int) -> None:
+        """Forward the client's lines to the SDK. At the client's end of input, keep the SDK's input open until it
+        has answered every request forwarded (at most ``DRAIN_S``): the SDK drops requests still in flight when
+        its input ends (modelcontextprotocol/python-sdk issue 2678), so ``… | memcue mcp`` lost answers."""
         with os.fdopen(client_in, "rb") as lines, os.fdopen(to_sdk, "wb") as sdk:
             for line in lines:
                 self._maybe_answer(line)
+                request_id = _request_id(line)
+                if request_id:
+                    with self._answered:
+                        self._pending.add(request_id)
                 try:
                     sdk.write(line)
                     sdk.flush()
                 except OSError:  # the SDK is gone: the process is ending
                     return
+            with self._answered:
+                self._answered.wait_for(lambda: not self._pending, DRAIN_S)
 
     def _maybe_answer(self, line: bytes) -> None:
         """Answer ``line`` from the cache when it is an early method the cache holds (module docstring)."""
@@ -190,6 +203,9 @@ class EarlyAnswers:
         """Send the SDK's ``line`` to the client, unless it answers a request answered early; learn from it."""
         message = _parse(line)
         request_id = json.dumps(message.get("id")) if "method" not in message else ""
+        with self._answered:
+            self._pending.discard(request_id)
+            self._answered.notify_all()
         early = self._early.pop(request_id, None)
         learn = early or self._learn.pop(request_id, None)
         if learn and isinstance(message.get("result"), dict):
@@ -221,6 +237,12 @@ def _unread(fd: int) -> int:
         return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
     except OSError:
         return 0
+
+
+def _request_id(line: bytes) -> str:
+    """The id (as JSON) of the request ``line``, "" for a notification, a response or anything else."""
+    message = _parse(line)
+    return json.dumps(message["id"]) if "method" in message and message.get("id") is not None else ""
 
 
 def _parse(line: bytes) -> dict[str, Any]:

@@ -21,7 +21,7 @@ ROLE_MARKER = re.compile(
     r"<\|?(?:im_start|im_end|system|endoftext)\|?>|"
     r"\[/?(?:INST|SYS)\]|<</?SYS>>|</?(?:system|assistant|instructions?)>", re.IGNORECASE)
 INJECTION = re.compile(
-    r"\bignore\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier)\b|\bdisregard\s+(?:all|any|the|"
+    r"\bignore\s+(?:all\s+|any\s+)?(?:the\s+|your\s+|my\s+|these\s+)?(?:previous|prior|above|earlier)\b|\bdisregard\s+(?:all|any|the|"
     r"previous|prior|your)\b|\byou are now\b|\bnew instructions\b|\bjailbreak\b|"
     r"\b(?:curl|wget|fetch|iwr|Invoke-WebRequest)\b[^|\n]*\|\s*(?:sudo\s+)?(?:ba|z|k)?sh\b|\bbase64\s+-d\b[^|\n]*\|"
     r"|\brm\s+-rf\s+[/~]|\bchmod\s+(?:-R\s+)?777\b|\b(?:eval|exec)\s*\(|"
