@@ -2,7 +2,8 @@
 
 memcue never rewrites a TOML file it does not own: an append keeps every byte of the user's (comments, order,
 formatting), is checked by a strict parse before it is written, and can be taken off again byte for byte while
-it is still the file's end. Anything else is left to the harness's own CLI.
+it is still the file's end, or cut out whole when the user wrote more after it. Anything else is left to the
+harness's own CLI.
 """
 
 from __future__ import annotations
@@ -42,14 +43,30 @@ def append(path: Path, block: bytes, what: str) -> tuple[bytes, bytes, bool]:
 
 
 def remove_appended(path: Path, block: bytes, existed: bool) -> bool:
-    """Take ``block`` off the end of ``path`` when it is still the file's end (the file goes when nothing is
-    left and it did not exist before, ``existed`` False); returns False, changing nothing, otherwise."""
+    """Take ``block`` off ``path``: off the end when it is still the file's end (the file goes when nothing is
+    left and it did not exist before, ``existed`` False), or cut out of the middle when the user wrote more after
+    it and it is there exactly once, as long as the file's other tables read the same without it (the file with
+    ``block`` moved to its end parses as before: nothing the user wrote belonged to it). Every other byte stays.
+    Returns False, changing nothing, otherwise."""
     now = read_bytes(path) or b""
-    if not block or not now.endswith(block):
+    if not block or block not in now:
         return False
-    rest = now[: len(now) - len(block)]
+    if now.endswith(block):
+        rest = now[: len(now) - len(block)]
+    elif now.count(block) == 1 and _same_tables(now.replace(block, b"", 1) + block, now):
+        rest = now.replace(block, b"", 1)
+    else:
+        return False
     if rest or existed:
         write_atomic(path, rest)
     else:
         path.unlink()
     return True
+
+
+def _same_tables(a: bytes, b: bytes) -> bool:
+    """``a`` and ``b`` both parse as TOML, to the same tables."""
+    try:
+        return tomllib.loads(a.decode("utf-8")) == tomllib.loads(b.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False
