@@ -47,7 +47,10 @@ def test_a_statement_made_in_claude_code_comes_back_in_codex(tmp_path: Path) -> 
     score = summarise(SCRIPT, run)
     (fact,) = score["facts"]
     assert fact["back"], (fact, run.rows)
-    assert fact["needs"] == [{"turn": "S2 t0", "harness": "codex", "back": True, "via": fact["needs"][0]["via"]}]
+    need = fact["needs"][0]
+    assert fact["needs"] == [{"turn": "S2 t0", "harness": "codex", "back": True, "via": need["via"],
+                              "prompt_alone": need["prompt_alone"]}]
+    assert isinstance(need["prompt_alone"], bool) and "S2 t0" in run.prompt_alone, "the prompt hook was replayed"
     assert score["model_calls"]["non_harness_requests"] == 0
     assert not run.problems, "the stub found every tool it was told to call"
     # Codex 0.171 refuses `rm -rf` itself and runs no hook for it: counted apart, not as a lost record.
