@@ -172,3 +172,24 @@ def test_doctor_warns_when_the_registered_codex_server_cannot_start(tmp_path: Pa
     found = {f["area"]: f for f in json.loads(out.stdout)["data"]["findings"]}["codex mcp"]
     assert found["status"] == "warn" and "did not start" in found["message"]
     assert found["grace_ms"] == 1000, "Codex's default when config.toml does not set it"
+
+
+def test_an_older_registration_without_dash_p_is_replaced_and_the_uninstall_still_restores(tmp_path: Path) -> None:
+    """An install by an older memcue registered ``python -m memcue mcp`` (no ``-P``: a project holding a memcue
+    folder was imported from); installing again replaces it, and the uninstall gives the file back."""
+    config = tmp_path / "codex" / "config.toml"
+    config.parent.mkdir()
+    original = '# mine\nmodel = "o5"\n'
+    config.write_text(original)
+    assert _cli(tmp_path, "install", "codex").returncode == 0
+    record = tmp_path / "home" / "install" / "mcp-codex.json"
+    for path in (config, record):  # as the older memcue wrote them
+        path.write_text(path.read_text().replace('"-P", ', '').replace('\\"-P\\", ', ''))
+    assert '"-P"' not in config.read_text()
+    again = _cli(tmp_path, "install", "codex", "--json")
+    assert again.returncode == 0, again.stderr
+    assert config.read_text().count("[mcp_servers.memcue]") == 1
+    assert 'args = ["-P", "-m", "memcue", "mcp"]' in config.read_text()
+    assert _cli(tmp_path, "install", "codex", "--json").stdout.count("already registered") == 1
+    assert _cli(tmp_path, "uninstall", "codex").returncode == 0
+    assert config.read_text() == original

@@ -106,11 +106,12 @@ def is_ours(entry: dict | None, python: str | None = None, home: Path | None = N
 
 def register(harness: str, state_dir: Path, home: Path, python: str | None = None) -> str:
     """Register memcue's MCP server with ``harness`` (``home``: the data dir passed as ``MEMCUE_HOME``);
-    returns what was done. Raises ``InstallError`` when the harness's CLI is missing or refuses, or when
+    returns what was done. One of memcue's with another interpreter, data dir or arguments (an older memcue's,
+    without ``-P``) is replaced. Raises ``InstallError`` when the harness's CLI is missing or refuses, or when
     another server already has the name ``memcue``."""
     argv = server_command(python)
     entry = registered(harness)
-    if is_ours(entry, argv[0], home):
+    if is_ours(entry, argv[0], home) and entry is not None and list(entry.get("args") or []) == argv[1:]:
         return f"MCP server '{SERVER}' already registered"
     if entry is not None and not is_ours(entry):
         raise InstallError(f"{harness} already has an MCP server named '{SERVER}' that is not memcue's; memcue left "
