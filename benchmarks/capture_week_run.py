@@ -26,7 +26,6 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -309,7 +308,7 @@ def replay_prompt_hook(run: WeekRun, client: Client) -> None:
         at = captured.get(turn.prompt)
         if at is None:
             continue
-        moment = (at if isinstance(at, (int, float)) else datetime.fromisoformat(at).timestamp()) - 0.05
+        moment = at - 0.05  # created_at: Unix seconds
         answer = client.recall(turn.prompt, project=run.project, limit=PROMPT_LIMIT, as_of=moment, now=moment)
         run.prompt_alone[f"{turn.session} t{turn.turn}"] = [r["content"] for r in injectable(answer, PROMPT_LIMIT)]
 

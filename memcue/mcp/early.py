@@ -157,8 +157,9 @@ class EarlyAnswers:
         its input ends (modelcontextprotocol/python-sdk issue 2678), so ``… | memcue mcp`` lost answers."""
         with os.fdopen(client_in, "rb") as lines, os.fdopen(to_sdk, "wb") as sdk:
             for line in lines:
-                self._maybe_answer(line)
-                request_id = _request_id(line)
+                message = _parse(line)
+                request_id = json.dumps(message["id"]) if "method" in message and message.get("id") is not None else ""
+                self._maybe_answer(message, request_id)
                 if request_id:
                     with self._answered:
                         self._pending.add(request_id)
@@ -170,11 +171,11 @@ class EarlyAnswers:
             with self._answered:
                 self._answered.wait_for(lambda: not self._pending, DRAIN_S)
 
-    def _maybe_answer(self, line: bytes) -> None:
-        """Answer ``line`` from the cache when it is an early method the cache holds (module docstring)."""
-        message = _parse(line)
+    def _maybe_answer(self, message: dict[str, Any], request_id: str) -> None:
+        """Answer the client's ``message`` (a request when ``request_id``, its id as JSON, is set) from the cache
+        when it is an early method the cache holds (module docstring)."""
         method = message.get("method")
-        if method not in EARLY_METHODS or "id" not in message:
+        if method not in EARLY_METHODS or not request_id:
             return
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         if method == "initialize":
@@ -182,7 +183,6 @@ class EarlyAnswers:
             self._version = version if isinstance(version, str) else None
         if self._version is None or (method == "tools/list" and params.get("cursor")):
             return
-        request_id = json.dumps(message["id"])
         result = self.cache.get(self._version, method)
         if result is None:
             self._learn[request_id] = (method, self._version)
@@ -237,12 +237,6 @@ def _unread(fd: int) -> int:
         return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
     except OSError:
         return 0
-
-
-def _request_id(line: bytes) -> str:
-    """The id (as JSON) of the request ``line``, "" for a notification, a response or anything else."""
-    message = _parse(line)
-    return json.dumps(message["id"]) if "method" in message and message.get("id") is not None else ""
 
 
 def _parse(line: bytes) -> dict[str, Any]:

@@ -51,11 +51,8 @@ def remove_appended(path: Path, block: bytes, existed: bool) -> bool:
     now = read_bytes(path) or b""
     if not block or block not in now:
         return False
-    if now.endswith(block):
-        rest = now[: len(now) - len(block)]
-    elif now.count(block) == 1 and _same_tables(now.replace(block, b"", 1) + block, now):
-        rest = now.replace(block, b"", 1)
-    else:
+    rest = now[: len(now) - len(block)] if now.endswith(block) else now.replace(block, b"", 1)
+    if not now.endswith(block) and (now.count(block) != 1 or not _same_tables(rest + block, now)):
         return False
     if rest or existed:
         write_atomic(path, rest)
