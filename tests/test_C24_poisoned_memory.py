@@ -79,7 +79,7 @@ def test_C24_session_start_block_is_closed_and_shows_provenance(sidecar: Sidecar
     context = context_of(run_hook(payload, sidecar.root, event="session-start"))
     body = _block_lines(context)
     assert len(body) == 1 and MEMORY_LINE.fullmatch(body[0])
-    assert 'kind="decision"' in body[0] and 'source="user"' in body[0] and 'created="' in body[0]
+    assert 'kind="decision"' in body[0] and 'source="user"' in body[0] and 'age="today"' in body[0]
 
 
 def test_C24_a_kind_with_a_fake_label_is_refused(sidecar: Sidecar, tmp_path: Path) -> None:

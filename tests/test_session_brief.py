@@ -12,9 +12,10 @@ import numpy as np
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 
 from memcue.core.blocks import MEMORY_LINE_START
-from memcue.sidecar.dedup import BLOCK_REPEAT_COSINE, block_repeats
+from memcue.sidecar.dedup import BLOCK_REPEAT_COSINE, TOLD_TWICE_COSINE, block_repeats, same_specifics
 from memcue.sidecar.inject.brief import BRIEF_CHARS, SIGNAL_BRIEF_CHARS, SIGNAL_SOURCES, brief, was_cut
 from memcue.sidecar.inject.covered import covered_transitions
+from memcue.sidecar.runtime.embedding import Embedder
 
 COMMIT = ("boxes: never hand out A1, it holds the reference aliquot\n\nSlot A1 of every box holds the box's "
           "reference aliquot. next_free_slot gave it to new samples; it now skips config.RESERVED_SLOTS.\n\n"
@@ -132,6 +133,32 @@ def test_block_repeats_are_later_rows_close_to_an_earlier_one_with_the_same_spec
     assert block_repeats(rows, close) == {2}, "3 says 03:30, 4 is pinned, 5 is far, 6 has no vector"
 
 
+STATED = "heads up, the staging db listens on 5433 not the default port, nobody points the test suite at 5432"
+SAVED = "The staging database listens on port 5433 rather than the default; the test suite must never use 5432."
+
+
+def test_a_statement_and_the_agents_save_of_it_in_one_session_are_one_fact_told_twice(embedder: Embedder) -> None:
+    """The agent rewords what the user said (other words, "never" for "nobody"): the strict rule keeps both; one
+    session, one statement and one agent save, the same numbers and negated alike show it once."""
+    variants = {
+        3: SAVED,
+        4: SAVED.replace("5433", "5434"),  # another number: another fact
+        5: SAVED.replace("must never use", "must always use"),  # no longer negated: a reversal
+        6: SAVED,  # saved in another session
+        7: SAVED,  # a second statement, not an agent's save
+    }
+    texts = [STATED, *variants.values()]
+    matrix = np.asarray(embedder.embed(texts), dtype=np.float32)
+    vectors = {mid: v / np.linalg.norm(v) for mid, v in zip([1, *variants], matrix, strict=True)}
+    assert float(vectors[1] @ vectors[3]) >= TOLD_TWICE_COSINE and not same_specifics(STATED, SAVED)
+    statement = {"memory_id": 1, "content": STATED, "source": "capture:prompt-statement", "session_id": "s1"}
+    sources = {3: "mcp", 4: "mcp", 5: "mcp", 6: "mcp", 7: "capture:prompt-statement"}
+    for mid, text in variants.items():
+        row = {"memory_id": mid, "content": text, "source": sources[mid], "session_id": "s2" if mid == 6 else "s1"}
+        assert block_repeats([statement, row], vectors) == ({3} if mid == 3 else set()), (mid, text)
+        assert block_repeats([row, statement], vectors) == ({1} if mid == 3 else set()), "either order"
+
+
 def test_the_session_block_shows_a_fact_told_twice_once(tmp_path: Path) -> None:
     project = os.path.realpath(tmp_path / "shop")
     os.makedirs(project)
@@ -148,6 +175,7 @@ def test_the_session_block_shows_a_fact_told_twice_once(tmp_path: Path) -> None:
     assert REPEAT_B in block and REPEAT_A not in block, "the newer telling is shown, once"
     assert OTHER in block and "INV-YYYY-NNNNN" in block
     assert "left out" not in block, "a repeat is not a memory the budget left out"
+    assert 'age="today"' in block and 'created="' not in block, "the session block's lines say when by age alone"
 
 
 def test_a_prompt_block_shows_a_fact_told_twice_once(sidecar: Sidecar, tmp_path: Path) -> None:
@@ -162,3 +190,4 @@ def test_a_prompt_block_shows_a_fact_told_twice_once(sidecar: Sidecar, tmp_path:
                                                  session_id="repeat-session"), env=env))
     assert "02:30 UTC" in context, context
     assert context.count(MEMORY_LINE_START) == 1, context
+    assert 'created="' in context, "a prompt's block keeps the date: a question about when reads it there"

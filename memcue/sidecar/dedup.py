@@ -23,7 +23,11 @@ loses a fact). Known miss: a swap of two plain words ("prefer httpx over request
 0.982) would merge.
 
 The session-start block uses a lower cosine to show a fact told twice once (``block_repeats``): it hides, never
-merges. Only the single-memory path uses the write-time check (``MemoryService.remember``: the API's
+merges. A user's statement and the agent's save of it in the same session (the user says "the staging db listens on
+5433, nobody points the tests at 5432", the agent saves "The staging database listens on port 5433; the tests must
+never use 5432") are one fact told twice even further apart (``TOLD_TWICE_COSINE``): the agent reworded it, so the
+words, names and negation words differ; the numbers, the polarity words and whether it is negated at all must agree.
+Only the single-memory path uses the write-time check (``MemoryService.remember``: the API's
 ``/remember``, so the CLI and the MCP server, and the promotion gate); imports and the spool keep exact-duplicate
 dedup only. The same rule tells when a capture candidate recurred (``near_duplicates``, used by
 ``capture.recurrence`` on pending candidates).
@@ -43,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from memcue.sidecar.agent_writes import AGENT_SOURCE
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store import RECORD_KINDS, NewMemory, PreparedWrite, Store, prepare_write
@@ -57,6 +62,14 @@ CANDIDATES = 5
 #: (``benchmarks/data/week/dev.json``) the repeats are an agent's MCP save of what the user asked to keep and the
 #: user's own request (0.876, 0.957; 0.790 stays two).
 BLOCK_REPEAT_COSINE = 0.85
+#: Cosine at which a user's statement (``capture:prompt-statement``) and the agent's save (``mcp``) of one session
+#: are one fact told twice, for ``block_repeats``. 0.75: on the scripted weeks' stores (``benchmarks/capture_week.py``,
+#: dev splits) the agent's saves of what the user asked to keep sit at 0.788-0.957 to the user's statement, and an
+#: agent's save of another fact at 0.416 or less to the nearest statement of its session.
+TOLD_TWICE_COSINE = 0.75
+#: The stored ``source`` of a user's statement captured from a prompt, and of the agent's save through MCP
+#: (``capture.prompts.SIGNAL`` behind the gate's ``capture:`` prefix; ``agent_writes.AGENT_SOURCE``).
+TOLD_TWICE_SOURCES = frozenset({"capture:prompt-statement", AGENT_SOURCE})
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _PATH = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*://\S+|(?:~|\.{1,2})?/?(?:[\w.\-]+/)+[\w.\-]*)")
@@ -122,13 +135,14 @@ def same_specifics(a: str, b: str) -> bool:
 
 
 def block_repeats(rows: Sequence[Mapping[str, Any]], vectors: Mapping[int, np.ndarray]) -> set[int]:
-    """The ids of ``rows`` (in a block's order; each with ``memory_id``, ``content`` and ``pinned``) that repeat a row
-    before them: cosine similarity of their unit ``vectors`` at least ``BLOCK_REPEAT_COSINE`` and the same specifics
-    (``specifics``, read once per row). A pinned row is never left out; a row without a vector is never compared.
-    About 40 ms for 100 rows of 300 characters (CJK, emoji) that all sit above the cosine, only their numbers
-    differing."""
+    """The ids of ``rows`` (in a block's order; each with ``memory_id``, ``content`` and ``pinned``, and optionally
+    ``source`` and ``session_id``) that repeat a row before them: cosine similarity of their unit ``vectors`` at least
+    ``BLOCK_REPEAT_COSINE`` and the same specifics (``specifics``, read once per row), or a user's statement and the
+    agent's save of it in one session (``told_twice``). A pinned row is never left out; a row without a vector is
+    never compared. About 40 ms for 100 rows of 300 characters (CJK, emoji) that all sit above the cosine, only their
+    numbers differing."""
     kept: list[np.ndarray] = []
-    kept_specifics: list[Specifics] = []
+    kept_rows: list[tuple[Mapping[str, Any], Specifics]] = []
     out: set[int] = set()
     for row in rows:
         vector = vectors.get(int(row["memory_id"]))
@@ -136,13 +150,27 @@ def block_repeats(rows: Sequence[Mapping[str, Any]], vectors: Mapping[int, np.nd
             continue
         told = specifics(str(row["content"]))
         if kept and not row.get("pinned"):
-            close = np.flatnonzero(np.stack(kept) @ vector >= BLOCK_REPEAT_COSINE)
-            if any(kept_specifics[i] == told for i in close):
+            cosines = np.stack(kept) @ vector
+            if any(cosines[i] >= BLOCK_REPEAT_COSINE and kept_rows[i][1] == told
+                   or told_twice((row, told), kept_rows[i], float(cosines[i]))
+                   for i in np.flatnonzero(cosines >= TOLD_TWICE_COSINE)):
                 out.add(int(row["memory_id"]))
                 continue
         kept.append(vector)
-        kept_specifics.append(told)
+        kept_rows.append((row, told))
     return out
+
+
+def told_twice(a: tuple[Mapping[str, Any], Specifics], b: tuple[Mapping[str, Any], Specifics], cosine: float) -> bool:
+    """Whether rows ``a`` and ``b`` (each a row with ``source`` and ``session_id``, and its ``specifics``) are a
+    user's statement and the agent's save of it: one of each source (``TOLD_TWICE_SOURCES``), the same session,
+    ``cosine`` at least ``TOLD_TWICE_COSINE``, the same numbers and polarity words, and both negated or neither."""
+    (row_a, told_a), (row_b, told_b) = a, b
+    session = row_a.get("session_id")
+    sources = {row_a.get("source"), row_b.get("source")}
+    return (cosine >= TOLD_TWICE_COSINE and bool(session) and session == row_b.get("session_id")
+            and sources == TOLD_TWICE_SOURCES and told_a.numbers == told_b.numbers
+            and told_a.polarity == told_b.polarity and bool(told_a.negations) == bool(told_b.negations))
 
 
 @dataclass(frozen=True)

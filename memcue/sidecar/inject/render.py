@@ -65,15 +65,16 @@ def provenance(source: str) -> str:
     return "other"
 
 
-def memory_line(result: dict[str, Any]) -> str:
+def memory_line(result: dict[str, Any], *, dated: bool = True) -> str:
     """One memory as one line: ``<memory id="412" kind="decision" source="user" created="2026-11-03"
     age="4 weeks ago">text</memory>``, plus ``pinned="yes"``, ``match="weak"`` and ``flag="instruction-like"``
     (the text reads like instructions: ``store.instruction_like``) when they apply. The text is XML-escaped and
-    its line breaks shown as ``NEWLINE_MARK``; ``kind`` outside ``[a-z_-]{1,32}`` shows as ``note``."""
+    its line breaks shown as ``NEWLINE_MARK``; ``kind`` outside ``[a-z_-]{1,32}`` shows as ``note``. Without
+    ``dated`` the ``created`` date is left out and ``age`` alone says when."""
     kind = str(result.get("memory_kind") or "note")
     attrs = {"id": str(result.get("memory_id", "")), "kind": kind if _KIND.fullmatch(kind) else "note",
              "source": provenance(str(result.get("source") or ""))}
-    created = result.get("created_at")
+    created = result.get("created_at") if dated else None
     if isinstance(created, int | float) and math.isfinite(created):
         try:
             attrs["created"] = datetime.fromtimestamp(created, UTC).strftime("%Y-%m-%d")
@@ -103,6 +104,7 @@ def render_block(
     footer: str = "",
     preface: str = "",
     available: int = 0,
+    dated: bool = True,
 ) -> Block:
     """Fit ``header`` + as many whole memory lines as the budgets allow (+ ``footer``, + a left-out line).
 
@@ -112,8 +114,8 @@ def render_block(
     it is given even without results, and the budgets drop memories before it: when no memory fits the block is
     the preface alone (``left_out`` says how many did not fit). ``available``: how many memories there are in all
     when ``results`` are only some (the session-start block offers the newest), so the left-out line counts the
-    rest too. Returns an empty block when there is nothing to give or not even the preface (or, without one, the
-    header) fits.
+    rest too. ``dated``: each line shows its ``created`` date (``memory_line``). Returns an empty block when there is
+    nothing to give or not even the preface (or, without one, the header) fits.
     """
     def fits(text: str) -> bool:
         return len(text) <= max_chars and count_tokens(text) <= max_tokens
@@ -125,7 +127,7 @@ def render_block(
 
     if not results:
         return preface_only(0)
-    lines = [memory_line(r) for r in results]
+    lines = [memory_line(r, dated=dated) for r in results]
     total = max(len(lines), available)
 
     def assemble(body: list[str], left: int) -> str:
@@ -144,20 +146,20 @@ def render_block(
             break
         kept.append(line)
     if not kept:
-        kept = _shortened_first(results[0], lambda line: fits(assemble([line], total - 1)))
+        kept = _shortened_first(results[0], lambda line: fits(assemble([line], total - 1)), dated)
         if not kept:
             return preface_only(total)
     text = assemble(kept, total - len(kept))
     return Block(text, len(kept), total - len(kept), count_tokens(text), len(text))
 
 
-def _shortened_first(result: dict[str, Any], fits: Callable[[str], bool]) -> list[str]:
+def _shortened_first(result: dict[str, Any], fits: Callable[[str], bool], dated: bool) -> list[str]:
     """``[memory_line]`` of ``result`` with its text cut by fifths at a word (marked "…") until ``fits`` says the
     block holds it; ``[]`` when not even three words do."""
     words = str(result.get("content", "")).split(" ")
     while len(words) > 3:
         words = words[: max(3, int(len(words) * 0.8))]
-        candidate = memory_line({**result, "content": " ".join(words) + " …"})
+        candidate = memory_line({**result, "content": " ".join(words) + " …"}, dated=dated)
         if fits(candidate):
             return [candidate]
     return []

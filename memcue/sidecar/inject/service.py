@@ -55,6 +55,11 @@ SESSION_RECENT = 30
 #: however old, so a standing rule is in view before the first task prompt (issue 15). Up to
 #: ``SESSION_STANDING`` of them, the most confirmed first (``seen_count``: said again, reinforced), then the newest.
 SESSION_STANDING = 8
+#: Whether the session-start block's lines show each memory's ``created`` date. They do not: ``age`` ("today", "3
+#: weeks ago") already says when, and the date costs about 9 tokens a line, a tenth of the block over its 20-odd
+#: memories (measured on the scripted week's stores: 198 of 2,192 tokens), room for two or three more memories. A
+#: prompt's block keeps the date: a question about when something was decided reads it there.
+SESSION_DATED = False
 #: Results a prompt hook asks recall for, before the budget cut (the default of ``MEMCUE_HOOK_RECALL_LIMIT``).
 PROMPT_LIMIT = 8
 
@@ -294,12 +299,13 @@ class HookService:
         left-out line counting the project's ``available`` memories, and, when a shown one is shortened, the line
         that says how to get it whole (``SHORTENED_LINES``)."""
         block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens, max_tokens=max_tokens,
-                             max_chars=max_chars, preface=STANDING_NOTES[tools], available=available)
+                             max_chars=max_chars, preface=STANDING_NOTES[tools], available=available,
+                             dated=SESSION_DATED)
         if not any(r["shortened"] for r in rows[:block.included]):
             return block
         return render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens, max_tokens=max_tokens,
                             max_chars=max_chars, preface=STANDING_NOTES[tools], available=available,
-                            footer=SHORTENED_LINES[tools])
+                            footer=SHORTENED_LINES[tools], dated=SESSION_DATED)
 
     async def _pointer(self, project: str, tools: str, max_tokens: int, max_chars: int, started: float,
                        query_id: str) -> HookResult:
