@@ -151,3 +151,23 @@ def test_fetch_and_list_say_who_wrote_a_memory_and_why_it_was_kept(home: Path, t
     assert (rows[0]["source"], rows[0]["promoted_by"]) == ("capture:prompt-statement", "user-statement"), rows
     assert "by capture:prompt-statement, kept because user-statement" in text, text
     assert (mine["source"], mine["promoted_by"]) == ("cli", None)
+
+
+def test_list_leaves_out_captured_prompts_unless_asked(home: Path, tmp_path: Path) -> None:
+    """A captured prompt (kind ``request``) answers only "what did I ask?": ``memcue list`` shows the memories, and
+    the prompts with ``--include-captured`` or ``--kind request``."""
+    project = tmp_path / "billing-api"
+    project.mkdir()
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        kept = _json(home, project, "remember", "Invoices are numbered INV-YYYY-NNNNN", "--kind", "decision")["id"]
+        asked = _json(home, project, "remember", "can you make the invoice export faster?", "--kind", "request")["id"]
+        plain = [m["memory_id"] for m in _json(home, project, "list")["results"]]
+        both = [m["memory_id"] for m in _json(home, project, "list", "--include-captured")["results"]]
+        only = [m["memory_id"] for m in _json(home, project, "list", "--kind", "request")["results"]]
+        text = _cli(home, project, "list", "--help").stdout
+    finally:
+        sc.stop()
+    assert plain == [kept]
+    assert both == [asked, kept] and only == [asked]
+    assert "--include-captured" in text

@@ -324,7 +324,8 @@ class FetchOut(BaseModel):
 class ListIn(BaseModel):
     """``POST /list``: newest memories first. Scope as ``/recall``: ``project`` gives that project plus global
     ("") memories; no project, or ``all_projects``, gives every project. ``kind`` keeps one kind, ``tags`` the
-    memories carrying all of them; forgotten and bookkeeping rows only when asked."""
+    memories carrying all of them; forgotten and bookkeeping rows only when asked; captured prompts (kind
+    ``request``) unless ``include_captured`` is false (``memcue list`` asks for them with ``--include-captured``)."""
 
     project: str | None = None
     all_projects: bool = False
@@ -332,6 +333,8 @@ class ListIn(BaseModel):
     kind: str | None = None
     include_forgotten: bool = False
     include_bookkeeping: bool = False
+    include_captured: bool = Field(default=True, description="also captured prompts (kind request); a kind asked "
+                                   "for is always listed")
     tags: Tags = Field(default_factory=list, description="only memories carrying every one of these tags")
 
 

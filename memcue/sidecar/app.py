@@ -207,7 +207,8 @@ def _reads(app: FastAPI, service: MemoryService) -> None:
     async def list_memories(body: ListIn) -> dict:
         return await service.list_recent(project=None if body.all_projects else body.project, limit=body.limit,
                                          kind=body.kind, include_forgotten=body.include_forgotten,
-                                         include_bookkeeping=body.include_bookkeeping, tags=tuple(body.tags))
+                                         include_bookkeeping=body.include_bookkeeping, tags=tuple(body.tags),
+                                         include_captured=body.include_captured)
 
     @app.post("/stats")
     async def stats(body: StatsIn) -> dict:

@@ -469,13 +469,16 @@ class MemoryService:
 
     async def list_recent(self, *, project: str | None, limit: int, kind: str | None = None,
                           include_forgotten: bool = False, include_bookkeeping: bool = False,
-                          tags: Sequence[str] = ()) -> dict[str, Any]:
+                          tags: Sequence[str] = (), include_captured: bool = True) -> dict[str, Any]:
         """The newest memories of ``project`` plus global ones (every project when None), at most ``limit``, of
-        ``kind`` and carrying every one of ``tags`` when given: ``{"results": [...]}`` in the ``MemoryOut``
-        shape."""
+        ``kind`` and carrying every one of ``tags`` when given, captured prompts (kind ``request``) only with
+        ``include_captured`` or when ``kind`` asks for them: ``{"results": [...]}`` in the ``MemoryOut`` shape."""
+        excluded = () if include_captured or kind else ("request",)
+
         def run() -> dict[str, Any]:
             rows = self._store.list_memories(project=project, limit=limit, include_bookkeeping=include_bookkeeping,
-                                            kind=kind, include_forgotten=include_forgotten, tags=tags)
+                                            kind=kind, include_forgotten=include_forgotten, tags=tags,
+                                            kinds_excluded=excluded)
             now = time.time()
             return {"results": [_memory_item(row, now) for row in rows]}
 
