@@ -92,8 +92,20 @@ def test_codex_gets_the_server_by_default_and_config_toml_back_byte_for_byte(tmp
     (report,) = json.loads(run.stdout)["data"]
     assert report["mcp_registered"] is True and "[mcp_servers.memcue]" in config.read_text()
     assert config.read_text().startswith(original)
+    (kept,) = config.parent.glob("config.toml.memcue-backup-*")
+    assert kept.read_text() == original and str(kept) in run.stdout, "the file before the append is kept beside it"
     assert _cli(tmp_path, "uninstall", "codex").returncode == 0
     assert config.read_text() == original
+
+
+def test_a_codex_config_that_would_break_gets_no_append_and_no_backup(tmp_path: Path) -> None:
+    config = tmp_path / "codex" / "config.toml"
+    config.parent.mkdir()
+    original = 'model = "o5"\n[mcp_servers]\nmemcue = 3\n'  # a table of ours after it would not parse
+    config.write_text(original)
+    run = _cli(tmp_path, "install", "codex", "--json")
+    assert "would break" in run.stdout and config.read_text() == original
+    assert not list(config.parent.glob("config.toml.memcue-backup-*")), "no copy of a file memcue did not change"
 
 
 def test_doctor_says_registered_and_whether_allowed(tmp_path: Path) -> None:

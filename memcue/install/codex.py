@@ -20,7 +20,7 @@ from typing import Any
 from memcue.harnesses import hook_events, hook_matchers
 from memcue.install import base, codex_trust, doctor, mcp_servers
 from memcue.install.edits import hooks_json, toml_file
-from memcue.install.edits.files import InstallError, load_record, save_record, sha256
+from memcue.install.edits.files import InstallError, backup, load_record, read_bytes, save_record, sha256
 from memcue.install.edits.hooks_json import dump, parse
 
 NAME = "codex"
@@ -87,16 +87,25 @@ def _table(argv: list[str], home: Path) -> bytes:
 
 
 def mcp_add(state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:
-    """Append memcue's table to ``config.toml`` (after taking an older one of ours off, ``replace``); recorded
-    for an exact removal. Raises ``InstallError`` when the result would not parse (nothing written)."""
+    """Append memcue's table to ``config.toml`` (after taking an older one of ours off, ``replace``), first copying
+    a file that has content to ``config.toml.memcue-backup-<UTC time>`` beside it, as every other user file memcue
+    edits; recorded for an exact removal. Raises ``InstallError`` when the result would not parse (nothing written,
+    no copy left)."""
     if replace:  # ours, but another interpreter or data dir: replace it
         mcp_remove(state_dir)
     path = config_path()
-    block, new, existed = toml_file.append(path, _table(argv, home), "memcue's MCP table")
+    kept = backup(path) if read_bytes(path) else None
+    try:
+        block, new, existed = toml_file.append(path, _table(argv, home), "memcue's MCP table")
+    except InstallError:
+        if kept:
+            kept.unlink(missing_ok=True)
+        raise
     save_record(state_dir, mcp_servers.record_name(NAME), {"server": mcp_servers.SERVER, "command": argv,
                                                           "block": block.decode(), "written_sha256": sha256(new),
-                                                          "existed": existed})
-    return f"MCP server '{mcp_servers.SERVER}' added to {path} (`{' '.join(argv)}`, MEMCUE_HOME={home})"
+                                                          "existed": existed, "backup": str(kept) if kept else None})
+    saved = f"; the file before is {kept}" if kept else ""
+    return f"MCP server '{mcp_servers.SERVER}' added to {path} (`{' '.join(argv)}`, MEMCUE_HOME={home}){saved}"
 
 
 def mcp_preview(argv: list[str], home: Path) -> str:
