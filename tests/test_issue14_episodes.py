@@ -142,12 +142,15 @@ WORK_QUESTIONS = ("what did we do about the importer?", "how did we fix the flak
                   "bump the retries to 5. and remind me why we needed retries in the first place",
                   "the digest is late again for Madrid users, have we seen this before?",
                   "did we hit this before? the digest goes out at the wrong hour",
-                  "I'm sure we've hit this before with the digest email time. What was it?")
+                  "I'm sure we've hit this before with the digest email time. What was it?",
+                  "is there anything about how the scanner talks to us that we had to work around?",
+                  "any workarounds in the importer I should know about?")
 OTHER_PROMPTS = ("why did we switch the billing queue to SQS?", "what do we use for queues?",
                  "did you run the tests?", "what did we decide about money columns?", "fix the importer",
                  "how do we deploy billing?", "what did I ask you to do about the webhook?",
                  "change the importer to skip duplicates", "why is the importer slow?",
-                 "what was the name of the billing queue?", "we hit the rate limit, add a retry")
+                 "what was the name of the billing queue?", "we hit the rate limit, add a retry",
+                 "can you work around the flaky login test for now?")
 
 
 def test_what_was_done_questions_and_only_they_ask_for_episodes() -> None:

@@ -130,7 +130,7 @@ def test_block_repeats_are_later_rows_close_to_an_earlier_one_with_the_same_spec
             {"memory_id": 5, "content": REPEAT_B}, {"memory_id": 6, "content": "not embedded yet"}]
     close = {1: _unit(1, 0.1), 2: _unit(1, 0.2), 3: _unit(1, 0.1), 4: _unit(1, 0.2), 5: _unit(0.2, 1)}
     assert float(np.dot(close[1], close[2])) >= BLOCK_REPEAT_COSINE > float(np.dot(close[1], close[5]))
-    assert block_repeats(rows, close) == {2}, "3 says 03:30, 4 is pinned, 5 is far, 6 has no vector"
+    assert block_repeats(rows, close) == {2: 1}, "3 says 03:30, 4 is pinned, 5 is far, 6 has no vector"
 
 
 STATED = "heads up, the staging db listens on 5433 not the default port, nobody points the test suite at 5432"
@@ -155,8 +155,8 @@ def test_a_statement_and_the_agents_save_of_it_in_one_session_are_one_fact_told_
     sources = {3: "mcp", 4: "mcp", 5: "mcp", 6: "mcp", 7: "capture:prompt-statement"}
     for mid, text in variants.items():
         row = {"memory_id": mid, "content": text, "source": sources[mid], "session_id": "s2" if mid == 6 else "s1"}
-        assert block_repeats([statement, row], vectors) == ({3} if mid == 3 else set()), (mid, text)
-        assert block_repeats([row, statement], vectors) == ({1} if mid == 3 else set()), "either order"
+        assert block_repeats([statement, row], vectors) == ({3: 1} if mid == 3 else {}), (mid, text)
+        assert block_repeats([row, statement], vectors) == ({1: 3} if mid == 3 else {}), "either order"
 
 
 def test_the_session_block_shows_a_fact_told_twice_once(tmp_path: Path) -> None:
@@ -191,3 +191,25 @@ def test_a_prompt_block_shows_a_fact_told_twice_once(sidecar: Sidecar, tmp_path:
     assert "02:30 UTC" in context, context
     assert context.count(MEMORY_LINE_START) == 1, context
     assert 'created="' in context, "a prompt's block keeps the date: a question about when reads it there"
+
+
+def test_a_repeat_the_session_block_left_out_is_not_brought_by_a_later_prompt(sidecar: Sidecar,
+                                                                               tmp_path: Path) -> None:
+    """The session block shows a fact told twice once; the telling it left out is in the conversation too (its twin
+    stands for it), so a prompt of that session that recalls it does not bring it as news."""
+    project = os.path.realpath(tmp_path / "shop")
+    os.makedirs(project)
+    sidecar.client.wait_idle(120)
+    sidecar.client.remember_batch([{"content": text, "project": project, "kind": "note"}
+                                   for text in (REPEAT_A, REPEAT_B)])
+    sidecar.client.wait_idle(timeout_s=120)
+    env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+    start = {"session_id": "twin-session", "cwd": project, "hook_event_name": "SessionStart", "source": "startup"}
+    block = context_of(run_hook(start, env=env, event="session-start"))
+    assert REPEAT_B in block and REPEAT_A not in block
+    prompt = context_of(run_hook(prompt_payload("nightly invoice export job cron schedule", project,
+                                                session_id="twin-session"), env=env))
+    assert MEMORY_LINE_START not in prompt, prompt
+    other = context_of(run_hook(prompt_payload("nightly invoice export job cron schedule", project,
+                                               session_id="another-session"), env=env))
+    assert "02:30 UTC" in other, "another session, shown nothing yet, gets it"

@@ -237,9 +237,8 @@ def register(add: AddCommand) -> None:
     p.add_argument("--include-forgotten", action="store_true", help="also memories you forgot (marked)")
     p.add_argument("--include-bookkeeping", action="store_true",
                    help="also bookkeeping rows (session ends, trivial or older captured answers)")
-    p.add_argument("--include-captured", action="store_true",
-                   help="also the prompts the hooks captured (kind request: they answer only \"what did I ask\"); "
-                        "--kind request lists only them")
+    p.add_argument("--include-captured", action="store_true", help="also the prompts the hooks captured (kind "
+                   "request: they answer only \"what did I ask\"); --kind request lists only them")
     p.add_argument("--full", action="store_true", help=f"whole texts (default: cut at {LIST_CHARS} characters)")
     add_project_options(p, all_projects=True)
     p.set_defaults(fn=cmd_list)

@@ -660,7 +660,7 @@ class MemoryService:
         """Tokens in ``text`` (``TokenCounter``)."""
         return self._tokens.count(text)
 
-    def _block_repeats(self, rows: Sequence[dict[str, Any]]) -> set[int]:
+    def _block_repeats(self, rows: Sequence[dict[str, Any]]) -> dict[int, int]:
         """``dedup.block_repeats`` of a session-start block's ``rows`` over their stored vectors, made unit length
         (a row not embedded yet is never left out); blocking."""
         vectors: dict[int, np.ndarray] = {}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +45,9 @@ from memcue.sidecar.store import STANDING_KINDS, NewMemory
 #: ``(harness, items) -> items`` it does not load itself (``HookService``'s ``native_filter``).
 NativeFilter = Callable[[str, Sequence[dict[str, Any]]], list[dict[str, Any]]]
 #: ``(rows) -> ids``: the rows of a block, session-start or prompt (in order, with ``memory_id``, ``content``,
-#: ``pinned``), that only repeat one before them (``HookService``'s ``repeats``; the sidecar's is
-#: ``dedup.block_repeats``).
-Repeats = Callable[[Sequence[dict[str, Any]]], set[int]]
+#: ``pinned``), that only repeat one before them, each mapped to the row it repeats (``HookService``'s ``repeats``;
+#: the sidecar's is ``dedup.block_repeats``).
+Repeats = Callable[[Sequence[dict[str, Any]]], dict[int, int]]
 #: Newest memories offered at session start, before the budget cut: as many as fit as ``brief``s (about 24 in
 #: the 2,200-token block; the budget cuts the oldest).
 SESSION_RECENT = 30
@@ -78,6 +78,21 @@ class HookResult:
     included: int = 0
     left_out: int = 0
     tokens: int = 0
+
+
+def _with_twins(rows: list[dict[str, Any]], repeated: dict[int, int]) -> list[dict[str, Any]]:
+    """``rows`` (a block's, each with ``memory_id``), each with ``twins``: the ids of the rows left out of the block
+    because they repeat it (``repeated``: left-out id -> the id it repeats)."""
+    twins: dict[int, list[int]] = {}
+    for hidden, kept in repeated.items():
+        twins.setdefault(kept, []).append(hidden)
+    return [{**r, "twins": twins.get(r["memory_id"], [])} for r in rows]
+
+
+def _told(rows: Iterable[dict[str, Any]]) -> list[int]:
+    """The memories a block's ``rows`` put in the conversation: each row, and the repeats it stood for (``twins``),
+    so a later prompt does not bring a repeat of what the session was shown."""
+    return [mid for r in rows for mid in (r["memory_id"], *r.get("twins", ()))]
 
 
 def _elapsed_ms(started: float) -> float:
@@ -137,7 +152,7 @@ class HookService:
     def __init__(self, backend: HookBackend, *, prompt_block: str = "full", prompt_limit: int = PROMPT_LIMIT,
                  native_filter: NativeFilter = lambda harness, items: list(items),
                  tools_of: Callable[[str], str] = lambda harness: "mcp",
-                 repeats: Repeats = lambda rows: set()) -> None:
+                 repeats: Repeats = lambda rows: {}) -> None:
         self.backend = backend
         self.repeats = repeats
         self.prompt_block = prompt_block
@@ -215,7 +230,7 @@ class HookService:
         results = [r for r in supported if r["memory_id"] not in shown]
         if len(results) > 1:  # one fact told twice (a user's save request and the agent's save of it) shows once
             repeated = await anyio.to_thread.run_sync(self.repeats, results, limiter=backend.limiter)
-            results = [r for r in results if r["memory_id"] not in repeated]
+            results = _with_twins([r for r in results if r["memory_id"] not in repeated], repeated)
         if self.prompt_block == "compact":
             block = render_compact(results, session_id=session_id, query_id=answer["query_id"],
                                    count_tokens=backend.count_tokens, max_tokens=max_tokens, max_chars=max_chars)
@@ -223,7 +238,7 @@ class HookService:
             block = render_block(PROMPT_HEADER, results, count_tokens=backend.count_tokens, max_tokens=max_tokens,
                                  max_chars=max_chars)
         if block.text:
-            self.ledger.add_injected(key, (r["memory_id"] for r in results[:block.included]))
+            self.ledger.add_injected(key, _told(results[:block.included]))
             backend.record_served(answer["query_id"], session_id, "hook", results[:block.included], self.prompt_block,
                                   tokens=block.tokens)
         else:
@@ -286,7 +301,7 @@ class HookService:
             if not given:
                 return _nothing(started, query_id)
             # A memory shown shortened may still come whole with a prompt that needs it.
-            self.ledger.add_injected(key, (r["memory_id"] for r in rows[:block.included] if not r["shortened"]))
+            self.ledger.add_injected(key, _told(r for r in rows[:block.included] if not r["shortened"]))
             self.backend.record_served(query_id, session_id, "session", rows[:block.included], "full",
                                        tokens=block.tokens)
             return _injected(block, "session", "supported" if block.included else "none", started, query_id)
@@ -324,8 +339,9 @@ class HookService:
         pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the newest (no bookkeeping, no
         captured prompts or episodes), then the supported answers of a recall on the project's name, less the test
         transitions a commit among them tells (``covered_transitions``) and the rows that repeat one before them
-        (``repeats``); and how many memories that can answer the project holds (``doc_count``), less those: the
-        block's left-out line counts what the budget left out, not what another row tells. Blocking."""
+        (``repeats``: the row they repeat lists them as its ``twins``); and how many memories that can answer the
+        project holds (``doc_count``), less those: the block's left-out line counts what the budget left out, not what
+        another row tells. Blocking."""
         backend, now = self.backend, time.time()
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
         standing = [row for kind in STANDING_KINDS for row in backend.list_memories(
@@ -346,7 +362,8 @@ class HookService:
             if mid not in ids:
                 ids.add(mid)
                 offered.append({**row, "memory_id": mid})
-        left_out = covered_transitions(offered) | self.repeats(offered)
+        repeated = self.repeats(offered)
+        left_out = covered_transitions(offered) | set(repeated)
         out = []
         for row in offered:
             mid = row["memory_id"]
@@ -357,4 +374,4 @@ class HookService:
                         "memory_kind": row.get("kind", row.get("memory_kind")), "pinned": row.get("pinned", False),
                         "age_label": age_label(row["created_at"], now), "tier": "supported",
                         "source": row.get("source", ""), "created_at": row["created_at"]})
-        return out, max(0, backend.doc_count(project) - len(left_out))  # what another row tells is not left out
+        return _with_twins(out, repeated), max(0, backend.doc_count(project) - len(left_out))  # not left out: told

@@ -63,7 +63,7 @@ PRESENT_WORDS = frozenset("working work doing building fixing focused middle cur
 WORK_WORDS = frozenset("what how which did have has had was were we you i us do does done doing change changed "
                        "changes fix fixed fixes work worked make made end up try tried just actually ever so far "
                        "before hit seen run ran happened went wrong caused cause watch careful picky gotcha gotchas "
-                       "pitfall pitfalls".split())
+                       "pitfall pitfalls around workaround workarounds".split())
 #: The words that frame each question type rather than name its topic: never key terms (``support``).
 FRAME_WORDS = {REQUEST_RECALL: REQUEST_WORDS, WORK_RECALL: WORK_WORDS, PRESENT_TENSE: PRESENT_WORDS}
 
@@ -91,8 +91,9 @@ _REQUEST = re.compile(
 #: it?", which asks the history. So do questions about a problem met before, whose cause and fix an answer told:
 #: "we've hit this before, what was it?", "why was the total off earlier this week?", "what went wrong with the
 #: export?", "remind me why we needed retries", and what to watch out for ("any gotchas?", "is the logger picky
-#: about what it gets?"): the lessons of earlier work. "why did we pick Postgres?" (a reason: saved decisions answer
-#: it), "what do we use for queues?" (present) and "did you run the tests?" do not match.
+#: about what it gets?", "anything we had to work around?"): the lessons of earlier work. "why did we pick
+#: Postgres?" (a reason: saved decisions answer it), "what do we use for queues?" (present), "did you run the
+#: tests?" and "can you work around the flaky test?" (a task) do not match.
 _WORK_VERBS = (r"(?:do|done|did|change|changed|fix|fixed|solve|solved|resolve|resolved|handle|handled|implement"
                r"|implemented|build|built|edit|edited|touch|touched|update|updated|refactor|refactored|patch|patched"
                r"|debug|debugged|end\s+up\s+doing|try|tried|work\s+on|worked\s+on|conclude|concluded"
@@ -111,6 +112,7 @@ WORK_PATTERNS = (
     r"\bwhy\s+(?:was|were|did)\b[^?.!]{0,80}\b(?:earlier|before|last\s+(?:time|week|night)|the\s+other\s+day"
     r"|this\s+(?:week|morning)|yesterday)\b",
     r"\b(?:watch\s+out\s+for|gotchas?|pitfalls?|picky\s+about|careful\s+(?:about|with)|trip(?:ped)?\s+(?:us|me)\s+up"
+    r"|(?:had\s+to|have\s+to|did\s+we|we)\s+work\s+around|worked\s+around|workarounds?"
     r"|bit\s+us)\b",
 )
 _WORK = re.compile("|".join(WORK_PATTERNS), re.IGNORECASE)
