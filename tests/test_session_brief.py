@@ -178,14 +178,19 @@ def test_the_session_block_shows_a_fact_told_twice_once(tmp_path: Path) -> None:
     assert 'age="today"' in block and 'created="' not in block, "the session block's lines say when by age alone"
 
 
-def test_a_prompt_block_shows_a_fact_told_twice_once(sidecar: Sidecar, tmp_path: Path) -> None:
+def _told_twice(sidecar: Sidecar, tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """A project holding REPEAT_A and REPEAT_B, embedded; its folder and the environment a hook runs in."""
     project = os.path.realpath(tmp_path / "shop")
     os.makedirs(project)
     sidecar.client.wait_idle(120)
     sidecar.client.remember_batch([{"content": text, "project": project, "kind": "note"}
                                    for text in (REPEAT_A, REPEAT_B)])
     sidecar.client.wait_idle(timeout_s=120)
-    env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+    return project, {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+
+
+def test_a_prompt_block_shows_a_fact_told_twice_once(sidecar: Sidecar, tmp_path: Path) -> None:
+    project, env = _told_twice(sidecar, tmp_path)
     context = context_of(run_hook(prompt_payload("nightly export job cron schedule", project,
                                                  session_id="repeat-session"), env=env))
     assert "02:30 UTC" in context, context
@@ -197,13 +202,7 @@ def test_a_repeat_the_session_block_left_out_is_not_brought_by_a_later_prompt(si
                                                                                tmp_path: Path) -> None:
     """The session block shows a fact told twice once; the telling it left out is in the conversation too (its twin
     stands for it), so a prompt of that session that recalls it does not bring it as news."""
-    project = os.path.realpath(tmp_path / "shop")
-    os.makedirs(project)
-    sidecar.client.wait_idle(120)
-    sidecar.client.remember_batch([{"content": text, "project": project, "kind": "note"}
-                                   for text in (REPEAT_A, REPEAT_B)])
-    sidecar.client.wait_idle(timeout_s=120)
-    env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+    project, env = _told_twice(sidecar, tmp_path)
     start = {"session_id": "twin-session", "cwd": project, "hook_event_name": "SessionStart", "source": "startup"}
     block = context_of(run_hook(start, env=env, event="session-start"))
     assert REPEAT_B in block and REPEAT_A not in block
