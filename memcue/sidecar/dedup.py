@@ -137,11 +137,10 @@ def same_specifics(a: str, b: str) -> bool:
 def block_repeats(rows: Sequence[Mapping[str, Any]], vectors: Mapping[int, np.ndarray]) -> dict[int, int]:
     """The ids of ``rows`` (in a block's order; each with ``memory_id``, ``content`` and ``pinned``, and optionally
     ``source`` and ``session_id``) that repeat a row before them, each mapped to the id of the first row it repeats:
-    cosine similarity of their unit ``vectors`` at least
-    ``BLOCK_REPEAT_COSINE`` and the same specifics (``specifics``, read once per row), or a user's statement and the
-    agent's save of it in one session (``told_twice``). A pinned row is never left out; a row without a vector is
-    never compared. About 40 ms for 100 rows of 300 characters (CJK, emoji) that all sit above the cosine, only their
-    numbers differing."""
+    cosine similarity of their unit ``vectors`` at least ``BLOCK_REPEAT_COSINE`` and the same specifics
+    (``specifics``, read once per row), or a user's statement and the agent's save of it in one session
+    (``told_twice``). A pinned row is never left out; a row without a vector is never compared. About 40 ms for 100
+    rows of 300 characters (CJK, emoji) that all sit above the cosine, only their numbers differing."""
     kept: list[np.ndarray] = []
     kept_rows: list[tuple[Mapping[str, Any], Specifics]] = []
     out: dict[int, int] = {}

@@ -44,7 +44,7 @@ from memcue.sidecar.store import STANDING_KINDS, NewMemory
 
 #: ``(harness, items) -> items`` it does not load itself (``HookService``'s ``native_filter``).
 NativeFilter = Callable[[str, Sequence[dict[str, Any]]], list[dict[str, Any]]]
-#: ``(rows) -> ids``: the rows of a block, session-start or prompt (in order, with ``memory_id``, ``content``,
+#: ``(rows) -> {id: id}``: the rows of a block, session-start or prompt (in order, with ``memory_id``, ``content``,
 #: ``pinned``), that only repeat one before them, each mapped to the row it repeats (``HookService``'s ``repeats``;
 #: the sidecar's is ``dedup.block_repeats``).
 Repeats = Callable[[Sequence[dict[str, Any]]], dict[int, int]]
