@@ -212,3 +212,23 @@ def test_a_repeat_the_session_block_left_out_is_not_brought_by_a_later_prompt(si
     other = context_of(run_hook(prompt_payload("nightly invoice export job cron schedule", project,
                                                session_id="another-session"), env=env))
     assert "02:30 UTC" in other, "another session, shown nothing yet, gets it"
+
+
+def test_a_sidecar_without_its_model_yet_still_shows_a_fact_told_twice_once(tmp_path: Path) -> None:
+    """Right after a start the model is still loading (``MEMCUE_NO_MODEL`` keeps it so): the vectors an earlier run
+    stored compare with each other, so the session-start block already shows the fact once."""
+    project = os.path.realpath(tmp_path / "shop")
+    os.makedirs(project)
+    first: Sidecar = start_sidecar(tmp_path / "home")
+    try:
+        first.client.remember_batch([{"content": text, "project": project, "kind": "note"}
+                                     for text in (REPEAT_A, REPEAT_B)])
+        first.client.wait_idle(timeout_s=120)
+    finally:
+        first.stop()
+    cold: Sidecar = start_sidecar(tmp_path / "home", MEMCUE_NO_MODEL="1")
+    try:
+        block = cold.client.session_context(project=project)["context"]
+    finally:
+        cold.stop()
+    assert REPEAT_B in block and REPEAT_A not in block, block

@@ -56,6 +56,17 @@ class VectorRows:
         self.vector_note = ""
         return True
 
+    def stored_readable(self) -> bool:
+        """Stored vectors can be read: the model is bound, or no model was bound yet in this process but an earlier
+        one recorded its vectors (sqlite-vec loaded, no mismatch found: after one, ``vector_note`` says so and the
+        vectors, of another model, stay unread)."""
+        if self.vector_dim is not None:
+            return True
+        if not self._db.vec.available or self.vector_note or self._meta.get("embedding_model") is None:
+            return False
+        return self._db.reader().execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories_vec'").fetchone() is not None
+
     def pending_embeddings(self, limit: int = 64) -> list[tuple[int, str, str, dict[str, Any]]]:
         """Rows still waiting for a vector: ``(id, content, project, metadata)``, oldest first."""
         rows = self._db.reader().execute(
@@ -114,9 +125,11 @@ class VectorRows:
         return sorted(((int(r[0]), 1.0 - float(r[1])) for r in rows), key=lambda x: (-x[1], x[0]))
 
     def vectors(self, ids: Iterable[int]) -> dict[int, bytes]:
-        """Stored float32 vectors by memory id (ids without a vector are absent)."""
+        """Stored float32 vectors by memory id (ids without a vector are absent). Readable once the model is bound,
+        and before that while the model loads (``stored_readable``): stored vectors compare with each other, so the
+        session-start block of a sidecar that just started can already show a fact told twice once."""
         ids = list(dict.fromkeys(int(i) for i in ids))
-        if not ids or self.vector_dim is None:
+        if not ids or not self.stored_readable():
             return {}
         out: dict[int, bytes] = {}
         for i in range(0, len(ids), 500):
