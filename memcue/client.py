@@ -244,8 +244,8 @@ class Client:
         return self._call("POST", "/purge", json={"ids": ids})
 
     def session_context(self, **fields: Any) -> dict[str, Any]:
-        """``POST /session_context``: the session-start block of ``project`` (pinned, newest, named after the
-        project) once per session; the same session asking again gets a one-line pointer (or "").
+        """``POST /session_context``: the session-start block of ``project`` (pinned, standing rules, newest,
+        named after the project) once per session; the same session asking again gets a one-line pointer (or "").
         ``fields``: ``session_id`` (omit for a new one), ``project``, ``harness`` (default "mcp"),
         ``max_tokens`` (default 2200), ``max_chars`` (default 9500), ``budget_s`` (default 5). Returns
         ``{"session_id", "context", "included", "tokens"}``."""

@@ -12,7 +12,7 @@ import pytest
 from memcue import adapters
 from memcue.adapters import claude_code
 from memcue.adapters.base import SESSION_START, USER_PROMPT_SUBMIT, Budget, HookEvent
-from memcue.core.blocks import BLOCK_CLOSE, BLOCK_OPEN, PROMPT_HEADER, SESSION_HEADER
+from memcue.core.blocks import BLOCK_CLOSE, BLOCK_OPEN, PROMPT_HEADER, SESSION_HEADER, left_out_line
 
 UPS_PAYLOAD = {
     "session_id": "abc123",
@@ -153,7 +153,7 @@ def test_C07_render_caps_at_9500_characters_on_a_line() -> None:
     kept, marker = injected.rsplit("\n", 1)
     kept_lines = kept.split("\n")
     assert kept_lines == lines[: len(kept_lines)], "whole lines only"
-    assert marker == f"[memcue: {200 - len(kept_lines)} more memories left out to fit the budget]"
+    assert marker == f"[memcue: {200 - len(kept_lines)} more memories left out of this block; recall finds them]"
     fits = "x" * 9500
     assert _injected(fits, USER_PROMPT_SUBMIT) == fits
 
@@ -162,8 +162,7 @@ def test_C07_render_cap_counts_the_sidecars_own_left_out_line() -> None:
     """A sidecar block that already left 7 out and still overflows: the count covers both, and the cut block is
     closed again (C24)."""
     lines = [_memory(i, f"memory {i}: " + "部署キャッシュ🚀 " * 40) for i in range(60)]
-    context = "\n".join([PROMPT_HEADER, BLOCK_OPEN, *lines, "[memcue: 7 more memories left out to fit the budget]",
-                         BLOCK_CLOSE])
+    context = "\n".join([PROMPT_HEADER, BLOCK_OPEN, *lines, left_out_line(7), BLOCK_CLOSE])
     assert len(context) > 9500
     injected = _injected(context, USER_PROMPT_SUBMIT)
     assert len(injected) <= 9500
@@ -171,7 +170,7 @@ def test_C07_render_cap_counts_the_sidecars_own_left_out_line() -> None:
     assert body[:2] == [PROMPT_HEADER, BLOCK_OPEN] and body[-1] == BLOCK_CLOSE
     kept = body[2:-2]
     assert kept == lines[: len(kept)]
-    assert body[-2] == f"[memcue: {60 - len(kept) + 7} more memories left out to fit the budget]"
+    assert body[-2] == f"[memcue: {60 - len(kept) + 7} more memories left out of this block; recall finds them]"
 
 
 def test_C07_render_cap_never_keeps_half_a_memory() -> None:
@@ -186,12 +185,12 @@ def test_C07_render_cap_never_keeps_half_a_memory() -> None:
     assert body[:2] == [SESSION_HEADER, BLOCK_OPEN] and body[-1] == BLOCK_CLOSE
     kept = body[2:-2]
     assert kept == memories[: len(kept)], "only whole memories"
-    assert body[-2] == f"[memcue: {40 - len(kept)} more memories left out to fit the budget]"
+    assert body[-2] == f"[memcue: {40 - len(kept)} more memories left out of this block; recall finds them]"
 
 
 def test_C07_render_cap_singular_and_plain_text() -> None:
     two = _memory(1, "first " + "a" * 6000) + "\n" + _memory(2, "second " + "b" * 6000)
-    assert _injected(two).endswith("\n[memcue: 1 more memory left out to fit the budget]")
+    assert _injected(two).endswith("\n[memcue: 1 more memory left out of this block; recall finds them]")
     # Text without memory lines (not a sidecar block) still gets a marker, without a count.
     plain = "\n".join(["x" * 100] * 200)
     injected = _injected(plain)

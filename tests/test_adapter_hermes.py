@@ -77,7 +77,7 @@ def test_render_defuses_hermes_fence_tags_and_caps_at_a_memory_boundary() -> Non
     assert "<" not in out and "[/memory-context]" in out and "[ MEMORY-CONTEXT ]" in out
     long = "\n".join(f'<memory id="{i}" kind="note">memory number {i} ' + "x" * 200 + "</memory>" for i in range(100))
     capped = hermes.render(event, long)
-    assert len(capped) <= hermes.MAX_CHARS and capped.endswith("left out to fit the budget]")
+    assert len(capped) <= hermes.MAX_CHARS and capped.endswith("left out of this block; recall finds them]")
     assert all(line.startswith('<memory id="') and line.endswith("</memory>") for line in capped.splitlines()[:-1])
 
 

@@ -191,4 +191,4 @@ def test_C07_oversized_context_is_capped(home: Path) -> None:
     assert len(injected) <= 9500
     body, marker = injected.rsplit("\n", 1)
     assert context.startswith(body + "\n"), "cut at a line boundary"
-    assert marker == f"[memcue: {200 - len(body.splitlines())} more memories left out to fit the budget]"
+    assert marker == f"[memcue: {200 - len(body.splitlines())} more memories left out of this block; recall finds them]"

@@ -207,7 +207,7 @@ def test_session_context_once_per_session_within_its_budget(sc: Sidecar, tmp_pat
     assert small["session_id"] == "tight" and small["context"].startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n")
     assert 0 < small["included"] < first["included"]
     assert tokens.count(small["context"]) <= 260 and len(small["context"]) <= 1000
-    assert small["context"].endswith("left out to fit the budget]\n</memcue-memories>")
+    assert small["context"].endswith("left out of this block; recall finds them]\n</memcue-memories>")
     # Memories go before the note: a budget with room for the note alone gives it alone, a smaller one nothing.
     note = c.session_context(session_id="tighter", project=project, max_tokens=115, max_chars=9500)
     assert (note["context"], note["included"]) == (STANDING_NOTE, 0)

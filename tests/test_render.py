@@ -42,7 +42,7 @@ def test_C07_block_fits_tokens_and_characters(counter: TokenCounter, max_tokens:
     assert len(block.text) <= 9500 and counter.count(block.text) <= max_tokens
     lines = block.text.split("\n")
     assert lines[1] == "<memcue-memories>" and lines[-1] == "</memcue-memories>", "the block is closed explicitly"
-    assert lines[-2] == f"[memcue: {block.left_out} more memories left out to fit the budget]"
+    assert lines[-2] == f"[memcue: {block.left_out} more memories left out of this block; recall finds them]"
     assert block.included + block.left_out == len(mems)
     # Cut at a memory boundary: every included memory appears whole, in order, one element per line.
     assert lines[2:-2] == [memory_line(m) for m in mems[: block.included]]

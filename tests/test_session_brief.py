@@ -178,6 +178,20 @@ def test_the_session_block_shows_a_fact_told_twice_once(tmp_path: Path) -> None:
     assert 'age="today"' in block and 'created="' not in block, "the session block's lines say when by age alone"
 
 
+def test_a_prompt_block_shows_a_statement_and_the_agents_save_of_it_once(sidecar: Sidecar, tmp_path: Path) -> None:
+    """The same-session rule holds in a prompt's block too: recall results carry their ``session_id``."""
+    project = os.path.realpath(tmp_path / "shop")
+    os.makedirs(project)
+    sidecar.client.wait_idle(120)
+    for text, source in ((STATED, "capture:prompt-statement"), (SAVED, "mcp")):
+        sidecar.client.remember(text, kind="note", project=project, source=source, session_id="s1")
+    sidecar.client.wait_idle(timeout_s=120)
+    env = {**os.environ, "MEMCUE_HOOK_DEADLINE_S": "10"}
+    context = context_of(run_hook(prompt_payload("which port does the staging database listen on?", project,
+                                                 session_id="a-later-session"), env=env))
+    assert "5433" in context and context.count(MEMORY_LINE_START) == 1, context
+
+
 def _told_twice(sidecar: Sidecar, tmp_path: Path) -> tuple[str, dict[str, str]]:
     """A project holding REPEAT_A and REPEAT_B, embedded; its folder and the environment a hook runs in."""
     project = os.path.realpath(tmp_path / "shop")

@@ -119,7 +119,7 @@ def test_C20_bookkeeping_never_answers_or_gets_injected(sidecar) -> None:
 
 C07_FILLER = "部署キャッシュ🚀 cache rotation 数据库 ✅ "
 C07_LINE = re.compile(r"<memory ([^>]*)>(.*)</memory>")
-C07_LEFT_OUT = re.compile(r"\[memcue: (\d+) more memor(?:y|ies) left out to fit the budget\]")
+C07_LEFT_OUT = re.compile(r"\[memcue: (\d+) more memor(?:y|ies) left out of this block; recall finds them\]")
 
 
 @pytest.fixture(scope="module")

@@ -69,7 +69,7 @@ def test_memories_give_way_before_the_note(counter: TokenCounter) -> None:
     roomy = render(600)
     assert roomy.startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n<memcue-memories>\n<memory id=")
     assert counter.count(roomy) <= 600 and 'kind="decision"' in roomy
-    assert roomy.endswith("left out to fit the budget]\n</memcue-memories>")
+    assert roomy.endswith("left out of this block; recall finds them]\n</memcue-memories>")
     assert render(note_tokens + 5) == STANDING_NOTE, "no memory fits: the note alone"
     assert render(note_tokens - 1) == "", "not even the note fits: nothing"
     assert render(600, max_chars=len(STANDING_NOTE) - 1) == ""
@@ -88,6 +88,6 @@ def test_the_adapters_keep_the_note_when_they_cut_a_long_block(counter: TokenCou
         out = adapter.render(adapter.parse("session-start", payload), block)
         context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
         assert context.startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n") and len(context) <= 9500, adapter
-        assert context.endswith("left out to fit the budget]\n</memcue-memories>")
+        assert context.endswith("left out of this block; recall finds them]\n</memcue-memories>")
     text = hermes.render(hermes.parse("session-start", payload), block)
     assert text.startswith(f"{STANDING_NOTE}\n\n{SESSION_HEADER}\n") and len(text) <= hermes.MAX_CHARS

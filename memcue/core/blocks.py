@@ -76,8 +76,10 @@ POINTER_START = POINTER[: POINTER.index("{count}")]
 
 #: The start of ``left_out_line`` as a regular expression, group 1 the count (a pasted copy may be cut after it).
 LEFT_OUT_START = r"\[memcue: (\d+) more memor(?:y|ies) left out"
+#: How ``left_out_line`` ends (``LEFT_OUT`` also reads the ending of memcue versions before 2026-12).
+LEFT_OUT_END = " of this block; recall finds them]"
 #: A whole ``left_out_line``, group 1 the count.
-LEFT_OUT = re.compile(LEFT_OUT_START + re.escape(" to fit the budget]"))
+LEFT_OUT = re.compile(LEFT_OUT_START + "(?:" + re.escape(LEFT_OUT_END) + "|" + re.escape(" to fit the budget]") + ")")
 
 #: The compact block's tag.
 COMPACT_TAG = "memcue-recall"
@@ -97,9 +99,11 @@ SHORTENED_LINES = {
 
 
 def left_out_line(n: int) -> str:
-    """The last line of a block that left ``n`` memories out to fit its budget (case C07):
-    ``[memcue: 3 more memories left out to fit the budget]``."""
-    return f"[memcue: {n} more {'memory' if n == 1 else 'memories'} left out to fit the budget]"
+    """The last line of a block that left ``n`` memories out (case C07): ``[memcue: 3 more memories left out of this
+    block; recall finds them]``. A prompt's block leaves out what its token budget cannot hold; the session-start
+    block also what it does not offer (the standing rules past ``SESSION_STANDING`` and the memories older than its
+    newest ``SESSION_RECENT``), so "to fit the budget" would promise what a larger budget does not give."""
+    return f"[memcue: {n} more {'memory' if n == 1 else 'memories'} left out{LEFT_OUT_END}"
 
 
 def pointer_line(count: int, tools: str = "mcp") -> str:

@@ -63,6 +63,7 @@ def result_item(row: dict[str, Any], score: float, tier: str, now: float, channe
         "project": row["project"],
         "pinned": row["pinned"],
         "source": row.get("source") or "",
+        "session_id": row.get("session_id") or "",
         "created_at": row["created_at"],
         "age_label": age_label(row["created_at"], now),
         "seen_count": row.get("seen_count", 1),
