@@ -215,6 +215,10 @@ def _opening(p: argparse.ArgumentParser) -> None:
                                         "environment)")
 
 
+SESSION_CONTEXT_HELP = ("The block a new session of this project starts with (the standing note, then pinned "
+                        "memories, standing rules, the newest and those named after the project).")
+
+
 def register(add: AddCommand) -> None:
     """Register ``search``, ``fetch``, ``list``, ``forget``, ``unforget``, ``pin``, ``unpin``, ``purge``,
     ``expand`` and ``session-context``."""
@@ -269,8 +273,7 @@ def register(add: AddCommand) -> None:
     _opening(p)
     p.set_defaults(fn=cmd_expand)
 
-    p = add("session-context", "The block a new session of this project starts with (the standing note, then "
-            "pinned memories, standing rules, the newest and those named after the project).")
+    p = add("session-context", SESSION_CONTEXT_HELP)
     p.add_argument("--session-id", help="a session to continue (a second call in one session gets a pointer)")
     p.add_argument("--max-tokens", type=int, default=SESSION_BLOCK_TOKENS,
                    help=f"token budget of the block (default {SESSION_BLOCK_TOKENS})")
