@@ -11,6 +11,8 @@ from pathlib import Path
 
 from conftest import start_sidecar
 
+from memcue.sidecar.store import NewMemory, Store
+
 
 def _cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "memcue", *args], cwd=cwd, capture_output=True, text=True,
@@ -52,7 +54,8 @@ def test_list_says_where_it_looked_and_status_counts_what_can_answer(home: Path,
     finally:
         sc.stop()
     assert f"(no memories in project {elsewhere.resolve()}; --all-projects lists every project)" in listed.stdout
-    assert "memories: 2 (1 that can answer, 1 captured prompts, answers and session events, 0 bookkeeping" \
+    assert "memories: 2 (1 that can answer, 1 captured prompts, answers and session events, 0 other bookkeeping, " \
+        "0 forgotten or replaced;" \
         in status.stdout, status.stdout
 
 
@@ -88,3 +91,21 @@ def test_edit_without_a_terminal_or_an_editor_refuses_before_starting_vi(home: P
                          env={**os.environ, "MEMCUE_HOME": str(home), "EDITOR": "", "VISUAL": ""})
     assert run.returncode == 2 and "no terminal for vi" in json.loads(run.stdout)["error"]
     assert not (home / "sidecar.sock").exists(), "refused before any sidecar was started"
+
+
+def test_store_counts_split_every_row_once(tmp_path: Path) -> None:
+    """``answering``, ``captured``, ``other_bookkeeping`` and ``inactive`` add up to ``memories``: a session event
+    is captured and bookkeeping, and ``memcue status`` counted it in both."""
+    store = Store(tmp_path / "memcue.db")
+    try:
+        ids = [store.remember(NewMemory(content=text, kind=kind, project="p")).id for text, kind in (
+            ("Deploys are frozen on Fridays", "decision"), ("Invoices use integer cents", "decision"),
+            ("session ended (reason: exit)", "event"), ("can you fix the export?", "request"),
+            ("tool call: Edit src/app.py", "note"))]
+        store.forget([ids[1]])
+        counts = store.counts()
+    finally:
+        store.close()
+    assert counts["memories"] == 5 and counts["answering"] == 1 and counts["captured"] == 2
+    assert counts["other_bookkeeping"] == 1 and counts["inactive"] == 1, counts
+    assert counts["answering"] + counts["captured"] + counts["other_bookkeeping"] + counts["inactive"] == 5

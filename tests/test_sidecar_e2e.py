@@ -350,7 +350,7 @@ def test_C18_existing_vectors_survive_a_sqlite_vec_load_failure(home: Path, tmp_
         health = sc.client.health()
         assert not health["sqlite_vec"]["available"]
         assert health["counts"] == {"memories": 3, "bookkeeping": 0, "pending_embeddings": 0, "embedded": 3,
-                                    "answering": 3, "captured": 0}
+                                    "answering": 3, "captured": 0, "other_bookkeeping": 0, "inactive": 0}
         for text, query in zip(texts, ("WeasyPrint invoices", "build-cache", "OPS-4821"), strict=True):
             for mode in ("keyword", "full"):
                 answer = sc.client.recall(query, project="p", mode=mode)
@@ -363,7 +363,7 @@ def test_C18_existing_vectors_survive_a_sqlite_vec_load_failure(home: Path, tmp_
     try:
         health = sc.client.wait_idle(timeout_s=60)
         assert health["counts"] == {"memories": 4, "bookkeeping": 0, "pending_embeddings": 0, "embedded": 4,
-                                    "answering": 4, "captured": 0}
+                                    "answering": 4, "captured": 0, "other_bookkeeping": 0, "inactive": 0}
         answer = sc.client.recall("how are invoice PDFs generated?", project="p")
         assert answer["channel_status"]["semantic"] == "ok"
         assert answer["results"][0]["content"] == texts[0]

@@ -102,7 +102,8 @@ def _health_text(health: dict[str, Any]) -> str:
             f"tokenizer: {health['tokenizer']}\n"
             f"memories: {health['counts']['memories']} ({health['counts'].get('answering', 0)} that can answer, "
             f"{health['counts'].get('captured', 0)} captured prompts, answers and session events, "
-            f"{health['counts']['bookkeeping']} bookkeeping, "
+            f"{health['counts'].get('other_bookkeeping', health['counts']['bookkeeping'])} other bookkeeping, "
+            f"{health['counts'].get('inactive', 0)} forgotten or replaced; "
             f"{health['counts']['pending_embeddings']} "
             f"{'waiting for vectors' if health['vector_search'] or health['warming_up'] else 'without vectors'})")
     reindex = health.get("reindex") or {}

@@ -199,15 +199,18 @@ class MemoryRows:
         return [row_dict(r) for r in self._db.reader().execute(sql, [*args, limit]).fetchall()]
 
     def counts(self) -> dict[str, int]:
-        """Row counts: total, bookkeeping, pending embeddings, embedded; ``answering`` (current memories that can
-        answer: not bookkeeping, not captured, not forgotten or replaced) and ``captured`` (prompts, agent
-        answers and session events the hooks kept: ``CAPTURED_KINDS``)."""
+        """Row counts: total, bookkeeping, pending embeddings, embedded; and a partition of the total: ``answering``
+        (current memories that can answer: not bookkeeping, not captured, not forgotten or replaced), ``captured``
+        (prompts, agent answers and session events the hooks kept: ``CAPTURED_KINDS``, bookkeeping or not),
+        ``other_bookkeeping`` (bookkeeping rows of other kinds) and ``inactive`` (forgotten or replaced memories)."""
         marks = ",".join("?" * len(CAPTURED_KINDS))
         row = self._db.reader().execute(
             "SELECT count(*), coalesce(sum(bookkeeping), 0), coalesce(sum(embedded = 0), 0),"
             f" coalesce(sum(embedded = 1), 0), coalesce(sum(bookkeeping = 0 AND kind NOT IN ({marks})"
             " AND forgotten_at IS NULL AND superseded_by IS NULL), 0),"
-            f" coalesce(sum(kind IN ({marks})), 0) FROM memories", [*CAPTURED_KINDS, *CAPTURED_KINDS]
+            f" coalesce(sum(kind IN ({marks})), 0), coalesce(sum(bookkeeping = 1 AND kind NOT IN ({marks})), 0)"
+            " FROM memories", [*CAPTURED_KINDS, *CAPTURED_KINDS, *CAPTURED_KINDS]
         ).fetchall()[0]
+        inactive = row[0] - row[4] - row[5] - row[6]
         return {"memories": row[0], "bookkeeping": row[1], "pending_embeddings": row[2], "embedded": row[3],
-                "answering": row[4], "captured": row[5]}
+                "answering": row[4], "captured": row[5], "other_bookkeeping": row[6], "inactive": inactive}
