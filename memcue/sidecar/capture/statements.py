@@ -210,7 +210,7 @@ def find_statements(prompt: str) -> list[Statement]:
                 kept = _kept_before(sentences[:i], kinds[:i], found) if i else ""
                 if kept and kept.lower() not in seen:
                     seen.add(kept.lower())
-                    found.append(Statement(kept, "note", sentence, whole_held or _held(kept)))
+                    found.append(Statement(kept, "note", sentence, _held(kept) or whole_held))
                 continue
             if match is None or sentence.lower() in seen:
                 continue
@@ -224,10 +224,10 @@ def find_statements(prompt: str) -> list[Statement]:
                     joined = f"{found[-1].text} {text}"
                     if len(joined) <= STATEMENT_MAX_CHARS:
                         found[-1] = Statement(joined, found[-1].kind, found[-1].pattern,
-                                              whole_held or _held(joined))
+                                              _held(joined) or whole_held)
                         continue
                 text = f"{sentences[i - 1]} {text}"
-            found.append(Statement(text, match[0], match[1], whole_held or _held(text)))
+            found.append(Statement(text, match[0], match[1], _held(text) or whole_held))
             made_by = i
             if len(found) >= MAX_STATEMENTS:
                 return found
