@@ -37,6 +37,9 @@ BOOKKEEPING = [
     "Created tests/test_x.py",
     "Tool result: Bash exit 0",
     "tool output: 3 lines",
+    "Bash: pytest -q (exit 0)",
+    "shell: make test, exit code 2",
+    "Bash(npm run build) exited 1",
 ]
 REAL = [
     "We decided the session ended event should flush the cache because of leaks",
@@ -49,6 +52,8 @@ REAL = [
     "Edited app.py because the retry was wrong",
     "Tool result: the build failed because of ruff",
     "Deleted the old users table",
+    "Bash: run the migrations before the tests, or pytest exits 2",
+    "shell: always pass --frozen to uv sync in CI (exit 1 otherwise)",
 ]
 
 

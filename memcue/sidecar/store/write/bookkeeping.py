@@ -48,6 +48,10 @@ _PATTERNS = [
     re.compile(rf"^(?:{_FILE_VERBS}|edit|write|create|delete|update|modify)\s+(?P<paths>[^\s:]+(?:[,\s]+\S+)*)$"),
     # Tool receipts with a label: "Tool result: Bash exit 0", "tool output: 3 lines".
     re.compile(r"^tool\s+(?:result|output|call|use|response)s?\s*:\s*(?P<rest>.*)$"),
+    # A shell command and its exit status: "Bash: pytest -q (exit 0)", "shell: make test, exit code 2",
+    # "Bash(npm run build) exited 1". The command's words are no reasoning: nothing of it is read as such.
+    re.compile(r"^(?:bash|shell|sh|zsh|exec(?:_command)?|terminal|cmd)\s*[:(]\s*\S.*?\)?[\s,;(\[—-]*"
+               r"exit(?:ed)?(?:\s+(?:code|status))?\s*[:=]?\s*-?\d+\s*[)\]]?\.?(?P<rest>)$"),
 ]
 # A tail that carries reasoning makes the row a real memory, not bookkeeping.
 _REASONING = re.compile(
