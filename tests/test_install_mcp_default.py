@@ -205,3 +205,31 @@ def test_an_older_registration_without_dash_p_is_replaced_and_the_uninstall_stil
     assert _cli(tmp_path, "install", "codex", "--json").stdout.count("already registered") == 1
     assert _cli(tmp_path, "uninstall", "codex").returncode == 0
     assert config.read_text() == original
+
+
+def test_one_data_dir_serves_one_codex_config_folder(tmp_path: Path) -> None:
+    """A second Codex config folder (another CODEX_HOME) with the same MEMCUE_HOME would share the first one's
+    install record: its install and uninstall would work on the first one's MCP table. Both are refused, saying
+    why, and the first folder still comes back byte for byte."""
+    original = '# mine\nmodel = "o5"\n'
+    for name in ("codex", "codex-b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.toml").write_text(original)
+
+    def cli(folder: str, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / folder),
+               "MEMCUE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+        return subprocess.run([sys.executable, "-m", "memcue", *args], env=env, capture_output=True, text=True,
+                              timeout=60, cwd=tmp_path)
+
+    assert cli("codex", "install", "codex").returncode == 0
+    second = cli("codex-b", "install", "codex")
+    assert second.returncode != 0 and "one data dir serves one codex config folder" in second.stderr, second.stderr
+    assert (tmp_path / "codex-b" / "config.toml").read_text() == original
+    assert not (tmp_path / "codex-b" / "hooks.json").exists()
+    refused = cli("codex-b", "uninstall", "codex")
+    assert refused.returncode != 0 and str(tmp_path / "codex" / "hooks.json") in refused.stderr
+    assert "[mcp_servers.memcue]" in (tmp_path / "codex" / "config.toml").read_text(), "the first install stands"
+    assert cli("codex", "uninstall", "codex").returncode == 0
+    assert (tmp_path / "codex" / "config.toml").read_text() == original
+    assert cli("codex-b", "install", "codex").returncode == 0, "the data dir is free again"

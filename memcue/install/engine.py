@@ -65,6 +65,29 @@ def _target(harness: str, project: Path | None) -> tuple[ModuleType, Path, str]:
     return mod, path, f"{harness}-project-{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
 
 
+def _recorded_elsewhere(mod: ModuleType, path: Path, name: str, record: dict[str, Any], state_dir: Path) -> None:
+    """Raise ``InstallError`` when ``record`` (this data dir's install of ``name``) is for another config file than
+    ``path`` that still holds memcue's entries: two config folders of one harness (another ``CODEX_HOME`` or
+    ``CLAUDE_CONFIG_DIR``) sharing one data dir would share one record, and each install or uninstall would work
+    on the other's entries (MCP table, trust). A recorded file that is gone or holds none of memcue's any more
+    was moved or cleaned: the new one is the install."""
+    other = record.get("path")
+    if not other or other == str(path):
+        return
+    data = read_bytes(Path(other))
+    if data is None:
+        return
+    try:
+        settings, _ = mod.parse(data, Path(other))
+        cleaned, _ = mod.parse(data, Path(other))
+    except InstallError:
+        return
+    if mod.uninstall(cleaned, Path(other), record.get("state") or {}) != settings:
+        raise InstallError(f"the data dir {state_dir} holds memcue's {name} install for {other}, which still has "
+                           f"memcue's entries; one data dir serves one {name} config folder: run `memcue uninstall "
+                           f"{name}` with that folder's environment first, or give this one its own MEMCUE_HOME")
+
+
 def _first_line(data: bytes) -> bytes:
     return data.split(b"\n", 1)[0]
 
@@ -153,9 +176,11 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
         "diff": (diff(path, old, new) if config_changed else "")
         + "".join(_file_diff(p, n, d) for p, n, d in files_changed),
         "dry_run": dry_run, "note": note, "files": [str(p) for p, _, _ in owned], "created": old is None}
+    record = load_record(state_dir, name)
+    _recorded_elsewhere(mod, path, name, record, state_dir)
     if not changed or dry_run:
         return report
-    first = _baseline(mod, path, old, load_record(state_dir, name))
+    first = _baseline(mod, path, old, record)
     kept = first.get("backup")
     if config_changed and old is not None and not (kept and Path(kept).exists()):
         kept = str(backup(path))
@@ -211,6 +236,7 @@ def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: 
     mod, path, name = _target(harness, project)
     old = read_bytes(path)
     record = load_record(state_dir, name)
+    _recorded_elsewhere(mod, path, name, record, state_dir)
     gone = _removable_files(mod, record)
     report: dict[str, Any] = {"harness": harness, "path": str(path), "changed": bool(gone), "restored": False,
                               "diff": "", "dry_run": dry_run, "files": [str(p) for p, _ in gone]}
