@@ -75,14 +75,11 @@ def _recorded_elsewhere(mod: ModuleType, path: Path, name: str, record: dict[str
     if not other or other == str(path):
         return
     data = read_bytes(Path(other))
-    if data is None:
-        return
     try:
-        settings, _ = mod.parse(data, Path(other))
-        cleaned, _ = mod.parse(data, Path(other))
-    except InstallError:
+        ours = data is not None and _holds_ours(mod, Path(other), data, record)
+    except InstallError:  # a file memcue cannot read holds nothing it could work on
         return
-    if mod.uninstall(cleaned, Path(other), record.get("state") or {}) != settings:
+    if ours:
         raise InstallError(f"the data dir {state_dir} holds memcue's {name} install for {other}, which still has "
                            f"memcue's entries; one data dir serves one {name} config folder: run `memcue uninstall "
                            f"{name}` with that folder's environment first, or give this one its own MEMCUE_HOME")
@@ -207,6 +204,15 @@ def install(harness: str, state_dir: Path, *, dry_run: bool = False, python: str
     return report
 
 
+def _holds_ours(mod: ModuleType, path: Path, data: bytes, record: dict[str, Any]) -> bool:
+    """Whether config ``data`` (of ``path``) still holds memcue's entries: taking them out (with ``record``'s
+    state) changes it. Parsed twice, not deep-copied: ruamel's merge keys do not survive a copy. Raises
+    ``InstallError`` when it does not parse."""
+    settings, _ = mod.parse(data, path)
+    cleaned, _ = mod.parse(data, path)
+    return mod.uninstall(cleaned, path, record.get("state") or {}) != settings
+
+
 def _baseline(mod: ModuleType, path: Path, old: bytes | None, record: dict[str, Any]) -> dict[str, Any]:
     """The earlier install's record an install builds on. Its original (backup and hash) stands only while the
     file is byte for byte what memcue last wrote there. A file changed since that still holds memcue's entries
@@ -218,11 +224,7 @@ def _baseline(mod: ModuleType, path: Path, old: bytes | None, record: dict[str, 
     if old is not None and record.get("written_sha256") == sha256(old):
         return record
     dirs = {"created_dirs": record["created_dirs"]} if record.get("created_dirs") else {}
-    if old is None:
-        return dirs
-    settings, _ = mod.parse(old, path)
-    cleaned, _ = mod.parse(old, path)
-    if mod.uninstall(cleaned, path, record.get("state") or {}) == settings:
+    if old is None or not _holds_ours(mod, path, old, record):
         return dirs
     return {**record, "backup": None, "original_sha256": None}
 
