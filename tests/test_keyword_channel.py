@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from memcue.sidecar.inject import PROMPT_LIMIT, injectable
 from memcue.sidecar.recall import BM25, RecallRequest, recall
-from memcue.sidecar.recall.query import keyword_query
+from memcue.sidecar.recall.query import keyword_query, number_pieces
 from memcue.sidecar.store import NewMemory, Store
 
 C03_MEMORIES = [
@@ -91,3 +92,31 @@ def test_C04_long_prompt_matches_words_independently(tmp_path: Path) -> None:
     assert " OR " in kq.match and "the" not in kq.terms  # stop words dropped, words OR-ed
     ids = {mid for mid, _ in store.bm25(kq.match, project="p", limit=10)}
     assert {w.id for w in wanted} <= ids
+
+
+def _injected(store: Store, prompt: str) -> list[str]:
+    """What the prompt hook would inject for ``prompt`` from a keyword-only answer (cold start, keyword race)."""
+    return [r["content"] for r in injectable(_keyword(store, prompt), PROMPT_LIMIT)]
+
+
+@pytest.mark.parametrize("prompt", ["bump to 2.1.3", "bump the version to 2.1.3", "tag v3.0.1 and push it",
+                                    "is OPS-3 done?"])
+def test_C03_a_versions_digits_are_not_words_the_prompt_hook_matches(store: Store, prompt: str) -> None:
+    # "3" of 2.1.3 (or of OPS-3) is not "step:3": the identifier is matched whole, and no memory carries it
+    assert _injected(store, prompt) == []
+
+
+def test_C03_a_number_said_on_its_own_still_counts(store: Store) -> None:
+    assert _injected(store, "why does step:3 retry?") == ["retry job step:3 uses exponential backoff"]
+    assert number_pieces("bump to 2.1.3") == {"2", "1", "3"}
+    assert number_pieces("tag v3.0.1") == {"v3", "0", "1"}
+    assert number_pieces("PAY-219 needs 3 retries") == {"219"}
+    assert number_pieces("step 3 of PAY-3") == frozenset()  # "3" said on its own too
+    assert number_pieces("the s3 bucket policy") == frozenset()  # a word with a digit is a word
+
+
+def test_keyword_recall_holds_a_task_to_all_its_words(store: Store) -> None:
+    # without cosines, a task sharing one word ("step") with a memory is not about it; one whose words a memory
+    # carries is
+    assert _injected(store, "add a step 3 to the onboarding checklist") == []
+    assert _injected(store, "rotate the build-cache key now") == ["rotate the build-cache key after every release"]

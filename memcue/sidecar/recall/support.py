@@ -25,11 +25,15 @@ Each memory is judged on its own, from its ``Support`` features:
   write_export safe the same way we did for save"). "Store the price as a float
   column" shares few words with "money is integer cents, never floats", yet it is the memory to show. A task's
   key terms are only words some memory carries: the new work it names ("a separate entrypoint") is in no memory;
-  and its support, words included, is "task", so the prompt hook's cosine gap applies to it;
+  and its support, words included, is "task", so the prompt hook's cosine gap applies to it. Without the query's
+  embedding (keyword-only recall: cold start, the hook's keyword race) nothing but words vouches for a memory,
+  so a task is held to all its words;
 - identifiers (``query.identifiers``): when the query names a ticket id, env var, flag, dotted name, path or
   version that some candidate carries whole, the memories carrying it are support and every other memory is
   at most weak: ``PAY-21`` is not evidence for ``PAY-219``, nor a note on ``2.4.1`` for ``2.4.0``. When no
-  memory carries it, one carrying a sibling (``query.siblings``: ``PAY-2190``) is at most weak too.
+  memory carries it, one carrying a sibling (``query.siblings``: ``PAY-2190``) is at most weak too. The number
+  pieces of an identifier (``query.number_pieces``: "3" of ``2.1.3``) are not words of the topic: "bump to
+  2.1.3" is not about a note on "step:3".
 
 Queries with no question word ("pinned httpx") are held to carrying their words. A memory is
 ``supported``, ``weak`` (shown, labelled) or ``related``. ``judge_all`` is the stage: it judges the
@@ -48,7 +52,7 @@ from memcue.sidecar.recall.channels import SEMANTIC
 from memcue.sidecar.recall.classify import EXACT_TERM, WORK_RECALL, names_an_identifier_briefly
 from memcue.sidecar.recall.contract import result_item
 from memcue.sidecar.recall.floor import COSINE_FLOOR, SUPPORT_COSINE
-from memcue.sidecar.recall.query import asking_words, cue_terms, is_question, key_terms
+from memcue.sidecar.recall.query import asking_words, cue_terms, is_question, key_terms, number_pieces
 from memcue.sidecar.store import CONSTRAINING_KINDS
 
 if TYPE_CHECKING:
@@ -248,13 +252,17 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
     With ``lazy``, stop once ``limit`` answers (supported or weak, of the kinds ``qc`` asks for:
     ``QueryClass.answers_with``) are found: what comes after could not be shown. ``now``: asking
     time (Unix s) for the results' age labels."""
-    topic = tuple(t for t in found.terms if t not in qc.frame_words)  # "ask", "did", "do" are not the topic
+    pieces = number_pieces(query)  # "3" of "2.1.3" is not a word of the topic: the identifier is matched whole
+    topic = tuple(t for t in found.terms if t not in qc.frame_words and t not in pieces)  # nor "ask", "did"
     standout = _standouts(found)
     question = is_question(query)
     # a short prompt naming an identifier asks about it, also when it asks what was done ("TRL-421 — remind me
     # what broke"): the work_recall check comes before the exact_term one
     brief = qc.query_type == EXACT_TERM or (qc.query_type == WORK_RECALL and names_an_identifier_briefly(query))
-    keys, gibberish = (key_terms(found.doc_freq, topic, asking_words(query), known_only=not question)
+    # a task's words no memory carries are new work, not missing evidence, when cosines can vouch for the rest;
+    # keyword-only recall (cold start, the keyword race) has nothing else to go on: it holds a task to all its words
+    known_only = not question and found.vector is not None
+    keys, gibberish = (key_terms(found.doc_freq, topic, asking_words(query), known_only=known_only)
                        if reranked.survivors else ([], False))
     answers = 0
     items: list[dict[str, Any]] = []

@@ -2,7 +2,14 @@
 light stems, the safe FTS5 keyword query, key terms, cue terms, whether a text asks something and identifiers
 matched whole. Imports nothing else of recall."""
 
-from memcue.sidecar.recall.query.identifiers import IDENTIFIER_KINDS, carried, family, identifiers, siblings
+from memcue.sidecar.recall.query.identifiers import (
+    IDENTIFIER_KINDS,
+    carried,
+    family,
+    identifiers,
+    number_pieces,
+    siblings,
+)
 from memcue.sidecar.recall.query.terms import (
     KEY_TERMS,
     MAX_TERMS,
@@ -22,7 +29,7 @@ from memcue.sidecar.recall.query.terms import (
 )
 
 __all__ = [
-    "IDENTIFIER_KINDS", "carried", "family", "identifiers", "siblings",
+    "IDENTIFIER_KINDS", "carried", "family", "identifiers", "number_pieces", "siblings",
     "KEY_TERMS", "MAX_TERMS", "STOP_WORDS", "TIME_WORDS", "KeywordQuery", "asking_words", "compounds",
     "content_terms", "cue_terms", "is_question", "key_terms", "keyword_query", "sentence_spans", "stem", "words",
 ]

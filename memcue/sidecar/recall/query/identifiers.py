@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import re
 
+from memcue.sidecar.recall.query.terms import words
 from memcue.sidecar.store import extract_entities
 
 #: Entity kinds (``store.extract_entities``) that name one thing exactly.
@@ -36,6 +37,27 @@ def identifiers(text: str) -> list[str]:
     names = (name[1:] if kind == "version" and name[:1] == "v" else name for name, kind in extract_entities(text)
              if kind in IDENTIFIER_KINDS and (kind != "identifier" or _JOINED.search(name)))
     return list(dict.fromkeys(names))
+
+
+_NUMBER_PIECE = re.compile(r"v?\d+")
+
+
+def number_pieces(text: str) -> frozenset[str]:
+    """The number words (``words``: all digits, or a ``v`` and digits) that are only pieces of the identifiers
+    ``text`` names: "2", "1" and "3" of ``2.1.3``, "v3", "0", "1" of ``v3.0.1``, "219" of ``PAY-219``; a number
+    the text also says on its own ("step 3 of PAY-3") is not one. Split into words, a version or ticket would
+    match any memory that says "3" ("step:3"); recall compares the identifier whole instead (``carried``).
+    ``frozenset()`` when the text names no identifier with a number in it."""
+    idents = [i for i in identifiers(text) if any(c.isdigit() for c in i)]
+    if not idents:
+        return frozenset()
+    low = text.lower()
+    inside: set[str] = set()
+    for ident in idents:
+        pattern = _token_pattern(ident)
+        inside.update(w for m in pattern.finditer(low) for w in words(m.group(0)) if _NUMBER_PIECE.fullmatch(w))
+        low = pattern.sub(" ", low)
+    return frozenset(inside - set(words(low)))
 
 
 @functools.lru_cache(maxsize=512)
