@@ -8,11 +8,14 @@ team decided, and a task that says "latest", get nothing.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from conftest import embed_all
 
 from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.recall import RecallRequest, recall
+from memcue.sidecar.recall.support import SUPPORTED, WEAK, Support, judge
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store import NewMemory, Store
 
@@ -88,3 +91,40 @@ def test_a_tasks_new_words_do_not_hide_what_it_runs_into(store: Store, embedder:
 ])
 def test_a_new_feature_touching_nothing_stored_gets_nothing(store: Store, embedder: Embedder, prompt: str) -> None:
     assert injected(store, embedder, prompt) == []
+
+
+EPISODE = ("test_post_retries_on_429 really slept: post() called time.sleep(Retry-After) directly, so every test "
+           "run waited 2 s. post() now takes a sleep= argument and the test passes a no-op.")
+
+
+@pytest.fixture(scope="module")
+def work_store(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Store:
+    s = Store(tmp_path_factory.mktemp("work") / "memcue.db")
+    rows = [NewMemory(content=c, kind=k, project="shop", created_at=NOW - 86400 * (30 - i))
+            for i, (c, k) in enumerate(MEMORIES)]
+    rows.append(NewMemory(content=EPISODE, kind="episode", project="shop", created_at=NOW - 86400 * 3))
+    s.remember_many(rows)
+    embed_all(s, embedder)
+    return s
+
+
+def test_a_task_that_asks_what_was_done_gets_the_episode(work_store: Store, embedder: Embedder) -> None:
+    """A task that also asks what was done ("remind me why…": ``work_recall``) is shown the agent's answer that
+    tells it, as a question of that type would be; the episode is the kind it asks for, as a decision is the
+    kind a task runs into."""
+    prompt = "bump the post retries to 5 and commit. and remind me why the test suite got so slow last time"
+    assert EPISODE in injected(work_store, embedder, prompt)
+
+
+def test_a_task_that_asks_what_was_done_is_shown_the_episode_it_touches() -> None:
+    """dev3's week (S7 t2): "bump it to 5 + a test, commit. and remind me why we needed retries" is a task that
+    asks what was done; the answer that tells it is close (cosine 0.50) yet carries few of the task's rare words.
+    Like a decision the task runs into, the kind it asks for is support; any other unworded kind stays weak."""
+    episode = Support(cosine=0.50, baseline=0.10, key_terms=["marta", "bump", "retries", "monday"],
+                      cue_terms=["retries"], question=False, asked_kind=True)
+    assert judge(episode) == (SUPPORTED, "task")
+    assert judge(replace(episode, asked_kind=False)) == (WEAK, "close")
+
+
+def test_a_task_that_does_not_ask_what_was_done_gets_no_episode(work_store: Store, embedder: Embedder) -> None:
+    assert EPISODE not in injected(work_store, embedder, "make the post retries sleep for Retry-After seconds")

@@ -20,7 +20,9 @@ Each memory is judged on its own, from its ``Support`` features:
   for the closest memory). A memory that stands out well above the rest of the store is what the prompt is
   about, even in other words (a paraphrase), where absolute cosine floors alone call it weak;
 - for a task prompt (an instruction, not a question): whether the memory is of a kind a task can run into
-  (``store.CONSTRAINING_KINDS``: a decision, preference, convention, bug…), or of any kind when it is strongly
+  (``store.CONSTRAINING_KINDS``: a decision, preference, convention, bug…) or of the captured kind the prompt
+  asks for (an episode, when the task also asks what was done: "…commit. and remind me why we needed
+  retries", ``work_recall``), or of any kind when it is strongly
   close (``STRONG_COSINE``) and carries one of the task's key terms: the earlier work the task repeats ("make
   write_export safe the same way we did for save"). "Store the price as a float
   column" shares few words with "money is integer cents, never floats", yet it is the memory to show. A task's
@@ -206,8 +208,8 @@ def _judge_meaning(s: Support) -> tuple[str, str]:
             return SUPPORTED, "task"
         touches = close or (s.worded_match and s.cosine is not None and s.cosine >= TASK_COSINE
                             and (stands_out or s.identified))
-        if (s.constraining and touches) or repeats_work(s, strong):
-            return SUPPORTED, "task"  # a rule it runs into, or what it repeats ("make it safe the way we did …")
+        if ((s.constraining or s.asked_kind) and touches) or repeats_work(s, strong):
+            return SUPPORTED, "task"  # a rule it runs into, what it asks about, or what it repeats
         return (WEAK, "close") if close else (RELATED, "")
     if s.in_window is False:  # the question names a time and this memory is from another: context at most
         return (WEAK, "close") if close or worded else (RELATED, "")
