@@ -21,11 +21,11 @@ Each memory is judged on its own, from its ``Support`` features:
   about, even in other words (a paraphrase), where absolute cosine floors alone call it weak;
 - for a task prompt (an instruction, not a question): whether the memory is of a kind a task can run into
   (``store.CONSTRAINING_KINDS``: a decision, preference, convention, bug…) or of the captured kind the prompt
-  asks for (an episode, when the task also asks what was done: "…commit. and remind me why we needed
-  retries", ``work_recall``), or of any kind when it is strongly
-  close (``STRONG_COSINE``) and carries one of the task's key terms: the earlier work the task repeats ("make
-  write_export safe the same way we did for save"). "Store the price as a float
-  column" shares few words with "money is integer cents, never floats", yet it is the memory to show. A task's
+  asks for (an episode, when the task also asks what was done: "…commit. and remind me why we needed retries",
+  ``work_recall``), or of any kind when it is strongly close (``STRONG_COSINE``) and carries one of the task's
+  key terms: the earlier work the task repeats ("make write_export safe the same way we did for save"). "Store
+  the price as a float column" shares few words with "money is integer cents, never floats", yet it is the
+  memory to show. A task's
   key terms are only words some memory carries: the new work it names ("a separate entrypoint") is in no memory;
   and its support, words included, is "task", so the prompt hook's cosine gap applies to it. Without the query's
   embedding (keyword-only recall: cold start, the hook's keyword race) nothing but words vouches for a memory,
@@ -175,8 +175,9 @@ def judge(s: Support) -> tuple[str, str]:
     """``(label, reason)`` for one memory: label ``supported``, ``weak`` or ``related``; reason says what
     carried a supported/weak label: "identifier" (it carries the query's identifier whole), "close" (meaning),
     "words" (it carries the question's rare words), "task" (a task prompt's: it carries the task's words, is a
-    rule the task runs into or is the work it repeats), "time" (in the question's time window, on topic),
-    "reranker", "context" (session neighbour), "owner" (someone else's words), or "" for related."""
+    rule the task runs into, is of the kind the task asks about or is the work it repeats), "time" (in the
+    question's time window, on topic), "reranker", "context" (session neighbour), "owner" (someone else's
+    words), or "" for related."""
     asked = s.question or s.exact_term  # the identifier is what the prompt asks about (not a task naming it)
     if s.identified and asked and s.in_window is not False:
         return SUPPORTED, "identifier"

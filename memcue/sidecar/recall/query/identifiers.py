@@ -29,6 +29,8 @@ _VERSION_LIKE = re.compile(r"\d+(?:\.\d+)+")
 #: CamelCase word alone ("WeasyPrint") is a product's name, not an exact identifier.
 _JOINED = re.compile(r"[_./:-]|\d")
 _PREFIX = re.compile(r"-{0,2}[a-z][a-z0-9]*[-_.]")
+#: A number word: digits, or a version's "v" and digits ("v3" of ``v3.0.1``).
+_NUMBER_PIECE = re.compile(r"v?\d+")
 
 
 def identifiers(text: str) -> list[str]:
@@ -37,9 +39,6 @@ def identifiers(text: str) -> list[str]:
     names = (name[1:] if kind == "version" and name[:1] == "v" else name for name, kind in extract_entities(text)
              if kind in IDENTIFIER_KINDS and (kind != "identifier" or _JOINED.search(name)))
     return list(dict.fromkeys(names))
-
-
-_NUMBER_PIECE = re.compile(r"v?\d+")
 
 
 def number_pieces(text: str) -> frozenset[str]:
