@@ -1,12 +1,16 @@
 """``python -m memcue.sidecar``: run the sidecar (hooks and clients start it detached this way)."""
 
-import os
-import signal
-import sys
-
 # A stop signal during the imports below waits (blocked) until ``serve`` has its handlers in place, which
-# then unblocks it: a sidecar stopped at any point of start-up exits cleanly (issue 13).
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+# then unblocks it: a sidecar stopped at any point of start-up exits cleanly (issue 13). ``_signal`` is the
+# interpreter's own module, already loaded when any code runs: blocking is the first thing done, with no
+# import (``signal``'s takes milliseconds on a busy machine) before it.
+import _signal
+
+_signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGTERM, _signal.SIGINT})
+
+import os  # noqa: E402
+import sys  # noqa: E402
+
 # One thread for numpy's BLAS: with onnxruntime in the same process, more made embedding 3-4x slower
 # (DESIGN.md section 2). Must be set before numpy is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
