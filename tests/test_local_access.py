@@ -55,6 +55,40 @@ def test_data_dir_and_files_are_private_and_loose_ones_are_tightened(tmp_path: P
         sc.stop()
 
 
+def test_the_users_own_files_in_the_data_dir_keep_their_modes(tmp_path: Path, loose_umask: None) -> None:
+    """MEMCUE_HOME pointed at a folder that also holds the user's files: the sidecar makes the folder and its own
+    files private and leaves a script's execute bit, a public file and a folder of the user's as they were."""
+    home = tmp_path / "shared"
+    (home / "site").mkdir(parents=True, mode=0o755)
+    script, public = home / "run.sh", home / "public.txt"
+    script.write_text("#!/bin/sh\necho ok\n")
+    public.write_text("hello\n")
+    os.chmod(script, 0o755)
+    os.chmod(public, 0o644)
+    os.chmod(home / "site", 0o755)
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        assert _mode(home) == 0o700 and _mode(home / "memcue.db") == 0o600
+        assert (_mode(script), _mode(public), _mode(home / "site")) == (0o755, 0o644, 0o755)
+        assert "run.sh" not in sc.log() and "public.txt" not in sc.log()
+        assert subprocess.run([str(script)], capture_output=True, text=True).stdout == "ok\n"
+    finally:
+        sc.stop()
+
+
+def test_every_name_memcue_writes_in_its_data_dir_is_listed_as_its_own() -> None:
+    from memcue.core.paths import DATA_DIR_ENTRIES
+    from memcue.hooks.run import STALL_MARK
+    from memcue.hooks.upgrade import RESTART_RECORD
+    from memcue.mcp.early import CACHE_NAME
+
+    loc = Locations(Path("/d"))
+    named = [loc.database, loc.pid_file, loc.lock_file, loc.sidecar_log.parent, loc.spool_dir, loc.models_dir,
+             loc.tiktoken_cache, loc.config_file, loc.install_record("x").parent]
+    assert {p.relative_to(loc.root).parts[0] for p in named} | {STALL_MARK, RESTART_RECORD, CACHE_NAME} \
+        <= DATA_DIR_ENTRIES
+
+
 def test_the_hook_spools_and_logs_privately_under_a_loose_umask(tmp_path: Path, loose_umask: None) -> None:
     home = tmp_path / "home"
     run = run_hook({"session_id": "s1", "cwd": str(tmp_path), "prompt": "keep this one"}, home,

@@ -19,6 +19,14 @@ from pathlib import Path
 
 #: AF_UNIX paths longer than this do not fit ``sockaddr_un.sun_path`` (108 bytes on Linux, 104 on macOS).
 MAX_SOCKET_PATH_BYTES = 100
+#: The names memcue writes at the top of its data dir: ``Locations``' own, the hook's restart record
+#: (``hooks.upgrade.RESTART_RECORD``) and stall mark (``hooks.run.STALL_MARK``), the MCP server's handshake cache
+#: (``mcp.early.CACHE_NAME``). Anything else there is the user's: the sidecar leaves its mode alone.
+DATA_DIR_ENTRIES = frozenset({
+    "memcue.db", "memcue.db-wal", "memcue.db-shm", "memcue.db-journal", "sidecar.sock", "sidecar.pid",
+    "sidecar.lock", "logs", "spool", "models", "tiktoken", "config.toml", "install", "restart.json",
+    "hook-stalled", "mcp_handshake.json",
+})
 
 
 class RelativeHomeError(OSError):

@@ -19,7 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
-from memcue.core.paths import Locations, locations, private_dir
+from memcue.core.paths import DATA_DIR_ENTRIES, Locations, locations, private_dir
 from memcue.sidecar.idle import Activity, watch_idle
 from memcue.sidecar.runtime.heap import limit_arenas
 
@@ -131,9 +131,10 @@ def tighten_permissions(loc: Locations) -> list[str]:
 
 
 def _own_paths(loc: Locations) -> list[Path]:
-    """The data dir, its direct entries, and the entries of its logs and spool folders."""
-    paths = [loc.root]
-    for folder in (loc.root, loc.sidecar_log.parent, loc.spool_dir):
+    """The data dir, memcue's entries in it (``DATA_DIR_ENTRIES``: a user who points ``MEMCUE_HOME`` at a folder
+    of theirs keeps their own files' modes), and the entries of its logs and spool folders."""
+    paths = [loc.root, *(loc.root / name for name in sorted(DATA_DIR_ENTRIES))]
+    for folder in (loc.sidecar_log.parent, loc.spool_dir):
         try:
             paths.extend(sorted(folder.iterdir()))
         except OSError:
