@@ -171,3 +171,17 @@ def test_list_leaves_out_captured_prompts_unless_asked(home: Path, tmp_path: Pat
     assert plain == [kept]
     assert both == [asked, kept] and only == [asked]
     assert "--include-captured" in text
+
+
+def test_update_says_it_replaced_a_secret_as_remember_does(home: Path, tmp_path: Path) -> None:
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        first = _json(home, tmp_path, "remember", "the staging database is reached through pgbouncer")["id"]
+        told = _cli(home, tmp_path, "update", str(first),
+                    "the staging database: export PGPASSWORD=Zx9-staging-Pw-2231 then psql -h db.staging")
+        shown = _json(home, tmp_path, "fetch", str(first + 1))
+    finally:
+        sc.stop()
+    assert told.returncode == 0, told.stderr
+    assert "1 secret replaced by [REDACTED:…] markers" in told.stdout, told.stdout
+    assert "Zx9-staging-Pw-2231" not in json.dumps(shown)

@@ -33,12 +33,18 @@ def cmd_remember(args: argparse.Namespace) -> int:
         out = client.remember(text, kind=args.kind, project=project_of(args), pinned=args.pinned, source="cli",
                               tags=args.tags)
     note = " (flagged as bookkeeping: kept, never recalled or injected)" if out["bookkeeping"] else ""
-    if out.get("redacted"):
-        note += f" ({out['redacted']} secret{'s' if out['redacted'] > 1 else ''} replaced by [REDACTED:…] markers)"
+    note += redaction_note(out)
     said = f"already remembered as #{out['id']} (counted again)" if out.get("duplicate") else f"remembered #{out['id']}"
     if args.tags:
         note += f" [tags: {', '.join(sorted(set(args.tags)))}]"
     return emit(out, args.json, f"{said}{note}")
+
+
+def redaction_note(out: dict[str, Any]) -> str:
+    """" (N secret(s) replaced by [REDACTED:…] markers)" for a write whose answer ``out`` counts ``redacted``
+    secrets; "" when it has none."""
+    count = out.get("redacted") or 0
+    return f" ({count} secret{'s' if count > 1 else ''} replaced by [REDACTED:…] markers)" if count else ""
 
 
 def _recall_fields(args: argparse.Namespace, project: str | None) -> dict[str, Any]:
@@ -98,7 +104,8 @@ def cmd_update(args: argparse.Namespace) -> int:
     with Client() as client:
         client.ensure_running()
         out = client.update(body)
-    return emit(out, args.json, f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
+    return emit(out, args.json, f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)"
+                f"{redaction_note(out)}")
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
@@ -131,7 +138,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
             return emit({"saved": False}, args.json, "unchanged (or empty): nothing saved")
         out = client.update({"memory_id": args.id, "content": after})
     return emit({**out, "saved": True}, args.json,
-                f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of)")
+                f"memory #{args.id} replaced by #{out['id']} (the old version stays for --as-of){redaction_note(out)}")
 
 
 def _import_rows(path: Path, default_project: str | None) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
