@@ -176,6 +176,8 @@ def test_dry_run_prints_a_diff_and_writes_nothing(tmp_path: Path) -> None:
     ("trailing comma", '{"env": {"A": "1"},}\n'),
     ("top-level array", '[{"hooks": {}}]\n'),
     ("hooks not an object", '{"hooks": []}\n'),
+    ("a number past float's range", '{"env": {}, "n": 1e400}\n'),
+    ("NaN, which JSON does not have", '{"env": {}, "n": NaN}\n'),
 ])
 def test_C12_unparsable_or_odd_files_get_a_clear_error_and_no_write(tmp_path: Path, name: str, content: str) -> None:
     path = _settings(tmp_path)

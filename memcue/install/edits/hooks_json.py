@@ -13,6 +13,7 @@ else is refused with a clear error and no write (case C12).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -57,6 +58,21 @@ def is_ours(hook: object) -> bool:
     return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(_OURS.search(hook["command"]))
 
 
+class _NotFinite(ValueError):
+    """A number in the file that is not a finite float (``1e400``, ``NaN``, ``Infinity``)."""
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value) or math.isnan(value):
+        raise _NotFinite(literal)
+    return value
+
+
+def _no_constant(literal: str) -> float:
+    raise _NotFinite(literal)
+
+
 def parse(data: bytes | None, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(settings, style)`` from the file's bytes (None: no file). ``style`` remembers the BOM, the
     indent and the final newline so a write changes only what memcue changes. Raises ``InstallError``."""
@@ -72,7 +88,10 @@ def parse(data: bytes | None, path: Path) -> tuple[dict[str, Any], dict[str, Any
     if not text.strip():
         return {}, style
     try:
-        settings = json.loads(text)
+        settings = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+    except _NotFinite as exc:
+        raise InstallError(f"{path} holds {exc}, a number JSON cannot hold (written back it would be "
+                           "Infinity or NaN, which the harness cannot read); memcue changed nothing") from None
     except json.JSONDecodeError as exc:
         raise InstallError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); memcue changed "
