@@ -172,3 +172,15 @@ def test_a_bad_line_refuses_the_whole_export_and_a_newer_format_is_not_read(home
     assert newer.returncode == 2 and b"reads version 1" in newer.stderr, newer.stderr
     assert empty == [], "nothing of a refused file is written"
     assert restored.returncode == 0 and [(r["memory_id"], r["created_at"]) for r in rows] == [(1, 1.7e9)]
+
+
+def test_export_into_a_missing_folder_names_that_folder(home: Path, tmp_path: Path) -> None:
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        target = tmp_path / "no-such-folder" / "memories.jsonl"
+        run = _cli(home, tmp_path, "export", "-o", str(target))
+    finally:
+        sc.stop()
+    err = run.stderr.decode()
+    assert run.returncode == 1 and f"the folder {target.parent} does not exist" in err, err
+    assert ".partial" not in err and not target.parent.exists()

@@ -10,6 +10,7 @@ replaced, so each link finds its row.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -66,7 +67,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         if args.output:
             target = Path(args.output)
             partial = target.with_name(target.name + ".partial")
-            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            except OSError as exc:
+                why = (f"the folder {target.parent} does not exist" if exc.errno == errno.ENOENT
+                       else exc.strerror or str(exc))
+                return fail(f"cannot write {target}: {why}", as_json=args.json)
             try:
                 with os.fdopen(fd, "wb") as out:
                     _copy(client.export_chunks(**fields), out, counts)
