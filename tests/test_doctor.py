@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from conftest import prompt_payload, run_hook, start_sidecar
@@ -90,6 +91,24 @@ def test_a_prompt_that_started_the_sidecar_is_not_a_failure(tmp_path: Path, home
     log.write_text(log.read_text() + "t pid=2 claude-code user-prompt-submit: sidecar call failed: timed out\n")
     _, found = _doctor(tmp_path, home)
     assert found["hooks"]["status"] == "warn" and found["hooks"]["recent_failures"] == 1
+
+
+def test_a_hook_failure_from_days_ago_is_history_not_a_warning(tmp_path: Path, home: Path) -> None:
+    """Fresh-user finding: doctor still warned about failures of a test session hours after uninstall."""
+    _install(tmp_path, home)
+    log = Locations(home).hook_log
+    log.parent.mkdir(parents=True, exist_ok=True)
+
+    def stamp(ago_s: float) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - ago_s))
+
+    log.write_text(f"{stamp(2 * 86400)} pid=1 claude-code user-prompt-submit: sidecar call failed: timed out\n")
+    _, found = _doctor(tmp_path, home)
+    assert found["hooks"]["status"] == "ok" and found["hooks"]["recent_failures"] == 0
+    log.write_text(log.read_text() + f"{stamp(60)} pid=2 codex stop: hook error: boom\n")
+    _, found = _doctor(tmp_path, home)
+    assert found["hooks"]["status"] == "warn" and found["hooks"]["recent_failures"] == 1
+    assert "in the last 24 h" in found["hooks"]["message"]
 
 
 def test_the_last_line_counts_warnings_instead_of_saying_all_good() -> None:

@@ -12,6 +12,7 @@ something was last captured from it (a warning past ``STALE_CAPTURE_DAYS``). Eac
 
 from __future__ import annotations
 
+import calendar
 import os
 import re
 import shutil
@@ -33,6 +34,9 @@ OK, WARN, PROBLEM = "ok", "warn", "problem"
 SKIP = "skip"
 #: Hook-log lines read from the end (the log is small and rotates).
 LOG_TAIL = 200
+#: A logged hook failure older than this (s) is history, not a warning: a day.
+RECENT_FAILURE_S = 86400.0
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
 #: The hook's log text when a prompt started the sidecar and went on without waiting (``hooks/run.py``).
 COLD_START = "not waiting for it on a prompt"
 #: Sidecar time per hook call (ms, p50 of the latest) above which doctor warns.
@@ -352,13 +356,25 @@ def check_hook_log(loc: Locations) -> dict[str, Any]:
         return finding("hooks", OK, "no hook failures logged (hook.log gets failures; MEMCUE_HOOK_DEBUG=1 logs "
                                      "every run)")
     failed = [line for line in lines if ("sidecar call failed" in line or "hook error" in line)
-              and COLD_START not in line]  # a prompt that started the sidecar is normal, not a failure
+              and COLD_START not in line and _recent(line)]  # a prompt that started the sidecar is normal
     times = [float(m.group(1)) for line in lines if (m := re.search(r"done in ([\d.]+) ms", line))]
     detail: dict[str, Any] = {"recent_failures": len(failed), "recent_ms": times[-10:]}
     if failed:
-        return finding("hooks", WARN, f"{len(failed)} of the last {len(lines)} log lines are failures; last: "
+        return finding("hooks", WARN, f"{len(failed)} hook failures logged in the last 24 h; last: "
                                        f"{failed[-1][-200:]}", **detail)
     return finding("hooks", OK, f"{len(lines)} recent log lines, no failures", **detail)
+
+
+def _recent(line: str) -> bool:
+    """The hook-log ``line`` was written within ``RECENT_FAILURE_S`` (a line without its UTC time stamp counts)."""
+    m = _STAMP.match(line)
+    if not m:
+        return True
+    try:
+        written = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return True
+    return time.time() - written <= RECENT_FAILURE_S
 
 
 def run_checks(loc: Locations) -> dict[str, Any]:
