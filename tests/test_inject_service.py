@@ -143,3 +143,23 @@ def test_a_prompt_during_warm_up_says_why_it_got_nothing() -> None:
     result = anyio.run(lambda: hooks.handle("claude-code", "user-prompt-submit", event, budget_s=2.0,
                                             max_tokens=600, max_chars=9500))
     assert result.context == "" and backend.skipped == [SKIP_WARMING]
+
+
+def test_a_session_block_cut_to_the_note_by_the_budget_is_not_the_sessions_one_block() -> None:
+    """Fresh-user finding: a cold start under load gave a session the standing note alone, and that counted as
+    its one full block, so a second start of the session got a pointer and never the memories."""
+    backend = ProjectBackend()
+    hooks = HookService(backend)
+    start = {"project": "/p", "session_id": "s3", "source": "startup"}
+
+    async def cut_then_whole() -> tuple[Any, Any, Any]:
+        kwargs = {"max_tokens": 2200, "max_chars": 9500}
+        cut = await hooks.handle("claude-code", "session-start", start, budget_s=0.0, **kwargs)
+        whole = await hooks.handle("claude-code", "session-start", start, budget_s=2.0, **kwargs)
+        again = await hooks.handle("claude-code", "session-start", start, budget_s=2.0, **kwargs)
+        return cut, whole, again
+
+    cut, whole, again = anyio.run(cut_then_whole)
+    assert cut.context and cut.included == 0  # the note alone
+    assert whole.included == 2 and "Deploys go out on Tuesdays." in whole.context
+    assert again.included == 0 and "Deploys go out" not in again.context  # one full block per session (C15)

@@ -288,13 +288,15 @@ class HookService:
             return await self._pointer(project, tools, max_tokens, max_chars, started, query_id)
         rows: list[dict[str, Any]] = []
         available = 0
-        given = False
+        given = cut = False
         try:
-            with anyio.move_on_after(budget_s):
+            with anyio.move_on_after(budget_s) as scope:
                 rows, available = await anyio.to_thread.run_sync(self._session_rows, project, abandon_on_cancel=True,
                                                                  limiter=self.backend.limiter)
                 rows = self.native_filter(harness, rows)
-            # Past the budget the rows are abandoned: the note alone (it needs no store).
+            # Past the budget (a cold or busy sidecar) the rows are abandoned: the note alone (it needs no store),
+            # which does not count as the session's block: a later start of the session may still get it whole.
+            cut = scope.cancelled_caught
             block = self._render_session(rows, tools, max_tokens, max_chars, available)
             # Only a block that was given counts as the session's one full block (C15).
             given = bool(block.text)
@@ -306,7 +308,7 @@ class HookService:
                                        tokens=block.tokens)
             return _injected(block, "session", "supported" if block.included else "none", started, query_id)
         finally:
-            self.ledger.end_claim(key, given)
+            self.ledger.end_claim(key, given and not cut)
 
     def _render_session(self, rows: list[dict[str, Any]], tools: str, max_tokens: int, max_chars: int,
                         available: int) -> Block:
