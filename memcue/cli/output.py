@@ -115,7 +115,7 @@ def format_recall(answer: dict[str, Any], show_weak: bool = False) -> str:
     statuses = ", ".join(f"{k}={v}" for k, v in answer.get("channel_status", {}).items())
     tier = answer["tier"]
     if tier == "supported" and answer["results"] and all(r["tier"] == "weak" for r in answer["results"]):
-        tier = "supported, weak matches only"
+        tier = "weak matches only"
     legend = (" (score: fused rank score, for ordering only; sim = cosine similarity, keywords = BM25 matched)"
               if shown else "")
     if answer.get("answer_check_status") == "judged":
