@@ -136,6 +136,9 @@ class Client:
         try:
             return self.health()
         except SidecarDown:
+            if self.loc.root.exists() and not self.loc.root.is_dir():
+                raise SidecarDown(f"the data dir {self.loc.root} is not a folder: set MEMCUE_HOME to a folder (or "
+                                  "unset it for the default)") from None
             pid = spawn_sidecar()
         deadline = time.monotonic() + timeout_s
         last: ClientError | None = None

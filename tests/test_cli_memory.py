@@ -185,3 +185,11 @@ def test_update_says_it_replaced_a_secret_as_remember_does(home: Path, tmp_path:
     assert told.returncode == 0, told.stderr
     assert "1 secret replaced by [REDACTED:…] markers" in told.stdout, told.stdout
     assert "Zx9-staging-Pw-2231" not in json.dumps(shown)
+
+
+def test_a_data_dir_that_is_a_file_is_named_as_such(tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "memcue-home"
+    not_a_folder.write_text("")
+    run = _cli(not_a_folder, tmp_path, "list")
+    assert run.returncode == 1 and f"the data dir {not_a_folder} is not a folder" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and not_a_folder.read_text() == ""
