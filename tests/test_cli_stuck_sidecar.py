@@ -51,3 +51,21 @@ def test_status_and_recall_say_the_sidecar_is_stuck(home: Path) -> None:
             conn.close()
         listener.close()
         path.unlink(missing_ok=True)
+
+
+def test_stop_says_how_to_end_a_suspended_sidecar(home: Path) -> None:
+    """Fresh-user finding: `memcue stop` on a SIGSTOPped sidecar waited 15 s and gave no hint."""
+    import signal
+
+    from conftest import start_sidecar
+
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    pid = int(Locations(home).pid_file.read_text().split()[0])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        run = subprocess.run([sys.executable, "-m", "memcue", "stop"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "MEMCUE_HOME": str(home)})
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        sc.stop()
+    assert run.returncode == 1 and f"kill -CONT {pid}" in run.stderr, run.stderr

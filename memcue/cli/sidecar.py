@@ -25,6 +25,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(foreground=True)
 
 
+def _suspended(pid: int) -> bool:
+    """The process ``pid`` is stopped (state T in ``/proc/<pid>/stat``; False where there is no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] in ("T", "t")
+    except (OSError, IndexError):
+        return False
+
+
 def cmd_stop(args: argparse.Namespace) -> int:
     """``memcue stop``: SIGTERM to the sidecar, then wait up to ``STOP_WAIT_S`` for it to exit (exit 1 if not)."""
     from memcue.core.paths import locations
@@ -43,8 +52,10 @@ def cmd_stop(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + STOP_WAIT_S
     while time.monotonic() < deadline and _is_sidecar(pid):
         time.sleep(0.05)
-    if _is_sidecar(pid):
-        return fail(f"the sidecar (pid {pid}) did not stop within {STOP_WAIT_S} s")  # on stderr, even with --json
+    if _is_sidecar(pid):  # on stderr, even with --json
+        hint = (f"it is suspended (Ctrl-Z or SIGSTOP): `kill -CONT {pid}` lets it finish stopping"
+                if _suspended(pid) else f"it may be stuck: `kill -9 {pid}` ends it (the database stays consistent)")
+        return fail(f"the sidecar (pid {pid}) did not stop within {STOP_WAIT_S} s; {hint}")
     return emit({"stopped": True, "pid": pid}, args.json, f"stopped memcue sidecar (pid {pid})")
 
 
