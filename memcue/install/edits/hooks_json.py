@@ -63,14 +63,12 @@ class _NotFinite(ValueError):
 
 
 def _finite(literal: str) -> float:
+    """The float of a JSON number ``literal`` (or of ``NaN``/``Infinity``, which ``float`` reads too); raises
+    ``_NotFinite`` unless it is finite."""
     value = float(literal)
     if math.isinf(value) or math.isnan(value):
         raise _NotFinite(literal)
     return value
-
-
-def _no_constant(literal: str) -> float:
-    raise _NotFinite(literal)
 
 
 def parse(data: bytes | None, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -88,7 +86,7 @@ def parse(data: bytes | None, path: Path) -> tuple[dict[str, Any], dict[str, Any
     if not text.strip():
         return {}, style
     try:
-        settings = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        settings = json.loads(text, parse_float=_finite, parse_constant=_finite)
     except _NotFinite as exc:
         raise InstallError(f"{path} holds {exc}, a number JSON cannot hold (written back it would be "
                            "Infinity or NaN, which the harness cannot read); memcue changed nothing") from None
