@@ -156,12 +156,14 @@ def answering_rows(run: WeekRun) -> list[dict[str, Any]]:
 
 #: The candidate signal each fact signal is captured through (``remember`` and ``episode`` make rows directly).
 CANDIDATE_SIGNAL = {"statement": "prompt-statement", "commit": "commit-landed", "test": "test-passed"}
+#: The candidate signal an episode is promoted through when a later commit landed its turn's edits.
+EPISODE_COMMITTED = "episode-committed"
 
 
 def own_signal(fact: dict[str, Any], run: WeekRun) -> str:
     """What the fact's own signal captured: the candidates of its signal (statement, commit, test) or the rows
-    it writes itself (remember: a saved memory, not an episode; episode: an episode row) holding every expect
-    string; "" when it captured nothing."""
+    it writes itself (remember: a saved memory, not an episode; episode: an episode row, or its promotion by a
+    later commit, ``EPISODE_COMMITTED``) holding every expect string; "" when it captured nothing."""
     expect, signal = fact["expect"], fact["signal"]
     if signal in CANDIDATE_SIGNAL:
         got = [f"candidate #{c['id']} {c['state']}" for c in run.candidates
@@ -171,6 +173,8 @@ def own_signal(fact: dict[str, Any], run: WeekRun) -> str:
         got = [f"#{r['memory_id']} {r['memory_kind']}" for r in run.rows if _has(r["content"], expect)
                and (r.get("memory_kind") == "episode") == want_episode and r.get("memory_kind") not in CAPTURED
                and not (want_episode is False and any(c.get("memory_id") == r["memory_id"] for c in run.candidates))]
+        got += [f"candidate #{c['id']} {c['state']} ({EPISODE_COMMITTED})" for c in run.candidates
+                if want_episode and c["signal"] == EPISODE_COMMITTED and _has(c["content"], expect)]
     return ", ".join(got)
 
 

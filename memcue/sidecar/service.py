@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from memcue.sidecar.capture import (
     Recurrence,
     SpoolReader,
     TestRuns,
+    TurnEdits,
     with_turn_requests,
 )
 from memcue.sidecar.capture.distiller import Distiller
@@ -133,12 +134,16 @@ class MemoryService:
         #: The promotion gate (writes through ``_remember_one``) and the prompt-statement signal the worker runs.
         self._candidates = Gate(self._store, self._remember_one, self._update_held)
         self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
-        self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake())
+        #: Episodes whose turn's edits a later commit landed (``capture.turn_edits``), told by the commit signal.
+        self._turn_edits = TurnEdits(self._store, self._candidates)
+        self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake(),
+                                     on_landed=self._turn_edits.confirm)
         #: Optional model distillation at session end (off unless ``[distill]`` is configured), its own thread.
         self._distiller = Distiller(self._store, settings.distill, self._tokens.count, key=settings.distill_key)
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
                              SpoolReader(locations.spool_dir, self._store, on_stored=self._spooled,
-                                         on_tool=TestRuns(self._store, self._candidates).record),
+                                         on_tool=functools.partial(_each, (
+                                             TestRuns(self._store, self._candidates).record, self._turn_edits.record))),
                              self._usage, self._gate, capture=self._capture_step)
         self._usage.on_record = self._worker.wake
         #: A re-index to the configured model after a model change (case C17), run by the worker.
@@ -696,6 +701,12 @@ class MemoryService:
         """Queue a recall served for the usage log (``usage.served_recall``)."""
         self._usage.record(served_recall(query_id, session_id, served_by, results, block, tokens=tokens,
                                          skipped=skipped))
+
+
+def _each(calls: Sequence[Callable[[dict[str, Any]], object]], record: dict[str, Any]) -> None:
+    """Hand one spooled tool record to each of ``calls`` in turn (the signals that read tool records)."""
+    for call in calls:
+        call(record)
 
 
 def _memory_item(row: dict[str, Any], now: float) -> dict[str, Any]:

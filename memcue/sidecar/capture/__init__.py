@@ -5,9 +5,9 @@ in captured prompts, ``find_statements``); the promotion gate every candidate pa
 or build that failed and then passed in a session (``TestRuns``, from spooled tool records); a pending candidate
 that recurred in another session of the project (``Recurrence``, ``RECURRING_SIGNALS``); the agent's answer of a
 turn embedded with the turn's prompt (``with_turn_requests``; ``backfill_turn_prompts`` for episodes stored
-without it). The optional model distiller (off by default) is
-``capture.distiller``, its configuration ``capture.distill_config`` and its two ways of asking a model
-``capture.distill_runners``."""
+without it); an episode whose turn's edits a later commit landed (``TurnEdits``). The optional model distiller
+(off by default) is ``capture.distiller``, its configuration ``capture.distill_config`` and its two ways of
+asking a model ``capture.distill_runners``."""
 
 from memcue.sidecar.capture.commits import COMMIT_LANDED, CommitSignal
 from memcue.sidecar.capture.episodes import backfill_turn_prompts, with_turn_requests
@@ -17,8 +17,9 @@ from memcue.sidecar.capture.recurrence import RECURRED, RECURRING_SIGNALS, Recur
 from memcue.sidecar.capture.spool import SpoolReader
 from memcue.sidecar.capture.statements import Statement, find_statements
 from memcue.sidecar.capture.test_runs import TestRuns
+from memcue.sidecar.capture.turn_edits import EPISODE_COMMITTED, TurnEdits
 
-__all__ = ["COMMIT_LANDED", "EXPIRE_EVERY_S", "RECURRED", "RECURRING_SIGNALS", "SIGNAL", "USER_STATEMENT",
-           "CandidateDecided", "CandidateNotFound", "CommitSignal", "Gate", "PromptStatements", "Recurrence",
-           "SpoolReader", "Statement", "TestRuns", "backfill_turn_prompts", "find_statements",
-           "with_turn_requests"]
+__all__ = ["COMMIT_LANDED", "EPISODE_COMMITTED", "EXPIRE_EVERY_S", "RECURRED", "RECURRING_SIGNALS", "SIGNAL",
+           "USER_STATEMENT", "CandidateDecided", "CandidateNotFound", "CommitSignal", "Gate", "PromptStatements",
+           "Recurrence", "SpoolReader", "Statement", "TestRuns", "TurnEdits", "backfill_turn_prompts",
+           "find_statements", "with_turn_requests"]

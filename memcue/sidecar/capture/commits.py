@@ -81,6 +81,8 @@ NOTE_KEY = "commits:note:"
 _IN_PROGRESS = (("rebase-merge", "a rebase"), ("rebase-apply", "a rebase"), ("MERGE_HEAD", "a merge"),
                 ("CHERRY_PICK_HEAD", "a cherry-pick"), ("REVERT_HEAD", "a revert"))
 _RECORD, _FIELD = "\x1e", "\x1f"
+#: ``on_landed(project, session_id, harness, [(sha, files), ...])``: commits a read held, oldest first.
+Landed = Callable[[str, str, str, list[tuple[str, tuple[str, ...]]]], object]
 
 
 class GitUnusable(Exception):
@@ -110,14 +112,17 @@ class _Closing:
 
 class CommitSignal:
     """The commit signal over ``store`` and ``gate``; ``wake`` asks the worker for a step. ``git`` is the git
-    executable's name or path (looked up on PATH at each read)."""
+    executable's name or path (looked up on PATH at each read). ``on_landed(project, session_id, harness, [(sha,
+    files), ...])`` is told of the commits each read held, oldest first (``capture.turn_edits``); its failure is
+    logged and costs the commits nothing."""
 
     def __init__(self, store: StoreProtocol, gate: Gate, wake: Callable[[], None] = lambda: None,
-                 git: str = "git") -> None:
+                 git: str = "git", on_landed: Landed | None = None) -> None:
         self._store = store
         self._gate = gate
         self._wake = wake
         self._git = git
+        self._on_landed = on_landed
         self._queue: collections.deque[_Closing] = collections.deque()
         self._lock = threading.Lock()
         #: Wall time (ms) of the git calls of the last read, for measurement.
@@ -193,6 +198,11 @@ class CommitSignal:
         kept = self._with_tests(folder, [c for c in commits if c not in huge])
         added = self._hold(kept, project, session_id, harness, branch)
         self._store.set_meta(MARK_KEY + session_id, head)
+        if kept and self._on_landed is not None:
+            try:
+                self._on_landed(project, session_id, harness, [(c.sha, c.files) for c in reversed(kept)])
+            except Exception:  # noqa: BLE001 - the commits are held already; what they confirm is extra
+                log.exception("what the commits of session %s confirm was not read", session_id)
         return added
 
     def _hold(self, commits: list[Commit], project: str, session_id: str, harness: str, branch: str) -> int:

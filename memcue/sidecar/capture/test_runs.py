@@ -69,6 +69,9 @@ COMMAND_SHOWN_CHARS = 160
 READ_ONLY = re.compile(r"^(cat|ls|ll|grep|egrep|rg|ag|head|tail|less|more|pwd|echo|printf|find|fd|wc|which|type|"
                        r"tree|stat|file|diff|sort|uniq|nl|true|git (status|diff|log|show|branch|blame|grep))\b")
 _META_PREFIX = "test_runs:"
+#: An output redirect that writes a file (``> fix.py``, ``>> notes.txt``, ``tee``); ``2>&1`` and ``> /dev/null``
+#: write none. Group 1 is the file.
+WRITES_FILE = re.compile(r"(?<![0-9&])>>?\s*(?!&|/dev/null\b)([\w.~/-]+)|\btee\s+(?:-a\s+)?([\w.~/-]+)")
 
 
 def is_test_command(command: str) -> bool:
@@ -84,7 +87,10 @@ def is_test_command(command: str) -> bool:
 
 
 def is_read_only(command: str) -> bool:
-    """True when every ``&&``/``||``/``;``/``|`` part of ``command`` only looks (``READ_ONLY``; ``cd`` too)."""
+    """True when every ``&&``/``||``/``;``/``|`` part of ``command`` only looks (``READ_ONLY``; ``cd`` too) and
+    none writes a file through a redirect (``WRITES_FILE``: ``cat > fix.py <<EOF`` edits)."""
+    if WRITES_FILE.search(command):
+        return False
     parts = [p.strip() for p in re.split(r"&&|\|\||;|\|", command) if p.strip()]
     return all(p.startswith("cd ") or READ_ONLY.match(p) for p in parts)
 
