@@ -131,20 +131,9 @@ class MemoryService:
         self._gate = QuestionGate()
         #: Recalls served and the memories opened from them (``sidecar/usage.py``), written by the worker.
         self._usage = UsageRecorder(self._store)
-        #: The promotion gate (writes through ``_remember_one``) and the prompt-statement signal the worker runs.
-        self._candidates = Gate(self._store, self._remember_one, self._update_held)
-        self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
-        #: Episodes whose turn's edits a later commit landed (``capture.turn_edits``), told by the commit signal.
-        self._turn_edits = TurnEdits(self._store, self._candidates)
-        self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake(),
-                                     on_landed=self._turn_edits.confirm)
-        #: Optional model distillation at session end (off unless ``[distill]`` is configured), its own thread.
-        self._distiller = Distiller(self._store, settings.distill, self._tokens.count, key=settings.distill_key)
         self._worker = Worker(self._store, self._embedder, self._recall_services.vectors,
-                             SpoolReader(locations.spool_dir, self._store, on_stored=self._spooled,
-                                         on_tool=functools.partial(_each, (
-                                             TestRuns(self._store, self._candidates).record, self._turn_edits.record))),
-                             self._usage, self._gate, capture=self._capture_step)
+                             self._wire_capture(locations, settings), self._usage, self._gate,
+                             capture=self._capture_step)
         self._usage.on_record = self._worker.wake
         #: A re-index to the configured model after a model change (case C17), run by the worker.
         self._reindex = Reindexer(self._store, self._embedder, self._recall_services.vectors,
@@ -171,6 +160,22 @@ class MemoryService:
         self._warm: threading.Thread | None = None
         #: Captured prompts stored with their recall's query vector instead of a second embedding (``/health``).
         self.prompt_vectors_reused = 0
+
+    def _wire_capture(self, locations: Locations, settings: Settings) -> SpoolReader:
+        """The capture side (``_candidates``, ``_statements``, ``_turn_edits``, ``_commits``, ``_distiller``) and
+        the spool reader that feeds it."""
+        #: The promotion gate (writes through ``_remember_one``) and the prompt-statement signal the worker runs.
+        self._candidates = Gate(self._store, self._remember_one, self._update_held)
+        self._statements = PromptStatements(self._store, self._candidates, wake=lambda: self._worker.wake())
+        #: Episodes whose turn's edits a later commit landed (``capture.turn_edits``), told by the commit signal.
+        self._turn_edits = TurnEdits(self._store, self._candidates)
+        self._commits = CommitSignal(self._store, self._candidates, wake=lambda: self._worker.wake(),
+                                     on_landed=self._turn_edits.confirm)
+        #: Optional model distillation at session end (off unless ``[distill]`` is configured), its own thread.
+        self._distiller = Distiller(self._store, settings.distill, self._tokens.count, key=settings.distill_key)
+        tool_signals = (TestRuns(self._store, self._candidates).record, self._turn_edits.record)
+        return SpoolReader(locations.spool_dir, self._store, on_stored=self._spooled,
+                           on_tool=functools.partial(_each, tool_signals))
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
