@@ -93,6 +93,10 @@ def contents(answer: dict) -> list[str]:
     ("have we ever tried caching the tiles?", "work_recall"),
     ("did you run the tests?", "meaning"),
     ("when did we pin httpx", "time"),
+    ("so when is the cutoff for the trial emails?", "time"),
+    # "when" as a conjunction names no time: the question is about the rotation, not a date
+    ("same count as when the rotation dropped someone. which test guards that?", "meaning"),
+    ("How did the reviewers react when the export changed?", "meaning"),
     ("OPS-4821 status", "exact_term"),
     ("src/app/main.py", "exact_term"),
     ("What do Caroline and Melanie have in common?", "multi_hop"),

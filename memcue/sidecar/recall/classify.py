@@ -8,7 +8,7 @@ and a request's ``weights`` override it). Types:
 - ``request_recall``: "what did I ask you to do about X?" — captured prompts come first;
 - ``work_recall``: "what did we do about the importer?", "how did you fix the flaky login test?" — the agent's
   captured answers (``episode`` rows) may answer, ranked below saved memories (``WORK_PATTERNS``);
-- ``time``: the question names a time ("last Friday", "in March", "when did …");
+- ``time``: the question names a time ("last Friday", "in March", "when did …"; not "how did she feel when …");
 - ``exact_term``: a short query naming an identifier (digits, paths, snake_case, dotted names);
 - ``multi_hop``: the question ties several named things together ("Caroline and Melanie", "both");
 - ``meaning``: everything else.
@@ -116,8 +116,13 @@ WORK_PATTERNS = (
     r"|bit\s+us)\b",
 )
 _WORK = re.compile("|".join(WORK_PATTERNS), re.IGNORECASE)
+#: "when" asks a time as a question word ("When did we move?", "so when is the cutoff"), not as a conjunction ("how
+#: did she feel when she painted it?", "same count as when the rotation dropped someone"): 37 of LoCoMo's 299
+#: questions with "when" are of that second kind, none of them asks a time.
+_WHEN = (r"(?:^|[.?!;:,(]\s*|\b(?:and|but|or|so)\s+)when\b"
+         r"|\bwhen\s+(?:did|was|were|is|are|do|does|will|would|should|has|have|had|can|could)\b")
 _TIME = re.compile(
-    r"\b(?:when|yesterday|today|tonight|ago|last\s+(?:week|month|year|time|night|monday|tuesday|wednesday|thursday"
+    _WHEN + r"|\b(?:yesterday|today|tonight|ago|last\s+(?:week|month|year|time|night|monday|tuesday|wednesday|thursday"
     r"|friday|saturday|sunday)|this\s+(?:week|month|year|morning)|since|recently|earliest|latest|before\s+the"
     r"|after\s+the|january|february|march|april|june|july|august|september|october|november|december"
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d{4}-\d\d-\d\d|(?:19|20)\d\d)\b",
