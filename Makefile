@@ -12,7 +12,7 @@ NPM_HARNESSES := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0
 HERMES_AGENT := hermes-agent==0.19.0
 HARNESS_STAMP := $(HARNESSES)/.installed
 
-.PHONY: demo test install uninstall lint harnesses bench bench-locomo bench-hook bench-coding bench-coding-hook bench-ablation bench-serving bench-stress bench-week clean
+.PHONY: demo test install uninstall lint harnesses bench bench-locomo bench-hook bench-coding bench-coding-hook bench-ablation bench-serving bench-stress bench-week bench-idle clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,7 +65,7 @@ $(HARNESS_STAMP): Makefile
 lint: $(STAMP)
 	$(BIN)/ruff check memcue tests benchmarks
 
-bench: bench-hook bench-locomo bench-ablation bench-coding bench-coding-hook bench-serving bench-stress
+bench: bench-hook bench-locomo bench-ablation bench-coding bench-coding-hook bench-serving bench-stress bench-idle
 
 bench-hook: $(STAMP)
 	$(BIN)/python benchmarks/hook_latency.py
@@ -87,6 +87,9 @@ bench-serving: $(STAMP)
 
 bench-stress: $(STAMP)
 	$(BIN)/python benchmarks/stress.py
+
+bench-idle: $(STAMP)
+	$(BIN)/python benchmarks/idle_wakeups.py
 
 bench-week: $(STAMP) $(HARNESS_STAMP)
 	$(BIN)/python benchmarks/capture_week.py --split all

@@ -46,6 +46,10 @@ STEP_ASIDE_MAX_S = 20.0
 #: gaps, 30 ms without, 23 ms idle; ``make bench-stress``, issue 13). Keyword search finds a row at once;
 #: only its vector waits, at most ``STEP_ASIDE_MAX_S``.
 QUIET_GAP_S = 0.25
+#: How often the spool watcher looks for a change (ms; watchfiles' ``step``): the watch loop wakes this often even
+#: when idle (watchfiles checks its stop event and Python's signals each step), so it bounds both the idle
+#: wakeups (4 a second) and how late a spooled record is read (a capture record, never a prompt's recall).
+SPOOL_WATCH_STEP_MS = 250
 #: Rows whose baselines are backfilled per step.
 BASELINE_BATCH = 256
 
@@ -109,7 +113,7 @@ class Worker:
 
             self.spool.spool_dir.mkdir(parents=True, exist_ok=True)
             self.spool_watch = "watchfiles"
-            for _changes in watch(self.spool.spool_dir, stop_event=self._stop, debounce=50, step=20,
+            for _changes in watch(self.spool.spool_dir, stop_event=self._stop, debounce=50, step=SPOOL_WATCH_STEP_MS,
                                   raise_interrupt=False):
                 self._wake.set()
         except Exception as exc:  # noqa: BLE001 - polling still ingests the spool

@@ -43,6 +43,9 @@ log = logging.getLogger("memcue.native")
 STATE_KEY = "native_sources"
 #: Every source is read again this often (s) while the sidecar runs, whatever the watcher saw.
 RESYNC_S = 60.0
+#: How often the watcher of the native memory files looks for a change (ms; watchfiles' ``step``, see
+#: ``worker.SPOOL_WATCH_STEP_MS``): a person's edit of CLAUDE.md is read within about a second.
+NATIVE_WATCH_STEP_MS = 500
 #: Projects (with sessions) read at start, newest first.
 START_PROJECTS = 200
 #: Entry identities kept in memory before the cache starts afresh.
@@ -380,7 +383,7 @@ class NativeSync:
             if not self._rewatch.wait(RESYNC_S):
                 self._sync_quietly()
             return
-        for _changes in watch(*places, stop_event=stop, recursive=False, debounce=200, step=50,
+        for _changes in watch(*places, stop_event=stop, recursive=False, debounce=200, step=NATIVE_WATCH_STEP_MS,
                               rust_timeout=int(RESYNC_S * 1000), yield_on_timeout=True, raise_interrupt=False,
                               watch_filter=lambda _change, path: path.endswith(".md") or "." not in Path(path).name):
             self._sync_quietly()
