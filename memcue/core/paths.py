@@ -19,13 +19,18 @@ from pathlib import Path
 
 #: AF_UNIX paths longer than this do not fit ``sockaddr_un.sun_path`` (108 bytes on Linux, 104 on macOS).
 MAX_SOCKET_PATH_BYTES = 100
-#: The names memcue writes at the top of its data dir: ``Locations``' own, the hook's restart record
-#: (``hooks.upgrade.RESTART_RECORD``) and stall mark (``hooks.run.STALL_MARK``), the MCP server's handshake cache
-#: (``mcp.early.CACHE_NAME``). Anything else there is the user's: the sidecar leaves its mode alone.
+#: Files the hooks and the MCP server keep at the top of the data dir: the record of the hook's last
+#: version-mismatch restart (``hooks.upgrade``), the mark of a stalled sidecar (``hooks.run``), the MCP server's
+#: handshake cache (``mcp.early``).
+RESTART_RECORD = "restart.json"
+STALL_MARK = "hook-stalled"
+MCP_HANDSHAKE_CACHE = "mcp_handshake.json"
+#: The names memcue writes at the top of its data dir: ``Locations``' own and the three above. Anything else
+#: there is the user's: the sidecar leaves its mode alone.
 DATA_DIR_ENTRIES = frozenset({
     "memcue.db", "memcue.db-wal", "memcue.db-shm", "memcue.db-journal", "sidecar.sock", "sidecar.pid",
-    "sidecar.lock", "logs", "spool", "models", "tiktoken", "config.toml", "install", "restart.json",
-    "hook-stalled", "mcp_handshake.json",
+    "sidecar.lock", "logs", "spool", "models", "tiktoken", "config.toml", "install", RESTART_RECORD, STALL_MARK,
+    MCP_HANDSHAKE_CACHE,
 })
 
 

@@ -38,7 +38,7 @@ from memcue.adapters.base import (
     HookEvent,
 )
 from memcue.core.hooks_off import hooks_off
-from memcue.core.paths import locations, socket_blocked
+from memcue.core.paths import STALL_MARK, locations, socket_blocked
 from memcue.core.switches import HOOK_SPAWN_ENV, switched_off
 from memcue.core.text import scrub_surrogates
 from memcue.hooks import logging_
@@ -96,10 +96,9 @@ DRAIN_S = 0.2
 #: costs each prompt 0.3 s instead of 2.5 s. A sidecar that answered slowly (some bytes came), answered with
 #: an error (busy), or was given less than its budget (a late payload) does not arm it, and a probe that
 #: times out does not re-arm it (a busy sidecar must not keep itself on probation); a probe that gets any
-#: answer ends it. The mark is the modification time of ``STALL_MARK`` in the data dir.
+#: answer ends it. The mark is the modification time of ``STALL_MARK`` (``core.paths``) in the data dir.
 STALL_WINDOW_S = 60.0
 STALL_PROBE_S = 0.3
-STALL_MARK = "hook-stalled"
 
 
 class Outcome:

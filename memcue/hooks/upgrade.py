@@ -15,11 +15,8 @@ import signal
 import time
 
 from memcue import __version__
-from memcue.core.paths import locations
+from memcue.core.paths import RESTART_RECORD, locations
 from memcue.hooks.logging_ import log
-
-#: The record of the last version-mismatch restart, in the data dir.
-RESTART_RECORD = "restart.json"
 
 
 def _is_memcue_sidecar(pid: int) -> bool:

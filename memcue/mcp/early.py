@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import memcue
-from memcue.core.paths import data_dir
+from memcue.core.paths import MCP_HANDSHAKE_CACHE, data_dir
 
 log = logging.getLogger("memcue.mcp")
 
-#: The cache file's name in memcue's data directory.
-CACHE_NAME = "mcp_handshake.json"
+#: The cache file's name in memcue's data directory (``core.paths``, which lists what memcue writes there).
+CACHE_NAME = MCP_HANDSHAKE_CACHE
 #: How often ``EarlyAnswers.close`` looks whether the SDK's last lines are out (s).
 IDLE_CHECK_S = 0.02
 #: How long the SDK's input stays open after the client's ends, for answers still owed (s).
