@@ -11,6 +11,7 @@ Names the tool calls give, paths matched against a commit's files and the promot
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -21,7 +22,9 @@ from typing import Any
 import pytest
 from conftest import Sidecar, prompt_payload, run_hook, wait_until
 
-from memcue.sidecar.capture.turn_edits import edited_names, landed_text, names_file, rejects
+from memcue.sidecar.capture.gate import Gate
+from memcue.sidecar.capture.turn_edits import KEEP_S, TurnEdits, edited_names, landed_text, names_file, rejects
+from memcue.sidecar.store import Store
 
 SESSION = "6b2e9d41-7c3a-4f85-a1d0-3e4f5a6b7c8d"
 FIX = ("roster.csv has a space after the comma on Ana's row, and csv.DictReader keeps it, so her mention broke. "
@@ -171,3 +174,16 @@ def test_a_committed_path_is_matched_whole_and_a_correction_turns_the_turn_down(
     assert rejects("no, use zstd instead of gzip") and rejects("Revert that please")
     assert not rejects("add a --check to rota.py and commit")
     assert landed_text("Fixed. It isn't committed yet", "0123456789abcdef") == "Fixed. Landed in commit 0123456789ab."
+
+
+def test_the_edits_of_a_session_silent_for_half_a_day_are_deleted(tmp_path: Path) -> None:
+    store = Store(tmp_path / "memcue.db")
+    edits = TurnEdits(store, Gate(store, lambda memory: store.remember_many([memory])[0]))
+    edit = {"type": "edit", "files": ["/w/rota/rota.py"]}
+    edits.record({"session_id": "old", "ts": time.time(), "tool": edit})
+    assert store.get_meta("turn_edits:old")
+    index = json.loads(store.get_meta("turn_edits_index") or "{}")
+    store.set_meta("turn_edits_index", json.dumps({k: v - KEEP_S - 1 for k, v in index.items()}))
+    edits.record({"session_id": "new", "ts": time.time(), "tool": edit})
+    assert store.get_meta("turn_edits:old") is None and store.get_meta("turn_edits:new")
+    assert list(json.loads(store.get_meta("turn_edits_index") or "{}")) == ["turn_edits:new"]

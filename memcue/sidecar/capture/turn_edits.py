@@ -45,6 +45,9 @@ MAX_EVENTS = 100
 NAMES_PER_EVENT = 8
 KEEP_S = 12 * 3600.0
 _META_PREFIX = "turn_edits:"
+#: The ``meta`` key listing the sessions with events and when each last had one (Unix s): a session not heard of
+#: for ``KEEP_S`` has its events deleted, so sessions that ended leave nothing behind.
+_INDEX_KEY = "turn_edits_index"
 #: A file name in a shell command: a word with an extension (``rota.py``, ``deploy/rota-post.timer``).
 _FILE_NAME = re.compile(r"[\w.~/-]*\w\.[A-Za-z][\w-]*")
 #: A prompt that undoes the turn before it: it opens with "no"/"wait", or says scrap, revert, undo, roll back.
@@ -127,6 +130,7 @@ class TurnEdits:
         events = self._events(key)
         events.append([ts, names, committed])
         self._save(key, events[-MAX_EVENTS:])
+        self._touch(key)
 
     def confirm(self, project: str, session_id: str, harness: str, landed: Sequence[tuple[str, Sequence[str]]]) -> int:
         """Promote the episodes of ``session_id`` whose turn edited a file of a commit in ``landed`` (``(sha,
@@ -164,6 +168,21 @@ class TurnEdits:
             return 0
         log.info("episode %d promoted: its edits landed in commit %s", episode["id"], sha[:12])
         return 1
+
+    def _touch(self, key: str) -> None:
+        """Note that session ``key`` had an event now, and delete the events of sessions silent for ``KEEP_S``."""
+        try:
+            index = json.loads(self._store.get_meta(_INDEX_KEY) or "{}")
+        except ValueError:
+            index = {}
+        if not isinstance(index, dict):
+            index = {}
+        now = time.time()
+        index[key] = now
+        for stale in [k for k, t in index.items() if not isinstance(t, int | float) or t < now - KEEP_S]:
+            self._store.delete_meta(stale)
+            del index[stale]
+        self._store.set_meta(_INDEX_KEY, json.dumps(index))
 
     def _events(self, key: str) -> list[list[Any]]:
         raw = self._store.get_meta(key)
