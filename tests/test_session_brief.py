@@ -12,7 +12,14 @@ import numpy as np
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 
 from memcue.core.blocks import MEMORY_LINE_START
-from memcue.sidecar.dedup import BLOCK_REPEAT_COSINE, TOLD_TWICE_COSINE, block_repeats, same_specifics
+from memcue.core.session_ids import MCP_SERVER_SESSION_PREFIX
+from memcue.sidecar.dedup import (
+    BLOCK_REPEAT_COSINE,
+    TOLD_TWICE_COSINE,
+    TOLD_TWICE_WINDOW_S,
+    block_repeats,
+    same_specifics,
+)
 from memcue.sidecar.inject.brief import BRIEF_CHARS, SIGNAL_BRIEF_CHARS, SIGNAL_SOURCES, brief, was_cut
 from memcue.sidecar.inject.covered import covered_transitions
 from memcue.sidecar.runtime.embedding import Embedder
@@ -157,6 +164,20 @@ def test_a_statement_and_the_agents_save_of_it_in_one_session_are_one_fact_told_
         row = {"memory_id": mid, "content": text, "source": sources[mid], "session_id": "s2" if mid == 6 else "s1"}
         assert block_repeats([statement, row], vectors) == ({3: 1} if mid == 3 else {}), (mid, text)
         assert block_repeats([row, statement], vectors) == ({1: 3} if mid == 3 else {}), "either order"
+
+
+def test_a_codex_agents_save_under_its_mcp_servers_own_session_is_told_twice_within_the_turn(embedder: Embedder
+                                                                                             ) -> None:
+    """Codex gives its MCP server no session id, so the server's save carries its own ("mcp-<uuid>"): the
+    statement it repeats is the one made within ``TOLD_TWICE_WINDOW_S`` of it, not one an hour away."""
+    matrix = np.asarray(embedder.embed([STATED, SAVED]), dtype=np.float32)
+    vectors = {mid: v / np.linalg.norm(v) for mid, v in zip([1, 2], matrix, strict=True)}
+    statement = {"memory_id": 1, "content": STATED, "source": "capture:prompt-statement",
+                 "session_id": "019a2b3c-4d5e-7f60-8a7b-9c0d1e2f3a4b", "created_at": 1_780_000_000.0}
+    for offset, twins in ((3.0, {2: 1}), (TOLD_TWICE_WINDOW_S + 1, {})):
+        save = {"memory_id": 2, "content": SAVED, "source": "mcp", "session_id": f"{MCP_SERVER_SESSION_PREFIX}x1",
+                "created_at": 1_780_000_000.0 + offset}
+        assert block_repeats([statement, save], vectors) == twins, offset
 
 
 def test_the_session_block_shows_a_fact_told_twice_once(tmp_path: Path) -> None:

@@ -18,6 +18,9 @@ from collections.abc import Mapping
 
 #: Prefixes of ids that name a channel, not a conversation. Compared case-insensitively.
 SYNTHETIC_PREFIXES = ("http:", "mcp:", "cli:", "probe:", "engine:", "agent:", "api:", "view:")
+#: How the MCP server's own session id begins when its harness gives it none (Codex clears an MCP server's
+#: environment): one server process serves one conversation, but its id is not the harness's session id.
+MCP_SERVER_SESSION_PREFIX = "mcp-"
 #: Environment variables read for the session id, first non-empty one wins.
 SESSION_ENV_VARS = ("MEMCUE_SESSION_ID", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
 

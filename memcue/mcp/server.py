@@ -18,7 +18,7 @@ from pydantic import Field
 
 from memcue.core.limits import SESSION_BLOCK_TOKENS
 from memcue.core.project import project_key
-from memcue.core.session_ids import resolve_session_id
+from memcue.core.session_ids import MCP_SERVER_SESSION_PREFIX, resolve_session_id
 from memcue.core.switches import MCP_WARM_UP_ENV, switched_off
 from memcue.mcp.backend import Backend, failure
 from memcue.mcp.shape import cut, parse_ids, recall_project, shape_recall
@@ -75,7 +75,8 @@ class Tools:
 
     def __init__(self, backend: Backend, session_id: str | None = None) -> None:
         self.backend = backend
-        self.session_id = session_id or resolve_session_id("", os.environ) or f"mcp-{uuid.uuid4()}"
+        self.session_id = (session_id or resolve_session_id("", os.environ)
+                           or f"{MCP_SERVER_SESSION_PREFIX}{uuid.uuid4()}")
 
     def _session(self, session_id: str | None) -> str:
         return resolve_session_id(session_id, os.environ) or self.session_id

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from memcue.core.session_ids import MCP_SERVER_SESSION_PREFIX
 from memcue.sidecar.agent_writes import AGENT_SOURCE
 from memcue.sidecar.recall import VectorIndex
 from memcue.sidecar.runtime.embedding import Embedder
@@ -70,6 +71,10 @@ TOLD_TWICE_COSINE = 0.75
 #: The stored ``source`` of a user's statement captured from a prompt, and of the agent's save through MCP
 #: (``capture.prompts.SIGNAL`` behind the gate's ``capture:`` prefix; ``agent_writes.AGENT_SOURCE``).
 TOLD_TWICE_SOURCES = frozenset({"capture:prompt-statement", AGENT_SOURCE})
+#: When the agent's save carries its MCP server's own session id (``core.session_ids.MCP_SERVER_SESSION_PREFIX``:
+#: Codex gives an MCP server no session), the statement it repeats is the one made at most this long before or
+#: after it (s): the agent saves what the user asked to keep within the same turn.
+TOLD_TWICE_WINDOW_S = 600.0
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _PATH = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*://\S+|(?:~|\.{1,2})?/?(?:[\w.\-]+/)+[\w.\-]*)")
@@ -163,15 +168,30 @@ def block_repeats(rows: Sequence[Mapping[str, Any]], vectors: Mapping[int, np.nd
 
 
 def told_twice(a: tuple[Mapping[str, Any], Specifics], b: tuple[Mapping[str, Any], Specifics], cosine: float) -> bool:
-    """Whether rows ``a`` and ``b`` (each a row with ``source`` and ``session_id``, and its ``specifics``) are a
-    user's statement and the agent's save of it: one of each source (``TOLD_TWICE_SOURCES``), the same session,
-    ``cosine`` at least ``TOLD_TWICE_COSINE``, the same numbers and polarity words, and both negated or neither."""
+    """Whether rows ``a`` and ``b`` (each a row with ``source``, ``session_id`` and ``created_at``, and its
+    ``specifics``) are a user's statement and the agent's save of it: one of each source (``TOLD_TWICE_SOURCES``),
+    one conversation (``same_conversation``), ``cosine`` at least ``TOLD_TWICE_COSINE``, the same numbers and
+    polarity words, and both negated or neither."""
     (row_a, told_a), (row_b, told_b) = a, b
-    session = row_a.get("session_id")
     sources = {row_a.get("source"), row_b.get("source")}
-    return (cosine >= TOLD_TWICE_COSINE and bool(session) and session == row_b.get("session_id")
-            and sources == TOLD_TWICE_SOURCES and told_a.numbers == told_b.numbers
-            and told_a.polarity == told_b.polarity and bool(told_a.negations) == bool(told_b.negations))
+    return (cosine >= TOLD_TWICE_COSINE and sources == TOLD_TWICE_SOURCES and same_conversation(row_a, row_b)
+            and told_a.numbers == told_b.numbers and told_a.polarity == told_b.polarity
+            and bool(told_a.negations) == bool(told_b.negations))
+
+
+def same_conversation(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Rows ``a`` and ``b`` were written in one conversation: the same session id, or one of them carries its MCP
+    server's own id (the harness gave the server none) and they were written at most ``TOLD_TWICE_WINDOW_S``
+    apart (``created_at``, Unix s)."""
+    sa, sb = str(a.get("session_id") or ""), str(b.get("session_id") or "")
+    if sa and sa == sb:
+        return True
+    if not (sa and sb) or not (sa.startswith(MCP_SERVER_SESSION_PREFIX) or sb.startswith(MCP_SERVER_SESSION_PREFIX)):
+        return False
+    try:
+        return abs(float(a["created_at"]) - float(b["created_at"])) <= TOLD_TWICE_WINDOW_S
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
