@@ -70,7 +70,7 @@ READ_ONLY = re.compile(r"^(cat|ls|ll|grep|egrep|rg|ag|head|tail|less|more|pwd|ec
                        r"tree|stat|file|diff|sort|uniq|nl|true|git (status|diff|log|show|branch|blame|grep))\b")
 _META_PREFIX = "test_runs:"
 #: An output redirect that writes a file (``> fix.py``, ``>> notes.txt``, ``tee``); ``2>&1`` and ``> /dev/null``
-#: write none. Group 1 is the file.
+#: write none. The file is group 1 (a redirect) or group 2 (``tee``).
 WRITES_FILE = re.compile(r"(?<![0-9&])>>?\s*(?!&|/dev/null\b)([\w.~/-]+)|\btee\s+(?:-a\s+)?([\w.~/-]+)")
 
 
