@@ -23,7 +23,16 @@ import pytest
 from conftest import Sidecar, prompt_payload, run_hook, wait_until
 
 from memcue.sidecar.capture.gate import Gate
-from memcue.sidecar.capture.turn_edits import KEEP_S, TurnEdits, edited_names, landed_text, names_file, rejects
+from memcue.sidecar.capture.turn_edits import (
+    KEEP_S,
+    SIGNAL,
+    TurnEdits,
+    edited_names,
+    landed_text,
+    names_file,
+    rejects,
+)
+from memcue.sidecar.recall.classify import ASKED_KIND_SOURCES
 from memcue.sidecar.store import Store
 
 SESSION = "6b2e9d41-7c3a-4f85-a1d0-3e4f5a6b7c8d"
@@ -123,6 +132,11 @@ def test_an_uncommitted_fix_that_the_next_commit_lands_becomes_a_change(keyword_
     got = keyword_sidecar.client.recall("why did the mention break for Ana's row in roster.csv?",
                                         project=promoted[0]["project"], limit=5)["results"]
     assert got and got[0]["memory_id"] == rows[0][0] and got[0]["memory_kind"] == "change", got
+    # Still the record of what was done: "what did we do about X?" weighs it as the episode it was.
+    asked = keyword_sidecar.client.recall("what did we do about Ana's mention in roster.csv?",
+                                          project=promoted[0]["project"], limit=5)
+    assert asked["query_type"] == "work_recall"
+    assert [(r["memory_id"], r["tier"]) for r in asked["results"]][:1] == [(rows[0][0], "supported")], asked
 
 
 def test_a_turn_the_user_turned_down_or_that_only_looked_is_not_promoted(keyword_sidecar: Sidecar, tmp_path: Path
@@ -187,3 +201,9 @@ def test_the_edits_of_a_session_silent_for_half_a_day_are_deleted(tmp_path: Path
     edits.record({"session_id": "new", "ts": time.time(), "tool": edit})
     assert store.get_meta("turn_edits:old") is None and store.get_meta("turn_edits:new")
     assert list(json.loads(store.get_meta("turn_edits_index") or "{}")) == ["turn_edits:new"]
+
+
+def test_recall_knows_the_source_a_promoted_episode_is_stored_under() -> None:
+    """The gate stores a promoted candidate as ``capture:<signal>``; recall names that source to weigh it as the
+    episode it was (``recall.classify.ASKED_KIND_SOURCES``): the two must not drift apart."""
+    assert f"capture:{SIGNAL}" in ASKED_KIND_SOURCES["episode"]

@@ -9,6 +9,7 @@ team decided, and a task that says "latest", get nothing.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from conftest import embed_all
@@ -128,3 +129,23 @@ def test_a_task_that_asks_what_was_done_is_shown_the_episode_it_touches() -> Non
 
 def test_a_task_that_does_not_ask_what_was_done_gets_no_episode(work_store: Store, embedder: Embedder) -> None:
     assert EPISODE not in injected(work_store, embedder, "make the post retries sleep for Retry-After seconds")
+
+
+def test_an_episode_a_commit_confirmed_still_answers_what_was_done(tmp_path: Path, embedder: Embedder) -> None:
+    """An answer promoted to a ``change`` because a later commit landed its edits (``capture.turn_edits``) is
+    still the record of what was done: "what did we do about X?" supports it as it did the episode it was,
+    while the same text saved as an ordinary change is only weak."""
+    fix = ("Fixed it: roster.csv had a space after the comma on Ana's row and csv.DictReader kept it, so her "
+           "mention broke. load_roster() now reads with skipinitialspace=True. Landed in commit ed8b8c79add5.")
+    rows = [NewMemory(content=c, kind=k, project="shop", created_at=NOW - 86400 * (30 - i))
+            for i, (c, k) in enumerate(MEMORIES)]
+    for source in ("capture:episode-committed", "cli"):
+        s = Store(tmp_path / f"{source.replace(':', '-')}.db")
+        s.remember_many([*rows, NewMemory(content=fix, kind="change", project="shop", source=source,
+                                          created_at=NOW - 86400)])
+        embed_all(s, embedder)
+        answer = recall(s, embedder, RecallRequest(query="what did we do about the roster?", project="shop",
+                                                   limit=8, now=NOW))
+        tiers = {r["content"]: r["tier"] for r in answer["results"]}
+        assert answer["query_type"] == "work_recall"
+        assert tiers.get(fix) == ("supported" if source.startswith("capture") else "weak"), (source, tiers)

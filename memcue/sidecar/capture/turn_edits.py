@@ -109,8 +109,6 @@ def names_file(names: Sequence[str], path: str) -> bool:
 class TurnEdits:
     """The episode-committed signal over ``store`` (events kept in its ``meta``) and ``gate`` (promotion)."""
 
-    __test__ = False  # not a pytest class
-
     def __init__(self, store: StoreProtocol, gate: Gate) -> None:
         self._store = store
         self._gate = gate

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from memcue.sidecar.recall.channels import BM25, GRAPH, HOPFIELD, SEMANTIC, TEMPORAL
 from memcue.sidecar.recall.query import compounds, content_terms
@@ -31,6 +32,10 @@ QUERY_TYPES = (PRESENT_TENSE, REQUEST_RECALL, WORK_RECALL, TIME, EXACT_TERM, MUL
 #: answers "what did I ask…", an agent's answer kept as an ``episode`` answers "what did we do…". Every other
 #: recall leaves them out (unless a request asks for captured prompts: ``include_requests``).
 ASKED_KINDS = {REQUEST_RECALL: "request", WORK_RECALL: "episode"}
+#: Stored sources of memories that are still, by what they say, of an asked kind though written as another: an
+#: episode a later commit confirmed is a ``change`` (``capture.turn_edits``, source ``capture:episode-committed``)
+#: and still tells what was done, so "what did we do about X?" weighs it as the episode it was.
+ASKED_KIND_SOURCES = {"episode": frozenset({"capture:episode-committed"})}
 
 #: Channel weights per query type for weighted RRF. BM25 is the anchor (1.0) because on LoCoMo it is the
 #: strongest single channel for the default MiniLM model; semantic below it (equal weights ranked below
@@ -150,6 +155,13 @@ class QueryClass:
     def asked_kind(self) -> str | None:
         """The captured kind this question asks for (``ASKED_KINDS``): "request", "episode" or None."""
         return ASKED_KINDS.get(self.query_type)
+
+    def is_asked(self, row: Mapping[str, Any]) -> bool:
+        """True when ``row`` (a stored memory with ``kind`` and ``source``) is of the kind this question asks for,
+        or was written from it (``ASKED_KIND_SOURCES``)."""
+        asked = self.asked_kind
+        return asked is not None and (row.get("kind") == asked
+                                      or row.get("source") in ASKED_KIND_SOURCES.get(asked, frozenset()))
 
     def excluded_kinds(self, include_requests: bool = False) -> tuple[str, ...]:
         """The captured kinds recall leaves out for this question: those of ``ASKED_KINDS`` it does not ask

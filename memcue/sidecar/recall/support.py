@@ -281,7 +281,7 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
                           session_context=mid in boosted.session_boost, temporal=ev.temporal,
                           in_window=boosted.in_window(row["created_at"]), identifier_query=bool(boosted.identified),
                           identified=mid in boosted.identified, sibling=mid in boosted.siblings,
-                          asked_kind=row["kind"] == qc.asked_kind, exact_term=brief,
+                          asked_kind=qc.is_asked(row), exact_term=brief,
                           standout=standout(mid, ev.cosine),
                           constraining=row["kind"] in CONSTRAINING_KINDS, worded_match=ev.bm25 > 0)
         label, reason = judge(support) if gate else (SUPPORTED, "gate_off")
