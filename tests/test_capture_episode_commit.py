@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from conftest import Sidecar, prompt_payload, run_hook, wait_until
 
@@ -32,8 +33,9 @@ from memcue.sidecar.capture.turn_edits import (
     names_file,
     rejects,
 )
+from memcue.sidecar.inject.service import SENT_AT_MAX_AGE_S
 from memcue.sidecar.recall.classify import ASKED_KIND_SOURCES
-from memcue.sidecar.store import Store
+from memcue.sidecar.store import NewMemory, Store
 
 SESSION = "6b2e9d41-7c3a-4f85-a1d0-3e4f5a6b7c8d"
 FIX = ("roster.csv has a space after the comma on Ana's row, and csv.DictReader keeps it, so her mention broke. "
@@ -207,3 +209,45 @@ def test_recall_knows_the_source_a_promoted_episode_is_stored_under() -> None:
     """The gate stores a promoted candidate as ``capture:<signal>``; recall names that source to weigh it as the
     episode it was (``recall.classify.ASKED_KIND_SOURCES``): the two must not drift apart."""
     assert f"capture:{SIGNAL}" in ASKED_KIND_SOURCES["episode"]
+
+
+def test_a_captured_prompt_is_dated_when_the_hook_sent_it(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
+    """The sidecar stores a prompt after its recall, up to the hook's budget later, while the agent may already run
+    the turn's tools; dated at the store's clock, the turn would start after its own tool calls and the
+    episode-committed signal would miss it. The prompt is dated by the hook's ``sent_at`` instead (a clock off by
+    more than ``SENT_AT_MAX_AGE_S`` is not trusted)."""
+    transport = httpx.HTTPTransport(uds=str(keyword_sidecar.loc.socket))
+    with httpx.Client(transport=transport, base_url="http://memcue", timeout=30, trust_env=False) as http:
+        for prompt, ago in (("fix the roster parser", 2.0), ("add the friday heads-up", SENT_AT_MAX_AGE_S + 60)):
+            sent = time.time() - ago
+            event = {"prompt": prompt, "session_id": SESSION, "project": str(tmp_path), "extra": {"request_id": prompt}}
+            got = http.post("/hooks/claude-code/user-prompt-submit",
+                            json={"event": event, "budget_s": min(60.0, 2.5 + ago), "sent_at": sent})
+            assert got.status_code == 200, got.text
+            with sqlite3.connect(f"file:{keyword_sidecar.loc.database}?mode=ro", uri=True) as conn:
+                (stored,) = conn.execute("SELECT created_at FROM memories WHERE kind = 'request' AND content = ?",
+                                         (prompt,)).fetchone()
+            expected = sent if ago < SENT_AT_MAX_AGE_S else time.time()
+            assert abs(stored - expected) < 1.0, (prompt, stored - sent)
+
+
+def test_a_commit_read_before_the_turns_it_lands_confirms_them_at_a_later_read(tmp_path: Path) -> None:
+    """The spool is read in batches and a PostToolUse record can come late, so the commit signal may read a commit
+    before the turn that made its edit is stored: the commit is kept, and the next read (HEAD unmoved: nothing new
+    landed) confirms the turn then."""
+    store = Store(tmp_path / "memcue.db")
+    gate = Gate(store, lambda memory: store.remember_many([memory])[0], store.update)
+    edits = TurnEdits(store, gate)
+    assert edits.confirm("shop", SESSION, "claude-code", [("a" * 40, ("rota.py",))]) == 0, "nothing stored yet"
+    now = time.time()
+    store.remember_many([NewMemory(content="why does ana's mention break?", kind="request", project="shop",
+                                   session_id=SESSION, created_at=now - 3)])
+    edits.record({"session_id": SESSION, "ts": now - 2, "tool": {"type": "edit", "files": ["/w/shop/rota.py"]}})
+    store.remember_many([NewMemory(content=FIX, kind="episode", project="shop", session_id=SESSION,
+                                   created_at=now - 1),
+                         NewMemory(content="thanks, now the channel", kind="request", project="shop",
+                                   session_id=SESSION, created_at=now)])
+    assert edits.confirm("shop", SESSION, "claude-code", []) == 1
+    changes = [r for r in store.session_memories(SESSION) if r["kind"] == "change"]
+    assert [r["content"] for r in changes] == [landed_text(FIX, "a" * 40)]
+    assert edits.confirm("shop", SESSION, "claude-code", []) == 0, "promoted once"

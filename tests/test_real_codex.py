@@ -116,14 +116,18 @@ def test_C13_codex_config_toml_keeps_comments_through_three_trusted_installs(hom
     config.write_text(_config("http://127.0.0.1:9"))
     config.chmod(0o644)
     original = config.read_bytes()
+    backups: list[int] = []
     for _ in range(3):
         memcue_cli("install", "codex", "--trust", env=env)
+        backups.append(len(list(config.parent.glob("config.toml.memcue-backup-*"))))
         text = config.read_text()
         parsed = tomllib.loads(text)  # strict parse after every run
         assert text.startswith(original.decode()), "Codex appends its trust table; the rest stays as it was"
         assert len(parsed["hooks"]["state"]) == 7, "one trust entry per memcue hook, never duplicated"
         hooks = json.loads((config.parent / "hooks.json").read_text())["hooks"]
         assert sum(hooks_json.is_ours(h) for groups in hooks.values() for g in groups for h in g["hooks"]) == 7
+    assert backups[0] >= 1 and backups[1:] == [backups[0]] * 2, ("a re-run with every hook trusted changes "
+                                                                  f"nothing and backs nothing up: {backups}")
     memcue_cli("uninstall", "codex", env=env)
     assert config.read_bytes() == original
     assert config.stat().st_mode & 0o777 == 0o644, "Codex's rewrite made it 0600; the user's mode comes back"

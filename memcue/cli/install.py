@@ -61,13 +61,17 @@ def _codex_trust(report: dict[str, Any], action: str, args: argparse.Namespace, 
     if program is None:
         raise codex_trust.InstallError("--trust needs the `codex` program on PATH; the hooks are written but "
                                        "not active: run /hooks in Codex to trust them")
-    if _mcp_wanted("codex", args):
+    def table_off() -> None:
         # An earlier install appended memcue's MCP table to config.toml. Off it comes, and back (``_mcp``, next)
         # after Codex writes the trust: the table stays the file's end, so an uninstall takes both off exactly.
+        # Only when Codex has trust to write: a re-run with every hook trusted leaves the file (and makes no
+        # backup) as it is.
         from memcue.install import mcp_servers
 
         report["mcp_put_back"] = bool(mcp_servers.unregister("codex", state_dir))
-    hooks = codex_trust.trust(program, Path(report["path"]), state_dir)
+
+    hooks = codex_trust.trust(program, Path(report["path"]), state_dir,
+                              before_write=table_off if _mcp_wanted("codex", args) else lambda: None)
     report["trusted"] = sorted(h["key"] for h in hooks)
     report["note"] = f"Codex trusts memcue's {len(hooks)} hooks: they run from the next Codex session on."
 

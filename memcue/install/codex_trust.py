@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import threading
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,11 +146,14 @@ def _write_state(server: AppServer, value: dict[str, Any], strategy: str) -> Pat
     return Path((result or {}).get("filePath") or "")
 
 
-def trust(codex: str, hooks_file: Path, state_dir: Path, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def trust(codex: str, hooks_file: Path, state_dir: Path, env: dict[str, str] | None = None,
+          before_write: Callable[[], object] = lambda: None) -> list[dict[str, Any]]:
     """Trust memcue's hooks in ``hooks_file`` in Codex (its ``config.toml``, written by Codex); returns the
-    hooks as Codex lists them afterwards. The first change is recorded in ``state_dir`` with a backup of
-    ``config.toml``, so ``untrust`` can give the file back byte for byte. Raises ``InstallError`` when Codex
-    fails, lists none of memcue's hooks, or still does not report every one as trusted."""
+    hooks as Codex lists them afterwards. ``before_write`` is called once Codex is known to have trust to write,
+    before it writes (nothing is written, and it is not called, when every hook is trusted already). The first
+    change is recorded in ``state_dir`` with a backup of ``config.toml``, so ``untrust`` can give the file back
+    byte for byte. Raises ``InstallError`` when Codex fails, lists none of memcue's hooks, or still does not
+    report every one as trusted."""
     cwd = str(hooks_file.parent)
     with AppServer(codex, env=env, cwd=cwd) as server:
         hooks = our_hooks(server, hooks_file, cwd)
@@ -158,6 +162,7 @@ def trust(codex: str, hooks_file: Path, state_dir: Path, env: dict[str, str] | N
                                "for memcue and Codex?")
         todo = {h["key"]: {"trusted_hash": h["currentHash"]} for h in hooks if h.get("trustStatus") != "trusted"}
         if todo:
+            before_write()
             config = hooks_file.parent / "config.toml"
             before = read_bytes(config)
             record = load_record(state_dir, RECORD)

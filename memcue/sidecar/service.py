@@ -623,6 +623,7 @@ class MemoryService:
         answered with nothing (a prompt is still captured), so nothing the hook never got counts as shown."""
         if sent_at is not None:
             budget_s -= max(0.0, time.time() - sent_at)
+            payload = {**payload, "sent_at": sent_at}  # a captured prompt is dated when it was sent
         if budget_s <= 0:
             return await self._hooks.late(harness, event, payload)
         if event == "session-start" and payload.get("project"):

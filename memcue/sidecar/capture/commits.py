@@ -113,8 +113,9 @@ class _Closing:
 class CommitSignal:
     """The commit signal over ``store`` and ``gate``; ``wake`` asks the worker for a step. ``git`` is the git
     executable's name or path (looked up on PATH at each read). ``on_landed(project, session_id, harness, [(sha,
-    files), ...])`` is told of the commits each read held, oldest first (``capture.turn_edits``); its failure is
-    logged and costs the commits nothing."""
+    files), ...])`` is told at every read of the commits it held, oldest first ([] when HEAD had not moved:
+    ``capture.turn_edits`` confirms turns read since with the commits it was told before); its failure is logged
+    and costs the commits nothing."""
 
     def __init__(self, store: StoreProtocol, gate: Gate, wake: Callable[[], None] = lambda: None,
                  git: str = "git", on_landed: Landed | None = None) -> None:
@@ -186,6 +187,7 @@ class CommitSignal:
         head, branch = self._head(folder)
         mark = self._store.get_meta(MARK_KEY + session_id)
         if mark == head:
+            self._tell(project, session_id, harness, [])  # what landed before may confirm turns read since
             return 0
         commits = self._log(folder, int(since), mark)
         mine = self._committer(folder)
@@ -198,12 +200,17 @@ class CommitSignal:
         kept = self._with_tests(folder, [c for c in commits if c not in huge])
         added = self._hold(kept, project, session_id, harness, branch)
         self._store.set_meta(MARK_KEY + session_id, head)
-        if kept and self._on_landed is not None:
-            try:
-                self._on_landed(project, session_id, harness, [(c.sha, c.files) for c in reversed(kept)])
-            except Exception:  # noqa: BLE001 - the commits are held already; what they confirm is extra
-                log.exception("what the commits of session %s confirm was not read", session_id)
+        self._tell(project, session_id, harness, kept)
         return added
+
+    def _tell(self, project: str, session_id: str, harness: str, kept: list[Commit]) -> None:
+        """``on_landed`` with ``kept`` (newest first here, told oldest first); its failure is logged."""
+        if self._on_landed is None:
+            return
+        try:
+            self._on_landed(project, session_id, harness, [(c.sha, c.files) for c in reversed(kept)])
+        except Exception:  # noqa: BLE001 - the commits are held already; what they confirm is extra
+            log.exception("what the commits of session %s confirm was not read", session_id)
 
     def _hold(self, commits: list[Commit], project: str, session_id: str, harness: str, branch: str) -> int:
         news = [NewCandidate(content=commit_text(c), signal=SIGNAL, kind="change", project=project,

@@ -48,6 +48,10 @@ _META_PREFIX = "turn_edits:"
 #: The ``meta`` key listing the sessions with events and when each last had one (Unix s): a session not heard of
 #: for ``KEEP_S`` has its events deleted, so sessions that ended leave nothing behind.
 _INDEX_KEY = "turn_edits_index"
+#: Prefix (before a session's events key) of the ``meta`` key holding the session's commits read so far, and
+#: how many are kept.
+_LANDED_PREFIX = "landed:"
+MAX_LANDED = 20
 #: A file name in a shell command: a word with an extension (``rota.py``, ``deploy/rota-post.timer``).
 _FILE_NAME = re.compile(r"[\w.~/-]*\w\.[A-Za-z][\w-]*")
 #: A prompt that undoes the turn before it: it opens with "no"/"wait", or says scrap, revert, undo, roll back.
@@ -131,21 +135,41 @@ class TurnEdits:
         self._touch(key)
 
     def confirm(self, project: str, session_id: str, harness: str, landed: Sequence[tuple[str, Sequence[str]]]) -> int:
-        """Promote the episodes of ``session_id`` whose turn edited a file of a commit in ``landed`` (``(sha,
-        files)`` pairs, oldest first, as the commit signal read them) and did not commit itself; returns how many
-        were promoted. Blocking (store reads and writes)."""
+        """Note the commits of ``session_id`` in ``landed`` (``(sha, files)`` pairs, oldest first, as the commit
+        signal read them; it calls at every read, [] when nothing new landed), then promote the episodes of the
+        session whose turn edited a file of a commit noted so far and did not commit itself; returns how many were
+        promoted. The commits are kept (``MAX_LANDED``, ``KEEP_S``): a read can run before the spool holds the
+        turns it confirms (the spool is read in batches, a PostToolUse record can come late), and a later Stop's
+        read, with nothing new, confirms them then. Blocking (store reads and writes)."""
         key = _key(session_id)
+        commits = self._landed(key, landed)
         events = self._events(key)
-        if not events or not landed:
+        if not events or not commits:
             return 0
         promoted = 0
         for episode, names in _episode_edits(self._store.session_memories(session_id), events):
-            sha, files = next(((s, [f for f in fs if names_file(names, f)]) for s, fs in landed
+            sha, files = next(((s, [f for f in fs if names_file(names, f)]) for s, fs in commits
                                if any(names_file(names, f) for f in fs)), ("", []))
             if sha:
                 promoted += self._promote(episode, project, session_id, harness, sha, files)
-        self._save(key, events)
         return promoted
+
+    def _landed(self, key: str, landed: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, list[str]]]:
+        """The session's commits noted so far with ``landed`` added (oldest first, at most ``MAX_LANDED``); saved
+        when ``landed`` adds one."""
+        try:
+            kept = json.loads(self._store.get_meta(_LANDED_PREFIX + key) or "[]")
+        except ValueError:
+            kept = []
+        commits = [(str(c[0]), [str(f) for f in c[1]]) for c in kept if isinstance(c, list) and len(c) == 2
+                   and isinstance(c[1], list)] if isinstance(kept, list) else []
+        known = {sha for sha, _ in commits}
+        new = [(sha, list(files)) for sha, files in landed if sha not in known]
+        if new:
+            commits = [*commits, *new][-MAX_LANDED:]
+            self._store.set_meta(_LANDED_PREFIX + key, json.dumps(commits))
+            self._touch(key)
+        return commits
 
     def _promote(self, episode: dict[str, Any], project: str, session_id: str, harness: str, sha: str,
                  files: list[str]) -> int:
@@ -168,7 +192,8 @@ class TurnEdits:
         return 1
 
     def _touch(self, key: str) -> None:
-        """Note that session ``key`` had an event now, and delete the events of sessions silent for ``KEEP_S``."""
+        """Note that session ``key`` had an event or a commit now, and delete the events and commits of sessions
+        silent for ``KEEP_S``."""
         try:
             index = json.loads(self._store.get_meta(_INDEX_KEY) or "{}")
         except ValueError:
@@ -179,6 +204,7 @@ class TurnEdits:
         index[key] = now
         for stale in [k for k, t in index.items() if not isinstance(t, int | float) or t < now - KEEP_S]:
             self._store.delete_meta(stale)
+            self._store.delete_meta(_LANDED_PREFIX + stale)
             del index[stale]
         self._store.set_meta(_INDEX_KEY, json.dumps(index))
 

@@ -62,6 +62,11 @@ SESSION_STANDING = 8
 SESSION_DATED = False
 #: Results a prompt hook asks recall for, before the budget cut (the default of ``MEMCUE_HOOK_RECALL_LIMIT``).
 PROMPT_LIMIT = 8
+#: A hook's ``sent_at`` dates its captured prompt when it is at most this far ahead of the sidecar's clock (s)
+#: and at most ``SENT_AT_MAX_AGE_S`` behind it (a late request: the hook's budget is seconds, a spooled copy's is
+#: its own ``ts``).
+SENT_AT_SLACK_S = 1.0
+SENT_AT_MAX_AGE_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,16 @@ def _told(rows: Iterable[dict[str, Any]]) -> list[int]:
     """The memories a block's ``rows`` put in the conversation: each row, and the repeats it stood for (``twins``),
     so a later prompt does not bring a repeat of what the session was shown."""
     return [mid for r in rows for mid in (r["memory_id"], *r.get("twins", ()))]
+
+
+def sent_time(sent_at: object, now: float | None = None) -> float | None:
+    """``sent_at`` (Unix s, the hook's clock) as a captured prompt's ``created_at``: None (the store's clock) when
+    it is missing, not a number, in the future by more than ``SENT_AT_SLACK_S`` or older than ``SENT_AT_MAX_AGE_S``
+    (a hook's clock that is off is not trusted with the store's order)."""
+    now = time.time() if now is None else now
+    if not isinstance(sent_at, int | float) or isinstance(sent_at, bool) or sent_at != sent_at:
+        return None
+    return float(sent_at) if now - SENT_AT_MAX_AGE_S <= sent_at <= now + SENT_AT_SLACK_S else None
 
 
 def _elapsed_ms(started: float) -> float:
@@ -195,11 +210,14 @@ class HookService:
         return out
 
     async def _capture_prompt(self, harness: str, ev: dict[str, Any]) -> None:
-        """Store the event's prompt as a captured ``request``. The hook spools the same prompt under the same id
+        """Store the event's prompt as a captured ``request``, dated when the hook sent it (``sent_at``, as the
+        hook's spooled copy is; ``sent_time``): it is stored after the recall, up to the hook's budget later, while
+        the agent may already be running the turn's tools. The hook spools the same prompt under the same id
         (``extra.request_id``) when it gets no answer: stored once either way."""
         request_id = str((ev.get("extra") or {}).get("request_id") or "") or None
         memory = NewMemory(content=str(ev.get("prompt") or ""), kind="request", project=str(ev.get("project") or ""),
-                           session_id=str(ev.get("session_id") or ""), source=f"hook:{harness}", source_id=request_id)
+                           session_id=str(ev.get("session_id") or ""), source=f"hook:{harness}", source_id=request_id,
+                           created_at=sent_time(ev.get("sent_at")))
         await anyio.to_thread.run_sync(self.backend.remember_prompt, memory, limiter=self.backend.limiter)
 
     async def _prompt(self, harness: str, ev: dict[str, Any], budget_s: float, max_tokens: int, max_chars: int,
