@@ -346,7 +346,9 @@ def test_a_fact_distilled_in_two_sessions_is_promoted_by_recurrence(home: Path, 
             _session(project, session="second-session", prompt="the invoice export is slow again, same cause?",
                      answer="Yes: a new report called the tax API inline; it now goes through the worker too.")
             _ledger(sc, 2)
-            promoted = wait_until(lambda: [c for c in _distilled(sc) if c["state"] == "promoted"])
+            # all four: the recurrence step may promote one fact's copies a step before the other's
+            promoted = wait_until(lambda: [c for c in _distilled(sc) if c["state"] == "promoted"][3:] and
+                                  [c for c in _distilled(sc) if c["state"] == "promoted"])
             cands = _distilled(sc)
             lessons = sc.client.list_recent(all_projects=True, kind="lesson")["results"]
         finally:

@@ -13,11 +13,12 @@ test writes through a redirect or names (``rota.py`` in a ``python - <<EOF ... P
 ``config.py`` in ``sed -i``).
 A turn is the time from its captured prompt (``request``) to the session's next prompt, so a PostToolUse record
 that an async hook wrote after the turn's Stop still belongs to it. A turn that ran ``git commit`` itself is
-never promoted: its commit's message tells its work (``capture.commits``). When the commit signal has read new
-commits of a session, ``confirm`` promotes each episode of that session whose turn edited a committed file (a
-whole path, or a path ending in ``/<file>``) and that the user has answered with a prompt that does not turn the
-work down ("no, scrap that": ``rejects``), so the commit is read for it at a later turn's Stop. Events older
-than ``KEEP_S`` are dropped.
+never promoted: its commit's message tells its work (``capture.commits``). At every read of the commit signal
+for a session, ``confirm`` keeps the commits it read and promotes each episode of that session whose turn edited
+a file of one of them (a whole path, or a path ending in ``/<file>``) and that the user has answered with a
+prompt that does not turn the work down ("no, scrap that": ``rejects``); so a turn is confirmed at a later
+Stop's read, also when its records reached the store after the commit was read. Events and commits of a session
+silent for ``KEEP_S`` are deleted.
 """
 
 from __future__ import annotations
