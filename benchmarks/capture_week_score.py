@@ -20,6 +20,7 @@ from typing import Any
 from capture_week_run import TurnRun, WeekRun
 
 from memcue.core.blocks import BLOCK_CLOSE, BLOCK_OPEN, MEMORY_LINE_START, PROMPT_HEADER, SESSION_HEADER
+from memcue.sidecar.capture.turn_edits import SIGNAL as EPISODE_COMMITTED
 
 SIGNALS = ("statement", "commit", "test", "remember", "episode")
 #: Row kinds that are captured text, not memories: never counted as answering rows.
@@ -156,8 +157,6 @@ def answering_rows(run: WeekRun) -> list[dict[str, Any]]:
 
 #: The candidate signal each fact signal is captured through (``remember`` and ``episode`` make rows directly).
 CANDIDATE_SIGNAL = {"statement": "prompt-statement", "commit": "commit-landed", "test": "test-passed"}
-#: The candidate signal an episode is promoted through when a later commit landed its turn's edits.
-EPISODE_COMMITTED = "episode-committed"
 
 
 def own_signal(fact: dict[str, Any], run: WeekRun) -> str:

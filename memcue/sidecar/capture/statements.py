@@ -176,7 +176,9 @@ _TASK_TURN = re.compile(
     r"first(?:\s+thing|\s+off)?\b|"
     r"can|could|would|add|fix|run|write|commit|check|make|create|update|change|rename|implement|look|try|test|"
     r"refactor|remove|delete|move|show|tell|explain|open|start|build|deploy|push|merge|let's)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
+#: Where a text's sentences end: after ``.``, ``!`` or ``?`` and a space, or at a line break (also used by
+#: ``capture.turn_edits`` on the agent's answers).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
 #: A role marker opening a sentence ("SYSTEM: ..."): left out when matching, so the statement after it is found
 #: (and held).
 _ROLE_PREFIX = re.compile(r"^(?:system|assistant|developer|user|human|tool)\s*:\s*", re.IGNORECASE)
@@ -302,7 +304,7 @@ def _typed_text(prompt: str) -> str:
 
 def _sentences(text: str) -> list[str]:
     """Sentences of ``text``: split at ``.``/``!``/``?`` followed by space and at line ends; trimmed."""
-    return [s.strip(" \t-*•") for s in _SENTENCE_END.split(text) if s and s.strip(" \t-*•")]
+    return [s.strip(" \t-*•") for s in SENTENCE_END.split(text) if s and s.strip(" \t-*•")]
 
 
 def _statement_kind(sentence: str) -> tuple[str, str] | None:

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memcue.sidecar.capture.gate import Gate
-from memcue.sidecar.capture.statements import find_statements
+from memcue.sidecar.capture.statements import SENTENCE_END, find_statements
 from memcue.sidecar.capture.test_runs import WRITES_FILE, is_read_only, is_test_command
 from memcue.sidecar.store import NewCandidate, StoreProtocol
 
@@ -61,8 +61,6 @@ _UNDO = re.compile(r"^\W*(?:no|nope|wait|hmm+,?\s+no)\b|"
 #: A sentence saying the work is not committed yet ("Not committed yet.", "I haven't committed it").
 _UNCOMMITTED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:been\s+|yet\s+)?committed\b|\buncommitted\b|"
                           r"\b(?:haven't|have not|didn't|did not)\s+commit", re.IGNORECASE)
-#: Where an answer's sentences end: after ., ! or ? and a space, or at a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*")
 #: A shell command that commits: ``git commit``, also after ``git -C <dir>`` or ``-c key=value`` options.
 _GIT_COMMIT = re.compile(r"\bgit(?:\s+-[Cc]\s+\S+|\s+--?[\w.-]+(?:=\S+)?)*\s+commit\b")
 
@@ -98,7 +96,7 @@ def rejects(prompt: str) -> bool:
 def landed_text(answer: str, sha: str) -> str:
     """The promoted memory's text: the episode's ``answer`` without the sentences saying its work is not committed
     (the commit made them wrong), then "Landed in commit <sha, 12 hex>."."""
-    kept = " ".join(s for s in _SENTENCE_END.split(answer.strip()) if s and not _UNCOMMITTED.search(s))
+    kept = " ".join(s for s in SENTENCE_END.split(answer.strip()) if s and not _UNCOMMITTED.search(s))
     if kept and kept[-1] not in ".!?":
         kept += "."
     return f"{kept} Landed in commit {sha[:12]}.".strip()
@@ -144,8 +142,8 @@ class TurnEdits:
         read, with nothing new, confirms them then. Blocking (store reads and writes)."""
         key = _key(session_id)
         commits = self._landed(key, landed)
-        events = self._events(key)
-        if not events or not commits:
+        events = self._events(key) if commits else []
+        if not events:
             return 0
         promoted = 0
         for episode, names in _episode_edits(self._store.session_memories(session_id), events):
@@ -158,12 +156,9 @@ class TurnEdits:
     def _landed(self, key: str, landed: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, list[str]]]:
         """The session's commits noted so far with ``landed`` added (oldest first, at most ``MAX_LANDED``); saved
         when ``landed`` adds one."""
-        try:
-            kept = json.loads(self._store.get_meta(_LANDED_PREFIX + key) or "[]")
-        except ValueError:
-            kept = []
+        kept = self._meta_json(_LANDED_PREFIX + key, list)
         commits = [(str(c[0]), [str(f) for f in c[1]]) for c in kept if isinstance(c, list) and len(c) == 2
-                   and isinstance(c[1], list)] if isinstance(kept, list) else []
+                   and isinstance(c[1], list)]
         known = {sha for sha, _ in commits}
         new = [(sha, list(files)) for sha, files in landed if sha not in known]
         if new:
@@ -195,12 +190,7 @@ class TurnEdits:
     def _touch(self, key: str) -> None:
         """Note that session ``key`` had an event or a commit now, and delete the events and commits of sessions
         silent for ``KEEP_S``."""
-        try:
-            index = json.loads(self._store.get_meta(_INDEX_KEY) or "{}")
-        except ValueError:
-            index = {}
-        if not isinstance(index, dict):
-            index = {}
+        index = self._meta_json(_INDEX_KEY, dict)
         now = time.time()
         index[key] = now
         for stale in [k for k, t in index.items() if not isinstance(t, int | float) or t < now - KEEP_S]:
@@ -209,14 +199,17 @@ class TurnEdits:
             del index[stale]
         self._store.set_meta(_INDEX_KEY, json.dumps(index))
 
-    def _events(self, key: str) -> list[list[Any]]:
-        raw = self._store.get_meta(key)
+    def _meta_json(self, key: str, shape: type) -> Any:
+        """The JSON value kept in ``meta`` under ``key`` when it is a ``shape`` (list or dict), else an empty one
+        (missing, unreadable or of another shape)."""
         try:
-            events = json.loads(raw) if raw else []
+            value = json.loads(self._store.get_meta(key) or "null")
         except ValueError:
-            events = []
-        if not isinstance(events, list):
-            return []
+            value = None
+        return value if isinstance(value, shape) else shape()
+
+    def _events(self, key: str) -> list[list[Any]]:
+        events = self._meta_json(key, list)
         oldest = time.time() - KEEP_S
         return [e for e in events if isinstance(e, list) and len(e) == 3 and isinstance(e[0], int | float)
                 and e[0] >= oldest]
