@@ -74,9 +74,13 @@ def read_pid(loc: Locations) -> int | None:
 
 
 def bind_socket(path: Path) -> socket.socket:
-    """Bind and listen on ``path`` with mode 0600, reclaiming a stale socket file.
+    """Bind ``path`` with mode 0600, reclaiming a stale socket file; the socket is not listening yet.
 
-    Call only while holding the lock. Raises ``SidecarError`` when a non-socket file is in the way.
+    It listens once the server serves (asyncio's ``Server`` calls ``listen`` when uvicorn starts it): until then a
+    connect is refused at once, so a hook that comes while the sidecar starts (imports, the store, the model:
+    seconds) goes on and spools its prompt instead of waiting in the listen backlog until its deadline, and a
+    CLI command sees a starting sidecar, not a stuck one. Call only while holding the lock. Raises
+    ``SidecarError`` when a non-socket file is in the way.
     """
     try:
         st = os.lstat(path)
@@ -101,7 +105,6 @@ def bind_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    sock.listen(128)
     return sock
 
 
