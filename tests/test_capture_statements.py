@@ -296,8 +296,6 @@ def test_a_prompt_read_twice_holds_its_statements_once_and_held_ones_stay_pendin
     ("Note for memory: the staging cluster is called kestrel.", "The staging cluster is called kestrel."),
     ("Save how we release: tag the commit as vX.Y.Z. Run make dist, then upload dist/ with twine.",
      "How we release: tag the commit as vX.Y.Z. Run make dist, then upload dist/ with twine."),
-    ("save this for later pls: the signing key is in vault under secret/ci/sign. never in the repo",
-     "The signing key is in vault under secret/ci/sign. never in the repo"),
     ("ok, we finally settled the backup question: nightly dumps kept 14 days, monthly ones a year. save that so we "
      "don't argue about it again", "ok, we finally settled the backup question: nightly dumps kept 14 days, monthly "
      "ones a year."),
@@ -307,6 +305,22 @@ def test_an_explicit_request_to_keep_something_is_a_note(prompt: str, expected: 
     (Codex may offer no memcue tool in a turn that starts before the MCP server is up); "news of the day" does not
     stop it."""
     assert [(s.kind, s.text) for s in find_statements(prompt)] == [("note", expected)]
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("save this for later pls: the signing key is in vault under secret/ci/sign. never in the repo",
+     ("decision", "The signing key is in vault under secret/ci/sign. never in the repo")),
+    ("fyi the staging db listens on port 5433. it must never be used by the test suite.",
+     ("decision", "fyi the staging db listens on port 5433. it must never be used by the test suite.")),
+    ("we decided on argon2id for passwords. it must never be downgraded to bcrypt.",
+     ("decision", "we decided on argon2id for passwords. it must never be downgraded to bcrypt.")),
+    ("save this for later: the signing key is in vault under secret/ci/sign. it rotates every quarter.",
+     ("note", "The signing key is in vault under secret/ci/sign. it rotates every quarter.")),
+])
+def test_a_rule_that_points_back_at_a_kept_fact_makes_it_a_rule(prompt: str, expected: tuple[str, str]) -> None:
+    """"never in the repo" after a fact the user asked to keep is a rule about that fact: the statement is a
+    ``decision`` (a standing rule, shown at every session start), not a plain note; a plain detail keeps it a note."""
+    assert [(s.kind, s.text) for s in find_statements(prompt)] == [expected]
 
 
 @pytest.mark.parametrize("prompt", [

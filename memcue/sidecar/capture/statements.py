@@ -8,8 +8,9 @@ indented code, memcue's own injected blocks), splits each line into sentences an
 a statement: not questions, at most ``STATEMENT_MAX_CHARS`` characters, at least ``STATEMENT_MIN_WORDS`` words;
 each with up to ``CONTEXT_SENTENCES`` plain sentences that follow it on its line (its reason or detail). A
 statement that opens by pointing back ("it must never end up in the repo", "that goes for the tests too") is
-read with the sentence before it on its line: joined to that statement when it is one, else given it as its
-subject (``_ANAPHORA``).
+read with the sentence before it on its line: joined to that statement when it is one (a note so joined to a
+rule takes the rule's kind: "save this: the token lives in Vault. never in a .env" is a ``decision``), else given it
+as its subject (``_ANAPHORA``).
 
 Kinds (the memory kind a statement is written as): ``preference`` for "I/we prefer", "I'd rather", "I like to";
 ``correction`` for "no, use X" and "use X instead (of Y)"; ``note`` for a fact the user offers in passing, said
@@ -37,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memcue.sidecar.store import instruction_like, strip_injected
+from memcue.sidecar.store import STANDING_KINDS, instruction_like, strip_injected
 
 #: Longest sentence taken as a statement (characters); longer ones are left out, not cut (a run-on paragraph is
 #: rarely one durable statement).
@@ -225,8 +226,8 @@ def find_statements(prompt: str) -> list[Statement]:
                 if made_by == i - 1:
                     joined = f"{found[-1].text} {text}"
                     if len(joined) <= STATEMENT_MAX_CHARS:
-                        found[-1] = Statement(joined, found[-1].kind, found[-1].pattern,
-                                              _held(joined) or whole_held)
+                        kind, pattern = _joined_kind(found[-1], match)
+                        found[-1] = Statement(joined, kind, pattern, _held(joined) or whole_held)
                         continue
                 text = f"{sentences[i - 1]} {text}"
             found.append(Statement(text, match[0], match[1], _held(text) or whole_held))
@@ -234,6 +235,16 @@ def find_statements(prompt: str) -> list[Statement]:
             if len(found) >= MAX_STATEMENTS:
                 return found
     return found
+
+
+def _joined_kind(before: Statement, match: tuple[str, str]) -> tuple[str, str]:
+    """The ``(kind, matched words)`` of ``before`` once a sentence that points back at it (``_ANAPHORA``), of kind
+    and words ``match``, is joined to it: a rule's kind (``STANDING_KINDS``) when ``before`` is a plain note and the
+    sentence states a rule ("save this: the token lives in Vault. never in a .env in the repo" is a rule to keep,
+    not only a fact), else ``before``'s own."""
+    if before.kind not in STANDING_KINDS and match[0] in STANDING_KINDS:
+        return match[0], f"{before.pattern}; {match[1]}"
+    return before.kind, before.pattern
 
 
 def _without_request(text: str, end: int) -> str:
