@@ -96,3 +96,15 @@ def test_one_created_date_has_one_age() -> None:
     assert age_label(float("nan"), now) == age_label(1e300, now) == "at an unknown time"
     assert [age_label(now - d * 86400, now) for d in (300, 400, 800)] == ["10 months ago", "1 year ago",
                                                                         "2 years ago"]
+
+
+def test_a_paragraph_break_is_one_newline_mark(counter: TokenCounter) -> None:
+    """A commit's subject, blank line and body read as one line with one mark between paragraphs: no line of the text
+    stands alone (C24), and a blank line costs no tokens."""
+    commit = ("Retry the weekly post up to 5 times  \n\n \t\nThree attempts ran out.\r\n\r\n"
+              "Tests added: test_retry\n    end")
+    line = memory_line({"memory_id": 7, "content": commit, "memory_kind": "change"})
+    assert "\n" not in line and "\r" not in line
+    assert line.endswith(">Retry the weekly post up to 5 times ⏎ Three attempts ran out. ⏎ Tests added: test_retry "
+                         "⏎     end</memory>"), "the next line's indent stays"
+    assert counter.count(line) < counter.count(line.replace(" ⏎ ", " ⏎  ⏎ "))

@@ -50,6 +50,11 @@ _PROVENANCE = (("cli", "user"), ("viewer", "user"), ("mcp", "agent"), ("hook:", 
 #: What a newline of a memory's text becomes, so the text stays on its element's line and no line of it can
 #: stand alone and pass for memcue's or the harness's own framing (case C24).
 NEWLINE_MARK = " ⏎ "
+#: A run of line breaks with only blanks between them (a paragraph break: a commit's subject and body): shown as
+#: one ``NEWLINE_MARK``, not one per break; the next line's indent stays (code keeps its shape). A blank line adds
+#: nothing a model reads, and two marks cost 4 more tokens (o200k) than one: about 80 tokens of a 2,200-token
+#: session-start block, nearly one more memory.
+_LINE_BREAKS = re.compile(r"[ \t]*\n(?:[ \t]*\n)*")
 
 
 def provenance(source: str) -> str:
@@ -69,7 +74,8 @@ def memory_line(result: dict[str, Any], *, dated: bool = True) -> str:
     """One memory as one line: ``<memory id="412" kind="decision" source="user" created="2026-11-03"
     age="4 weeks ago">text</memory>``, plus ``pinned="yes"``, ``match="weak"`` and ``flag="instruction-like"``
     (the text reads like instructions: ``store.instruction_like``) when they apply. The text is XML-escaped and
-    its line breaks shown as ``NEWLINE_MARK``; ``kind`` outside ``[a-z_-]{1,32}`` shows as ``note``. Without
+    its line breaks shown as ``NEWLINE_MARK`` (a paragraph break as one, ``_LINE_BREAKS``); ``kind`` outside
+    ``[a-z_-]{1,32}`` shows as ``note``. Without
     ``dated`` the ``created`` date is left out and ``age`` alone says when."""
     kind = str(result.get("memory_kind") or "note")
     attrs = {"id": str(result.get("memory_id", "")), "kind": kind if _KIND.fullmatch(kind) else "note",
@@ -89,7 +95,7 @@ def memory_line(result: dict[str, Any], *, dated: bool = True) -> str:
     text = str(result.get("content", "")).strip()
     if instruction_like(text):
         attrs["flag"] = "instruction-like"
-    shown = escape(text.replace("\r\n", "\n").replace("\r", "\n"), quote=False).replace("\n", NEWLINE_MARK)
+    shown = _LINE_BREAKS.sub(NEWLINE_MARK, escape(text.replace("\r\n", "\n").replace("\r", "\n"), quote=False))
     head = " ".join(f'{k}="{escape(" ".join(v.split()), quote=True)}"' for k, v in attrs.items())
     return f"<{MEMORY_TAG} {head}>{shown}</{MEMORY_TAG}>"
 
