@@ -53,8 +53,9 @@ Repeats = Callable[[Sequence[dict[str, Any]]], dict[int, int]]
 SESSION_RECENT = 30
 #: The session-start block offers the standing rules (``store.STANDING_KINDS``) before the newest memories,
 #: however old, so a standing rule is in view before the first task prompt (issue 15). Up to
-#: ``SESSION_STANDING`` of them, the most confirmed first (``seen_count``: said again, reinforced), then the newest.
-SESSION_STANDING = 8
+#: ``SESSION_STANDING`` of them, the most confirmed first (``seen_count``: said again, reinforced), then the newest:
+#: half of the about 24 memories the 2,200-token block holds, so a project's rules do not crowd out all it did.
+SESSION_STANDING = 12
 #: Whether the session-start block's lines show each memory's ``created`` date. They do not: ``age`` ("today", "3
 #: weeks ago") already says when, and the date costs about 9 tokens a line, a tenth of the block over its 20-odd
 #: memories (measured on the scripted week's stores: 198 of 2,192 tokens), room for two or three more memories. A
