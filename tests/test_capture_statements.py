@@ -316,11 +316,32 @@ def test_an_explicit_request_to_keep_something_is_a_note(prompt: str, expected: 
      ("decision", "we decided on argon2id for passwords. it must never be downgraded to bcrypt.")),
     ("save this for later: the signing key is in vault under secret/ci/sign. it rotates every quarter.",
      ("note", "The signing key is in vault under secret/ci/sign. it rotates every quarter.")),
+    ("remember that the metrics port is 9102. never expose it publicly",
+     ("decision", "remember that the metrics port is 9102. never expose it publicly")),
+    ("save this for next time: the release script is scripts/release.sh. don't run it from a dirty tree",
+     ("decision", "The release script is scripts/release.sh. don't run it from a dirty tree")),
+    ("note for memory: the S3 bucket is acme-artifacts-prod. Never delete it.",
+     ("decision", "The S3 bucket is acme-artifacts-prod. Never delete it.")),
+    ("The cache lives in /var/cache/app. Always clear it before a release.",
+     ("decision", "The cache lives in /var/cache/app. Always clear it before a release.")),
+    ("The legacy flag is deprecated. Never set that.", ("decision", "The legacy flag is deprecated. Never set that.")),
 ])
 def test_a_rule_that_points_back_at_a_kept_fact_makes_it_a_rule(prompt: str, expected: tuple[str, str]) -> None:
-    """"never in the repo" after a fact the user asked to keep is a rule about that fact: the statement is a
-    ``decision`` (a standing rule, shown at every session start), not a plain note; a plain detail keeps it a note."""
+    """"never in the repo" or "never expose it" after a fact the user asked to keep is a rule about that fact: one
+    statement, a ``decision`` (a standing rule, shown at every session start), not a plain note beside a rule that
+    says only "it"; a plain detail keeps it a note."""
     assert [(s.kind, s.text) for s in find_statements(prompt)] == [expected]
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("for future reference, the nightly job runs at 03:00 UTC. Now fix the flaky test in test_sched.py",
+     "The nightly job runs at 03:00 UTC."),
+    ("save how we deploy: rsync the repo to the pi. Restart the service after. Anyway, the tests are red again",
+     "How we deploy: rsync the repo to the pi. Restart the service after."),
+])
+def test_what_the_user_asked_to_keep_ends_where_the_subject_changes(prompt: str, expected: str) -> None:
+    """A request to keep something keeps its steps (imperatives included) but not the task the user turns to next."""
+    assert [(s.kind, s.text) for s in find_statements(prompt)] == [("note", expected)]
 
 
 @pytest.mark.parametrize("prompt", [

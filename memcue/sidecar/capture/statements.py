@@ -163,13 +163,17 @@ _PASTED = re.compile(
     r"\w+(?:Error|Exception)\b:|E\s{2,})")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 #: A sentence that opens by pointing back at the one before: "it"/"they" as its subject, "this"/"that"/"these"/
-#: "those" followed by a verb ("that goes for ...", "this has to stay"), or no subject at all ("never in a .env in
-#: the repo", "only from the worker"); "this repo always ..." names its subject.
+#: "those" followed by a verb ("that goes for ...", "this has to stay"), no subject at all ("never in a .env in
+#: the repo", "only from the worker"), or a rule whose object is such a pronoun ("never expose it publicly", "don't
+#: run it from a dirty tree", "always tag them first"); "this repo always ..." names its subject.
 _ANAPHORA = re.compile(
     r"^(?:(?:and|also|but|so|oh)\b[,\s]+)?(?:it|it's|they|they're|(?:this|that|these|those)\s+(?:is|are|was|were|"
     r"must|should|has|have|needs?|goes|go|stays?|can|cannot|can't|will|won't|means?|applies|apply)\b|"
     r"(?:never|always|not|only)\s+(?:in|on|at|to|from|into|with|by|for|under|via|through|inside|outside|over|the|a|an|"
-    r"as)\b)", re.IGNORECASE)
+    r"as)\b|"
+    r"(?:(?:please|pls)\s+)?(?:never|always|don'?t|do\s+not|must\s+not|mustn't|should\s+not|shouldn't)\s+(?:ever\s+)?"
+    r"[a-z]+\s+(?:(?:it|them)\b(?!\s+(?:is|are|was|were)\b)|(?:this|that|these|those)\s*(?:$|[^\w\s])))",
+    re.IGNORECASE)
 #: A sentence that turns to the task at hand or to another topic ("Now the actual bug: …", "Please change it.",
 #: "Add a test, fix it and commit."): what follows a statement stops being its reason or detail there.
 _TASK_TURN = re.compile(
@@ -177,6 +181,10 @@ _TASK_TURN = re.compile(
     r"first(?:\s+thing|\s+off)?\b|"
     r"can|could|would|add|fix|run|write|commit|check|make|create|update|change|rename|implement|look|try|test|"
     r"refactor|remove|delete|move|show|tell|explain|open|start|build|deploy|push|merge|let's)\b", re.IGNORECASE)
+#: The part of ``_TASK_TURN`` that turns away even from steps the user asked to keep ("save how we deploy: rsync the
+#: repo. Restart the service. Now fix the flaky test."): a word that changes the subject, not an imperative.
+_TOPIC_TURN = re.compile(r"^(?:(?:ok|okay|so|and|but)\b[,\s]+)?(?:now|anyway|anyhow|separately|unrelated|meanwhile|"
+                         r"first(?:\s+thing|\s+off)?)\b", re.IGNORECASE)
 #: Where a text's sentences end: after ``.``, ``!`` or ``?`` and a space, or at a line break (also used by
 #: ``capture.turn_edits`` on the agent's answers).
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
@@ -278,15 +286,16 @@ def _kept_before(before: list[str], kinds: list[tuple[str, str] | None], found: 
 def _with_context(sentence: str, after: list[str], kinds: list[tuple[str, str] | None], steps: bool = False) -> str:
     """``sentence`` with the sentences that follow it on its line, up to ``CONTEXT_SENTENCES`` of them and
     ``STATEMENT_MAX_CHARS`` in all, stopping at a question, another statement, a turn to the task
-    (``_TASK_TURN``, except right after a bare "No, not X." and in what the user asked to save, ``steps``: "save how
-    we deploy: rsync the repo. Restart the service." keeps its steps) or a short remark ("Thanks!"):
+    (``_TASK_TURN``, except right after a bare "No, not X."; in what the user asked to save, ``steps``, only a
+    change of subject, ``_TOPIC_TURN``: "save how we deploy: rsync the repo. Restart the service." keeps its steps,
+    "… Now fix the flaky test." does not) or a short remark ("Thanks!"):
     what comes right after a decision is usually its reason or its detail ("from now on put type hints on
     everything public. we're turning on mypy --strict in CI next week")."""
     text = sentence
     rejection = _REJECTION_RE.match(sentence) is not None  # "No, not bcrypt." then "Use argon2id."
     for i, (nxt, kind) in enumerate(list(zip(after, kinds, strict=True))[:CONTEXT_SENTENCES]):
         fix = i == 0 and rejection
-        turned = _TASK_TURN.match(nxt) and not steps and not fix
+        turned = (_TOPIC_TURN.match(nxt) if steps else _TASK_TURN.match(nxt)) and not fix
         if kind is not None or nxt.endswith("?") or _QUESTION_START.match(nxt) or turned or \
                 (len(nxt.split()) < STATEMENT_MIN_WORDS and not fix):
             break
