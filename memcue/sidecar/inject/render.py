@@ -74,9 +74,9 @@ def memory_line(result: dict[str, Any], *, dated: bool = True) -> str:
     """One memory as one line: ``<memory id="412" kind="decision" source="user" created="2026-11-03"
     age="4 weeks ago">text</memory>``, plus ``pinned="yes"``, ``match="weak"`` and ``flag="instruction-like"``
     (the text reads like instructions: ``store.instruction_like``) when they apply. The text is XML-escaped and
-    its line breaks shown as ``NEWLINE_MARK`` (a paragraph break as one, ``_LINE_BREAKS``); ``kind`` outside
-    ``[a-z_-]{1,32}`` shows as ``note``. Without
-    ``dated`` the ``created`` date is left out and ``age`` alone says when."""
+    its line breaks (any ``str.splitlines`` boundary: U+2028 too) shown as ``NEWLINE_MARK``, a paragraph break as one
+    (``_LINE_BREAKS``); ``kind`` outside ``[a-z_-]{1,32}`` shows as ``note``. Without ``dated`` the ``created`` date
+    is left out and ``age`` alone says when."""
     kind = str(result.get("memory_kind") or "note")
     attrs = {"id": str(result.get("memory_id", "")), "kind": kind if _KIND.fullmatch(kind) else "note",
              "source": provenance(str(result.get("source") or ""))}
@@ -95,7 +95,8 @@ def memory_line(result: dict[str, Any], *, dated: bool = True) -> str:
     text = str(result.get("content", "")).strip()
     if instruction_like(text):
         attrs["flag"] = "instruction-like"
-    shown = _LINE_BREAKS.sub(NEWLINE_MARK, escape(text.replace("\r\n", "\n").replace("\r", "\n"), quote=False))
+    # splitlines: every line boundary a reader may honour (\r, \v, \f, \x1c-\x1e, \x85, U+2028, U+2029), not \n alone
+    shown = _LINE_BREAKS.sub(NEWLINE_MARK, escape("\n".join(text.splitlines()), quote=False))
     head = " ".join(f'{k}="{escape(" ".join(v.split()), quote=True)}"' for k, v in attrs.items())
     return f"<{MEMORY_TAG} {head}>{shown}</{MEMORY_TAG}>"
 
