@@ -116,7 +116,7 @@ def parse_record(line: bytes) -> dict[str, object] | None:
         "session_id": str(rec.get("session_id") or ""),
         "source": str(rec.get("source") or DEFAULT_SOURCE),
         "source_id": str(rec.get("spool_id") or "") or None,
-        "created_at": _finite(rec.get("ts")),
+        "created_at": finite_time(rec.get("ts")),
         "metadata": {"cwd": rec["cwd"]} if isinstance(rec.get("cwd"), str) and rec["cwd"] else {},
     }
 
@@ -147,7 +147,7 @@ def parse_tool(line: bytes) -> dict[str, object] | None:
         "session_id": str(rec.get("session_id") or ""),
         "source": str(rec.get("source") or DEFAULT_SOURCE),
         "turn": str(rec.get("turn") or ""),
-        "ts": _finite(rec.get("ts")),
+        "ts": finite_time(rec.get("ts")),
         "tool": rec["tool"],
     }
 
@@ -166,7 +166,7 @@ def spool_name(harness: str, session_id: str) -> str:
     return f"hook-{name}-{digest}.jsonl"
 
 
-def _finite(value: object) -> float | None:
+def finite_time(value: object) -> float | None:
     """``value`` as a float when it is a finite number (a time in Unix s), else None: NaN, infinities, booleans
     and text are not times."""
     if isinstance(value, bool) or not isinstance(value, int | float):

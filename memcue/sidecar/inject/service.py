@@ -30,6 +30,7 @@ import anyio
 import anyio.to_thread
 
 from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, SHORTENED_LINES, STANDING_NOTES, pointer_line
+from memcue.core.spool_format import finite_time
 from memcue.sidecar.inject.backend import HookBackend
 from memcue.sidecar.inject.brief import brief, was_cut
 from memcue.sidecar.inject.covered import covered_transitions
@@ -106,9 +107,8 @@ def sent_time(sent_at: object, now: float | None = None) -> float | None:
     it is missing, not a number, in the future by more than ``SENT_AT_SLACK_S`` or older than ``SENT_AT_MAX_AGE_S``
     (a hook's clock that is off is not trusted with the store's order)."""
     now = time.time() if now is None else now
-    if not isinstance(sent_at, int | float) or isinstance(sent_at, bool) or sent_at != sent_at:
-        return None
-    return float(sent_at) if now - SENT_AT_MAX_AGE_S <= sent_at <= now + SENT_AT_SLACK_S else None
+    sent = finite_time(sent_at)
+    return sent if sent is not None and now - SENT_AT_MAX_AGE_S <= sent <= now + SENT_AT_SLACK_S else None
 
 
 def _elapsed_ms(started: float) -> float:
