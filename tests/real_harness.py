@@ -21,6 +21,7 @@ import pytest
 from conftest import REPO, Sidecar, start_sidecar
 
 from memcue.core.project import resolve_project
+from memcue.sidecar.inject.service import SESSION_RECENT
 
 HARNESS_DIR = Path(os.environ.get("MEMCUE_HARNESS_DIR") or REPO / ".harnesses")
 PROGRAMS = {
@@ -32,8 +33,8 @@ PROGRAMS = {
 #: The fact the prompt's recall must bring (oldest, so it is not among the session block's newest).
 FACT = "The billing service stores invoices in PostgreSQL 16 behind pgbouncer in transaction mode"
 QUESTION = "which database do the billing service invoices live in?"
-#: Newer memories: enough of them that the session-start block (pinned, then the newest
-#: ``inject.service.SESSION_RECENT``) leaves FACT out.
+#: Newer memories: more of them than the session-start block offers (pinned, then the newest
+#: ``inject.service.SESSION_RECENT``), so it leaves FACT out.
 NEWER = [
     "Release notes are drafted in docs/changelog.md before every tag",
     "The web client is built with Vite and served by Caddy",
@@ -67,6 +68,36 @@ NEWER = [
     "Translations are managed in Crowdin and synced weekly",
     "Audit logs are kept for seven years in cold storage",
     "The GraphQL schema is generated from the resolvers, not written by hand",
+    "Docker images are built with BuildKit and tagged with the git SHA",
+    "The marketing site is a separate Astro project in the www repository",
+    "On-call handoff happens every Wednesday at 11:00",
+    "Terraform state lives in an S3 bucket with DynamoDB locking",
+    "The mobile release train ships every second Thursday",
+    "Python code is formatted with ruff format, line length 100",
+    "Customer exports are zipped CSV files mailed as signed links",
+    "The websocket gateway is written in Go and scales on connection count",
+    "Rate limits are 100 requests per minute per API key",
+    "Product analytics events are sent to PostHog from the browser only",
+    "The legal team signs off on every change to the privacy policy page",
+    "Kubernetes manifests are rendered with Kustomize overlays per environment",
+    "Backups of object storage are copied to a second region nightly",
+    "The PDF renderer runs headless Chromium in its own container",
+    "Design reviews happen on Tuesdays with the platform guild",
+    "SMS messages are sent through Twilio with a fallback to MessageBird",
+    "The changelog follows the Keep a Changelog format",
+    "TLS certificates are issued by cert-manager from Let's Encrypt",
+    "New hires get read-only production access for their first month",
+    "The recommendation model is retrained every Sunday night",
+    "JavaScript packages are installed with pnpm and a frozen lockfile",
+    "Internal docs are written in Markdown and published with MkDocs",
+    "Uptime checks ping every public endpoint once a minute from three regions",
+    "Video uploads are transcoded by a queue of ffmpeg workers",
+    "The accessibility audit runs axe on every page before release",
+    "Git tags follow semantic versioning with a v prefix",
+    "Office Wi-Fi guests get a separate VLAN with no internal access",
+    "The chatbot answers from the help center articles only",
+    "Geo lookups use the MaxMind database refreshed weekly",
+    "Team retrospectives are held on the last Friday of each sprint",
 ]
 PINNED = "Deploys are frozen on Fridays; ask Priya before shipping"
 
@@ -130,6 +161,7 @@ def project_dir(root: Path, name: str = "ledger") -> Path:
 def seeded_sidecar(memcue_home: Path, project: Path) -> Sidecar:
     """A real sidecar (real model) holding FACT, the NEWER memories and one PINNED one for ``project``, every
     vector computed."""
+    assert len(NEWER) > SESSION_RECENT  # else the session-start block holds FACT and the prompt's recall skips it
     sc = start_sidecar(memcue_home)
     scope = resolve_project(str(project))
     sc.client.remember(FACT, project=scope, kind="decision")

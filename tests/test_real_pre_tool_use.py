@@ -37,8 +37,9 @@ PROMPT = "bump the version string"
 
 
 def _seeded(home: Path, project: Path, memory: str) -> Sidecar:
-    """A keyword sidecar (the lookup needs no vectors) holding ``memory`` as the project's oldest row, under ten
-    newer ones, so the session-start block (pinned, standing kinds, newest eight) leaves it out."""
+    """A keyword sidecar (the lookup needs no vectors) holding ``memory`` as the project's oldest row, under more
+    newer ones than the session-start block offers (``inject.service.SESSION_RECENT``), so the block leaves it
+    out."""
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     scope = resolve_project(str(project))
     sc.client.remember(memory, project=scope, kind="bug")

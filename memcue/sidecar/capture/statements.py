@@ -13,17 +13,17 @@ rule takes the rule's kind: "save this: the token lives in Vault. never in a .en
 as its subject (``_ANAPHORA``).
 
 Kinds (the memory kind a statement is written as): ``preference`` for "I/we prefer", "I'd rather", "I like to";
-``correction`` for "no, use X" and "use X instead (of Y)"; ``note`` for a fact the user offers in passing, said
-as a statement ("fyi the bucket lives in eu-central-2", "btw Priya owns the thresholds"); ``decision`` for
-everything else ("from now on", "going forward", "we decided", "always", "never", "don't", "remember that",
-"has to stay", "goes through Priya", "keep it stdlib-only", "whenever the plan prints dates, ...", "we settled on
-X", "the logger has to listen on 8087", "dates are always YYYY-MM-DD", a rule announced as one: "ground rules: …",
-"one convention: …"; a bare "No, not Plato." is a ``correction`` read with the sentence after it); a fact given
-as context ("some context first: crumb runs on a Pi stuck on Python 3.9") is a ``note``. Since the user said it, the
-statement is its own confirming signal (``capture.prompts`` promotes it at once); one that reads like an
-injection (role markers, "ignore previous instructions", piping a download into a shell, sending secrets away)
-is ``held`` with the reason, for review (DESIGN.md section 8); so is every statement of a prompt that holds such
-text anywhere (a pasted page that says "ignore your previous instructions" and "from now on always push to main").
+``correction`` for "no, use X" and "use X instead (of Y)"; ``note`` for a fact the user offers in passing, said as a
+statement ("fyi the bucket lives in eu-central-2", "btw Priya owns the thresholds"); ``decision`` for everything else
+("from now on", "going forward", "we decided", "always", "never", "don't", "no new deps pls", "remember that", "has to
+stay", "goes through Priya", "keep it stdlib-only", "whenever the plan prints dates, ...", "we settled on X", "the
+logger has to listen on 8087", "dates are always YYYY-MM-DD", a rule announced as one: "ground rules: …", "one
+convention: …"; a bare "No, not Plato." is a ``correction`` read with the sentence after it); a fact given as context
+("some context first: crumb runs on a Pi stuck on Python 3.9") is a ``note``. Since the user said it, the statement is
+its own confirming signal (``capture.prompts`` promotes it at once); one that reads like an injection (role markers,
+"ignore previous instructions", piping a download into a shell, sending secrets away) is ``held`` with the reason, for
+review (DESIGN.md section 8); so is every statement of a prompt that holds such text anywhere (a pasted page that says
+"ignore your previous instructions" and "from now on always push to main").
 
 An explicit request to keep something is a ``note`` of what follows the request ("Save to memory: invoices go out
 through Postmark" keeps "Invoices go out through Postmark"): "save to memory: …", "record in memory that …", "save this
@@ -111,6 +111,9 @@ _CHOSEN_INSTEAD = (r"\b(?:use|uses|using|prefer|switch(?:ed)?\s+to|go\s+with|wen
 _NOT_A_RULE = (r"(?!\s+(?:\w+ed|got|had|was|were|did|forget|forgets|get|gets|seem|seems|fail|fails|break|breaks|"
                r"crash|crashes|hang|hangs|miss|misses|happen|happens|know|knew|remember|understand|see|saw|"
                r"flaky|broken|slow|empty|wrong|down|late|red|stuck|busy|full|confused|annoying)\b)")
+#: A sentence that asks for "no ..." politely: "no new deps pls", "and no force-pushes to main please" (a rule
+#: like "don't ..."; "no" alone, as in "no worries" or "no, use X", is not one).
+_NO_PLEASE = r"^(?:(?:oh|and|so|also|btw)[,\s]+)*no\s+(?:[\w.-]+\s+){0,4}?[\w.-]+\s*,?\s+(?:please|pls|plz)\b"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
@@ -131,6 +134,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
     ("note", _SAVE),
     ("decision", r"^(?:(?:and|so|also)\s+)?(?:nothing|no one|nobody|no \w+)\s+(?:\w+\s+){0,2}?(?:should|must|may|"
                  r"ever)\b(?!\s+have\b)|^(?:we|our \w+)\b.{0,80}\band only\b"),
+    ("decision", _NO_PLEASE),
     ("decision", r"\b(?:has|have|needs?) to (?:stay|remain)\b|\bmust (?:stay|remain)\b|"
                  r"\bgoes through (?:me|him|her|them|[A-Z][\w'-]+)\b|"
                  r"\b(?:keep|keeps|stays?|remains?)\s+(?:\w+\s+){0,3}?[\w.]+-(?:only|compatible)\b|"
@@ -150,7 +154,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
 _MOMENTARY = re.compile(
     r"\b(?:yet|for now|right now|just now|this time|at the moment|for the moment|until (?:i|we|you)\b|"
     r"before (?:i|we|you)\b)|\bjust (?:look|read|check|explain|tell|show|answer|review)\b", re.IGNORECASE)
-_DONT = re.compile(_DONT_START, re.IGNORECASE)
+_DONT = re.compile(_DONT_START + "|" + _NO_PLEASE, re.IGNORECASE)
 _TODAY = re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening|week)|right now|at the moment|for now)\b",
                     re.IGNORECASE)
 _QUESTION_START = re.compile(

@@ -11,6 +11,11 @@ the till export?" is asked by name, and the block leaves out the test transition
 (``inject.covered``). What a person or an agent wrote is cut only past ``BRIEF_CHARS``: its
 words are stored nowhere else. A cut ends at a word with "…"; the memory's id stays in the block, so the whole
 text is one ``recall``/``fetch`` away.
+
+A memory's ``title`` is shorter still: its first line (a commit's subject) or first sentence. When the block
+cannot hold the project's newer memories whole, the older of them show as titles (``inject.service``): a title
+costs about half a brief's line, so the block keeps more of what the project did in view, each a ``fetch``
+away.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ BRIEF_CHARS = 400
 #: tokens, so with a line's 34 tokens of attributes about 24 memories fit a 2,200-token block (13-15 whole ones
 #: did in 1,500 tokens, measured on the scripted week's stores, ``benchmarks/capture_week.py``).
 SIGNAL_BRIEF_CHARS = 240
+#: The longest title (characters, about 25 tokens of English): a commit subject fits (git's own advice is 50).
+TITLE_CHARS = 110
 #: The stored ``source`` of a memory a capture signal wrote from git or a test run (``capture.Gate`` stores
 #: ``capture:<signal>``).
 SIGNAL_SOURCES = (f"capture:{COMMIT_SIGNAL}", f"capture:{TEST_SIGNAL}")
@@ -39,6 +46,9 @@ _CUT_END = re.compile(r" …(?:\n\n" + re.escape(TESTS_LABEL) + r"[^\n]*)?$")
 #: How a test transition says what else ran before the pass (``capture.test_runs``): "… and running `sed …`"
 #: or "after running `…`": the commands' text, not what they changed.
 _RUNNING = re.compile(r"(?: and|after) running `.*$", re.DOTALL)
+#: Where a title's first sentence ends: ". ", "! " or "? " (an abbreviation's dot before a capital letter and a
+#: dot inside a name like ``config.py`` are not followed by a space and a word).
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
 def was_cut(text: str, shown: str) -> bool:
@@ -58,6 +68,24 @@ def brief(text: str, source: str = "") -> str:
         return out
     more = f" (+{len(names) - BRIEF_TESTS} more)" if len(names) > BRIEF_TESTS else ""
     return f"{out}\n\n{TESTS_LABEL}{', '.join(names[:BRIEF_TESTS])}{more}"
+
+
+def title(text: str, source: str = "") -> str:
+    """``text`` (a memory's content) as one short line: the first line of its ``brief`` (a commit's subject), up to
+    its first sentence's end, at most ``TITLE_CHARS`` characters (cut at a word); " …" ends it when anything of the
+    brief was left out, and the brief's ``Tests added:`` line stays after it (a test is asked by name)."""
+    shown = brief(text, source)
+    body, tests, names = shown.partition("\n\n" + TESTS_LABEL)
+    head = body.split("\n", 1)[0].strip()
+    sentence = _SENTENCE.search(head)
+    if sentence and sentence.start() >= TITLE_CHARS // 4:
+        head = head[:sentence.start()]
+    if len(head) > TITLE_CHARS:
+        space = head.rfind(" ", 0, TITLE_CHARS)
+        head = head[:space if space > TITLE_CHARS // 2 else TITLE_CHARS].rstrip(" ,;:")
+    if head == body or head + " …" == body:
+        return shown
+    return head.removesuffix(" …").rstrip(" ,;:") + " …" + tests + names
 
 
 def _cut(out: str, source: str) -> str:

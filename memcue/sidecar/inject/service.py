@@ -39,6 +39,7 @@ from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
 from memcue.sidecar.inject.shown import RESET, RESET_REASON, shown_before
 from memcue.sidecar.inject.timings import HookTimings
+from memcue.sidecar.inject.titles import SESSION_WHOLE, fit_titles, titled
 from memcue.sidecar.inject.tool_context import tool_context
 from memcue.sidecar.recall import RecallRequest, age_label
 from memcue.sidecar.store import STANDING_KINDS, NewMemory
@@ -51,7 +52,7 @@ NativeFilter = Callable[[str, Sequence[dict[str, Any]]], list[dict[str, Any]]]
 Repeats = Callable[[Sequence[dict[str, Any]]], dict[int, int]]
 #: Newest memories offered at session start, before the budget cut: as many as fit as ``brief``s (about 24 in
 #: the 2,200-token block; the budget cuts the oldest).
-SESSION_RECENT = 30
+SESSION_RECENT = 60
 #: The session-start block offers the standing rules (``store.STANDING_KINDS``) before the newest memories,
 #: however old, so a standing rule is in view before the first task prompt (issue 15). Up to
 #: ``SESSION_STANDING`` of them, the most confirmed first (``seen_count``: said again, reinforced), then the newest:
@@ -316,7 +317,7 @@ class HookService:
             # Past the budget (a cold or busy sidecar) the rows are abandoned: the note alone (it needs no store),
             # which does not count as the session's block: a later start of the session may still get it whole.
             cut = scope.cancelled_caught
-            block = self._render_session(rows, tools, max_tokens, max_chars, available)
+            block, rows = self._render_session(rows, tools, max_tokens, max_chars, available)
             # Only a block that was given counts as the session's one full block (C15).
             given = bool(block.text)
             if not given:
@@ -330,10 +331,27 @@ class HookService:
             self.ledger.end_claim(key, given and not cut)
 
     def _render_session(self, rows: list[dict[str, Any]], tools: str, max_tokens: int, max_chars: int,
-                        available: int) -> Block:
-        """The session-start block of ``rows`` (briefs): the standing note of ``tools``, the rows that fit, a
+                        available: int) -> tuple[Block, list[dict[str, Any]]]:
+        """The session-start block of ``rows`` (briefs, each maybe with its ``as_title``): the standing note of
+        ``tools``, the rows that fit, the older ones as titles when that makes more fit (``titles.with_titles``), a
         left-out line counting the project's ``available`` memories, and, when a shown one is shortened, the line
-        that says how to get it whole (``SHORTENED_LINES``)."""
+        that says how to get it whole (``SHORTENED_LINES``); and the rows as shown."""
+        rows = self._fit_titles(rows, tools, max_tokens, max_chars, available)
+        return self._render_rows(rows, tools, max_tokens, max_chars, available), rows
+
+    def _fit_titles(self, rows: list[dict[str, Any]], tools: str, max_tokens: int, max_chars: int,
+                    available: int) -> list[dict[str, Any]]:
+        """``rows`` with the oldest that may be (``as_title``) shown as titles, as few as let all fit."""
+        def unbounded(some: list[dict[str, Any]]) -> Block:
+            return render_block(SESSION_HEADER, some, count_tokens=self.backend.count_tokens, max_tokens=10**9,
+                                max_chars=10**9, preface=STANDING_NOTES[tools], footer=SHORTENED_LINES[tools],
+                                available=max(available, len(rows) + 1), dated=SESSION_DATED)
+        return fit_titles(rows, unbounded, max_tokens=max_tokens, max_chars=max_chars,
+                          count_tokens=self.backend.count_tokens, dated=SESSION_DATED)
+
+    def _render_rows(self, rows: list[dict[str, Any]], tools: str, max_tokens: int, max_chars: int,
+                     available: int) -> Block:
+        """``_render_session``'s block of ``rows`` as they are shown."""
         block = render_block(SESSION_HEADER, rows, count_tokens=self.backend.count_tokens, max_tokens=max_tokens,
                              max_chars=max_chars, preface=STANDING_NOTES[tools], available=available,
                              dated=SESSION_DATED)
@@ -356,33 +374,13 @@ class HookService:
                           query_id=query_id, included=0, left_out=0, tokens=tokens)
 
     def _session_rows(self, project: str) -> tuple[list[dict[str, Any]], int]:
-        """The session-start block's memories, each once and as its ``brief`` (``shortened`` when that cut it):
-        pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the newest (no bookkeeping, no
-        captured prompts or episodes), then the supported answers of a recall on the project's name, less the test
-        transitions a commit among them tells (``covered_transitions``) and the rows that repeat one before them
-        (``repeats``: the row they repeat lists them as its ``twins``); and how many memories that can answer the
-        project holds (``doc_count``), less those: the block's left-out line counts what the budget left out, not what
-        another row tells. Blocking."""
+        """The session-start block's memories (``_offered``), each once and as its ``brief`` (``shortened`` when that
+        cut it; an older one also with ``as_title``: itself as a title), less the test transitions a commit among them
+        tells (``covered_transitions``) and the rows that repeat one before them (``repeats``: the row they repeat
+        lists them as its ``twins``); and how many memories that can answer the project holds (``doc_count``), less
+        those: the block's left-out line counts what the budget left out, not what another row tells. Blocking."""
         backend, now = self.backend, time.time()
-        pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
-        standing = [row for kind in STANDING_KINDS for row in backend.list_memories(
-            project=project, limit=SESSION_STANDING, include_bookkeeping=False, kind=kind)]
-        standing.sort(key=lambda r: (-int(r.get("seen_count") or 1), -float(r["created_at"])))
-        recent = backend.list_memories(project=project, limit=SESSION_RECENT, include_bookkeeping=False,
-                                       kinds_excluded=("request", "episode"))
-        name = os.path.basename(project.rstrip("/")) if project else ""
-        named = []
-        if name:
-            answer = backend.recall(RecallRequest(query=name.replace("-", " ").replace("_", " "), project=project,
-                                                  limit=5))
-            named = [r for r in answer["results"] if r["tier"] == "supported"]
-        offered: list[dict[str, Any]] = []
-        ids: set[int] = set()
-        for row in [*pinned, *standing[:SESSION_STANDING], *recent, *named]:
-            mid = row.get("id", row.get("memory_id"))
-            if mid not in ids:
-                ids.add(mid)
-                offered.append({**row, "memory_id": mid})
+        offered, whole = self._offered(project)
         repeated = self.repeats(offered)
         left_out = covered_transitions(offered) | set(repeated)
         out = []
@@ -395,4 +393,37 @@ class HookService:
                         "memory_kind": row.get("kind", row.get("memory_kind")), "pinned": row.get("pinned", False),
                         "age_label": age_label(row["created_at"], now), "tier": "supported",
                         "source": row.get("source", ""), "created_at": row["created_at"]})
+            if mid not in whole:  # an older one: a title when the block cannot hold it whole
+                out[-1]["as_title"] = titled(out[-1], row["content"])
         return _with_twins(out, repeated), max(0, backend.doc_count(project) - len(left_out))  # not left out: told
+
+    def _offered(self, project: str) -> tuple[list[dict[str, Any]], set[int]]:
+        """The memories a session-start block of ``project`` offers, each once (with ``memory_id``), in its order:
+        pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the ``SESSION_WHOLE`` newest others (no
+        bookkeeping, no captured prompts or episodes), the supported answers of a recall on the project's name, then
+        the older of the ``SESSION_RECENT`` newest; and the ids of those always shown whole (all but the older).
+        Blocking."""
+        backend = self.backend
+        pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
+        standing = [row for kind in STANDING_KINDS for row in backend.list_memories(
+            project=project, limit=SESSION_STANDING, include_bookkeeping=False, kind=kind)]
+        standing.sort(key=lambda r: (-int(r.get("seen_count") or 1), -float(r["created_at"])))
+        head = [*pinned, *standing[:SESSION_STANDING]]
+        seen = {row["id"] for row in head}
+        recent = [row for row in backend.list_memories(project=project, limit=SESSION_RECENT, include_bookkeeping=False,
+                                                       kinds_excluded=("request", "episode")) if row["id"] not in seen]
+        name = os.path.basename(project.rstrip("/")) if project else ""
+        named = []
+        if name:
+            answer = backend.recall(RecallRequest(query=name.replace("-", " ").replace("_", " "), project=project,
+                                                  limit=5))
+            named = [r for r in answer["results"] if r["tier"] == "supported"]
+        offered: list[dict[str, Any]] = []
+        ids: set[int] = set()
+        for row in [*head, *recent[:SESSION_WHOLE], *named, *recent[SESSION_WHOLE:]]:
+            mid = row.get("id", row.get("memory_id"))
+            if mid not in ids:
+                ids.add(mid)
+                offered.append({**row, "memory_id": mid})
+        whole = {row.get("id", row.get("memory_id")) for row in [*head, *recent[:SESSION_WHOLE], *named]}
+        return offered, whole

@@ -1,0 +1,89 @@
+"""The session-start block shows its older memories as titles when it cannot hold them whole
+(``sidecar.inject.titles``): more of what the project did stays in view, the newest and the standing rules stay
+whole, and a prompt that needs a memory shown as a title gets it whole."""
+
+from __future__ import annotations
+
+import os
+from itertools import product
+from pathlib import Path
+
+from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
+
+from memcue.core.blocks import MEMORY_LINE_START
+from memcue.sidecar.inject.brief import TITLE_CHARS, title, was_cut
+from memcue.sidecar.inject.titles import SESSION_WHOLE
+
+COMMIT = ("boxes: never hand out A1, it holds the reference aliquot\n\nSlot A1 of every box holds the box's "
+          "reference aliquot. next_free_slot gave it to new samples.\n\nTests added: test_a1_is_reserved\n\n"
+          "Files: cryobox/boxes.py")
+#: Two words per memory that no other memory of the project holds, so a prompt can ask for exactly one.
+NAMES = [f"{a} {b}" for a, b in product(("amber", "cobalt", "crimson", "olive", "silver", "violet", "ochre"),
+                                        ("heron", "lynx", "otter", "badger", "falcon", "marten", "ibis"))]
+
+
+def _change(i: int) -> str:
+    """A commit-like memory of about 330 characters: subject, body, file list."""
+    return (f"Give the {NAMES[i]} queue its own worker pool\n\nThe {NAMES[i]} queue shared the default pool, so a "
+            f"burst of its jobs held up every other queue for minutes. It now runs {i + 2} workers of its own and "
+            f"the default pool keeps its 8; the dashboards show its backlog as a separate series, and an alert "
+            f"fires when it stays over {100 + i} jobs.\n\nFiles: workers/pools.py")
+
+
+def test_a_title_is_the_first_line_or_sentence_and_keeps_a_commits_tests() -> None:
+    shown = title(COMMIT, "capture:commit-landed")
+    assert shown == "boxes: never hand out A1, it holds the reference aliquot …\n\nTests added: test_a1_is_reserved"
+    assert was_cut(COMMIT, shown)
+    assert title("the deploy box is ops-7") == "the deploy box is ops-7"  # nothing left out: no mark
+    note = ("The nightly export writes to s3://exports/nightly and keeps 14 days. Older files are deleted by a "
+            "lifecycle rule, not by the job.")
+    assert title(note) == "The nightly export writes to s3://exports/nightly and keeps 14 days. …"
+    long = "word " * 80
+    assert len(title(long)) <= TITLE_CHARS + 2 and title(long).endswith(" …")
+
+
+def test_the_session_block_of_a_long_project_shows_older_memories_as_titles(tmp_path: Path) -> None:
+    """45 changes of about 330 characters each: whole, about 20 fit the 2,200-token block; with the older ones as
+    titles 25 or more do. The newest ``SESSION_WHOLE`` and every standing rule stay whole, a title is marked
+    shortened, and a prompt of the same session that asks about a memory shown as a title gets it whole."""
+    project = os.path.realpath(tmp_path / "queues")
+    os.makedirs(project)
+    sc: Sidecar = start_sidecar(tmp_path / "home")
+    rule = "never run two worker pools on one queue, the jobs are not idempotent"
+    try:
+        sc.client.remember_batch([{"content": _change(i), "project": project, "kind": "change"} for i in range(45)]
+                                 + [{"content": rule, "project": project, "kind": "decision"}])
+        sc.client.wait_idle(timeout_s=120)
+        env = {**os.environ, "MEMCUE_HOME": str(tmp_path / "home"), "MEMCUE_HOOK_DEADLINE_S": "10"}
+        start = {"session_id": "titles-1", "cwd": project, "hook_event_name": "SessionStart", "source": "startup"}
+        block = context_of(run_hook(start, env=env, event="session-start"))
+        lines = [line for line in block.splitlines() if line.startswith(MEMORY_LINE_START)]
+        titled = [line for line in lines if " …</memory>" in line]
+        assert len(lines) >= 25, block
+        assert rule in block and lines[0].endswith(f">{rule}</memory>")
+        assert all(f"fires when it stays over {100 + i} jobs" in block for i in range(45 - SESSION_WHOLE, 45))
+        assert titled and all(line.endswith("worker pool …</memory>") for line in titled), titled
+        assert "shortened" in block  # the line that says how to get a shortened note whole
+        i = NAMES.index(titled[-1].split(">Give the ")[1].split(" queue")[0])  # the oldest shown
+        assert i < 45 - SESSION_WHOLE
+        assert f"fires when it stays over {100 + i} jobs" not in block
+        prompt = context_of(run_hook(prompt_payload(f"how many workers does the {NAMES[i]} queue get now?", project,
+                                                    session_id="titles-1"), env=env))
+    finally:
+        sc.stop()
+    assert f"fires when it stays over {100 + i} jobs" in prompt, prompt
+
+
+def test_a_project_whose_memories_fit_whole_shows_no_titles(tmp_path: Path) -> None:
+    project = os.path.realpath(tmp_path / "small")
+    os.makedirs(project)
+    sc: Sidecar = start_sidecar(tmp_path / "home")
+    try:
+        sc.client.remember_batch([{"content": _change(i), "project": project, "kind": "change"}
+                                  for i in range(SESSION_WHOLE + 4)])
+        sc.client.wait_idle(timeout_s=120)
+        block = sc.client.session_context(project=project)["context"]
+    finally:
+        sc.stop()
+    assert block.count(MEMORY_LINE_START) == SESSION_WHOLE + 4, block
+    assert " …</memory>" not in block
