@@ -50,8 +50,9 @@ NativeFilter = Callable[[str, Sequence[dict[str, Any]]], list[dict[str, Any]]]
 #: ``pinned``), that only repeat one before them, each mapped to the row it repeats (``HookService``'s ``repeats``;
 #: the sidecar's is ``dedup.block_repeats``).
 Repeats = Callable[[Sequence[dict[str, Any]]], dict[int, int]]
-#: Newest memories offered at session start, before the budget cut: as many as fit as ``brief``s (about 24 in
-#: the 2,200-token block; the budget cuts the oldest).
+#: Newest memories offered at session start, before the budget cut: the ``titles.SESSION_WHOLE`` newest as
+#: ``brief``s, the older as titles when they do not all fit whole (about 30 to 40 in the 2,200-token block; the
+#: budget cuts the oldest).
 SESSION_RECENT = 60
 #: The session-start block offers the standing rules (``store.STANDING_KINDS``) before the newest memories,
 #: however old, so a standing rule is in view before the first task prompt (issue 15). Up to

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from memcue.sidecar.inject.backend import HookBackend
-from memcue.sidecar.inject.brief import brief, was_cut
+from memcue.sidecar.inject.brief import title, was_cut
 from memcue.sidecar.inject.ledger import Shown
 
 log = logging.getLogger("memcue.inject")
@@ -24,17 +24,19 @@ RESET_REASON = "the conversation was cleared or compacted: what it was shown bef
 
 
 def _whole(item: dict[str, Any]) -> bool:
-    """True when a session-start block showed ``item`` whole: its brief (``brief``) was not cut."""
+    """True when a session-start block surely showed ``item`` whole: even its ``title`` leaves nothing out. The log
+    does not say whether the block showed a memory as its brief or as its title (``inject.titles``), so one that a
+    title would shorten counts as not shown whole: a prompt that needs it may bring it again rather than never."""
     text = item.get("content", "")
-    return not was_cut(text, brief(text, item.get("source", "")))
+    return not was_cut(text, title(text, item.get("source", "")))
 
 
 def shown_before(backend: HookBackend, key: str) -> Shown | None:
     """What the session of ledger ``key`` (``"<harness>:<session id>"``) was shown, from the usage log: whether it
-    got its full session-start block, the memories its blocks held (a session-start block's shortened briefs
-    left out, as the ledger leaves them out when it gives one) and those shown only beside a tool call, counted
-    from its last ``RESET``. None when the log holds nothing for it or cannot be read (the ledger starts empty,
-    as it would without the log). Blocking."""
+    got its full session-start block, the memories its blocks held (what a session-start block may have shown
+    shortened left out, as the ledger leaves them out when it gives one: ``_whole``) and those shown only beside a
+    tool call, counted from its last ``RESET``. None when the log holds nothing for it or cannot be read (the ledger
+    starts empty, as it would without the log). Blocking."""
     try:
         recalls = backend.session_recalls(key.partition(":")[2])
     except Exception:  # noqa: BLE001 - a store that went away: nothing known, the hooks go on
