@@ -104,6 +104,7 @@ POSITIVES = [
      "and no new deps pls, it runs on the system python3.11 there so stdlib only."),
     ("no force-pushes to main please, the release tags point at those commits", "decision",
      "no force-pushes to main please, the release tags point at those commits"),
+    ("please no new packages, keep it stdlib", "decision", "please no new packages, keep it stdlib"),
     ("add the route sort, and keep everything 3.9-compatible", "decision",
      "add the route sort, and keep everything 3.9-compatible"),
 ]
@@ -156,6 +157,10 @@ NEGATIVES = [
     "add a --json flag that prints the rows instead of the table",
     "we never checked the lockfile into the repo, it only exists on the box.",
     "no commits please, just look at the diff",
+    # Fresh-clone trial: a bare verdict on the last answer was kept as a standing correction.
+    "nope, that's wrong",
+    "no, that's not it",
+    "no, that's not what I meant",
     "no worries, thanks for checking",
 ]
 HOSTILE = [

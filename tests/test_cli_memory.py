@@ -193,3 +193,18 @@ def test_a_data_dir_that_is_a_file_is_named_as_such(tmp_path: Path) -> None:
     run = _cli(not_a_folder, tmp_path, "list")
     assert run.returncode == 1 and f"the data dir {not_a_folder} is not a folder" in run.stderr, run.stderr
     assert "Traceback" not in run.stderr and not_a_folder.read_text() == ""
+
+
+def test_fetch_shows_a_memorys_lines_apart(home: Path, tmp_path: Path) -> None:
+    """Fresh-clone trial: `memcue fetch` ran a commit's subject into its body ("…took more The buffer is …")."""
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        text = "Size the read buffer by bytes\n\nUTF-8 names took more room than their length.\nIt is fixed now."
+        written = _json(home, tmp_path, "remember", text)["id"]
+        shown = _cli(home, tmp_path, "fetch", str(written))
+    finally:
+        sc.stop()
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].endswith(") Size the read buffer by bytes"), lines
+    assert lines[1:3] == ["    UTF-8 names took more room than their length.", "    It is fixed now."], lines

@@ -12,7 +12,7 @@ from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sideca
 
 from memcue.core.blocks import MEMORY_LINE_START
 from memcue.sidecar.inject.brief import TITLE_CHARS, title, was_cut
-from memcue.sidecar.inject.titles import SESSION_WHOLE
+from memcue.sidecar.inject.titles import SESSION_WHOLE, titled
 
 COMMIT = ("boxes: never hand out A1, it holds the reference aliquot\n\nSlot A1 of every box holds the box's "
           "reference aliquot. next_free_slot gave it to new samples.\n\nTests added: test_a1_is_reserved\n\n"
@@ -42,6 +42,26 @@ def test_a_title_is_the_first_line_or_sentence_and_keeps_a_commits_tests() -> No
     assert len(title(long)) <= TITLE_CHARS + 2 and title(long).endswith(" …")
 
 
+def test_a_title_does_not_end_at_an_abbreviation_and_says_something() -> None:
+    """Fresh-clone trial: "i.e." and "Dr." ended a title's sentence; a code fence or a one-word subject made a title
+    that says nothing (the brief is shown instead)."""
+    vendor = "We agreed with the vendor, i.e. Acme Corp, to ship the firmware monthly. The contract says so."
+    assert title(vendor) == "We agreed with the vendor, i.e. Acme Corp, to ship the firmware monthly. …"
+    doctor = "As described by Dr. Smith in the memo, the freezer runs at -80. More text follows."
+    assert title(doctor) == "As described by Dr. Smith in the memo, the freezer runs at -80. …"
+    for text in ("```\ncode here\n```\nmore", "Refactor\n\nmoved things around in a big way", "…\n\nand more text"):
+        assert title(text) == text
+
+
+def test_a_title_of_a_text_that_ends_in_an_ellipsis_is_still_shortened() -> None:
+    """Fresh-clone trial: a note whose own text ends in "…" shown as a title counted as told whole, so a prompt that
+    needed it got nothing ("already shown in this session")."""
+    text = "Switch the freezer alarm to SMS\n\nThe pager app kept missing alerts at night and then…"
+    row = {"memory_id": 1, "content": text, "shortened": False, "source": "cli"}
+    shown = titled(row, text)
+    assert shown["content"] == "Switch the freezer alarm to SMS …" and shown["shortened"] is True
+
+
 def test_the_session_block_of_a_long_project_shows_older_memories_as_titles(tmp_path: Path) -> None:
     """45 changes of about 330 characters each: whole, about 20 fit the 2,200-token block; with the older ones as
     titles 25 or more do. The newest ``SESSION_WHOLE`` and every standing rule stay whole, a title is marked
@@ -62,7 +82,7 @@ def test_the_session_block_of_a_long_project_shows_older_memories_as_titles(tmp_
         assert len(lines) >= 25, block
         assert rule in block and lines[0].endswith(f">{rule}</memory>")
         assert all(f"fires when it stays over {100 + i} jobs" in block for i in range(45 - SESSION_WHOLE, 45))
-        assert titled and all(line.endswith("worker pool …</memory>") for line in titled), titled
+        assert titled and all(line.endswith("worker pool …</memory>") for line in titled), block
         assert "shortened" in block  # the line that says how to get a shortened note whole
         i = NAMES.index(titled[-1].split(">Give the ")[1].split(" queue")[0])  # the oldest shown
         assert i < 45 - SESSION_WHOLE

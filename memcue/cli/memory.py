@@ -48,11 +48,16 @@ def _when(ts: float | None) -> str:
 
 
 def _line(m: dict[str, Any], full: bool = False) -> str:
-    """One memory in a line: id, kind, age, flags, then its text (cut to ``LIST_CHARS`` unless ``full``)."""
+    """One memory in a line: id, kind, age, flags, then its text (cut to ``LIST_CHARS``); with ``full`` its whole
+    text, each further line of it on its own indented line."""
     flags = [f for f, on in (("pinned", m.get("pinned")), ("bookkeeping", m.get("bookkeeping")),
                              ("forgotten", m.get("forgotten")),
                              (f"replaced by #{m.get('superseded_by')}", m.get("superseded_by"))) if on]
-    text = preview(str(m.get("content", "")), None if full else LIST_CHARS, trim=False)
+    content = str(m.get("content", ""))
+    if full:  # whole, its lines kept (a commit's subject apart from its body), each indented under the first
+        text = "\n    ".join(preview(part) for part in content.splitlines() if part.strip())
+    else:
+        text = preview(content, LIST_CHARS, trim=False)
     age = m.get("age_label") or _when(m.get("created_at"))
     flags += [f"#{t}" for t in m.get("tags") or []]
     label = f"{m.get('memory_kind') or m.get('kind') or 'note'}, {age}" + "".join(f", {f}" for f in flags)

@@ -100,6 +100,10 @@ _REFERS_BACK = re.compile(
 _REJECTION = (r"^(?:no|nope)\b[,.!]?\s+not\s+(?!(?:that|this|it|those|these|yet|now|quite|really|exactly|there|here|"
               r"so|sure|again)\b)\w")
 _REJECTION_RE = re.compile(_REJECTION, re.IGNORECASE)
+#: After "no, that's"/"it's": a verdict and nothing to keep ("nope, that's wrong", "no, that's not what I meant"):
+#: a rejection of the last answer, not a correction that says what is right.
+_VERDICT_ONLY = (r"(?!\s+(?:not\s+)?(?:\w+\s+)?(?:wrong|it|right|correct|incorrect|bad|broken|off|"
+                 r"what\s+i\s+\w+)\W*$)")
 #: "instead of" said of a choice ("we store cents instead of floats", "prefer tabs instead of spaces"), not of a
 #: fault the user reports ("week 5 went back to marta instead of sam") or a task ("print it instead of posting").
 _CHOSEN_INSTEAD = (r"\b(?:use|uses|using|prefer|switch(?:ed)?\s+to|go\s+with|went\s+with|pick|picked|store|keep|"
@@ -111,13 +115,16 @@ _CHOSEN_INSTEAD = (r"\b(?:use|uses|using|prefer|switch(?:ed)?\s+to|go\s+with|wen
 _NOT_A_RULE = (r"(?!\s+(?:\w+ed|got|had|was|were|did|forget|forgets|get|gets|seem|seems|fail|fails|break|breaks|"
                r"crash|crashes|hang|hangs|miss|misses|happen|happens|know|knew|remember|understand|see|saw|"
                r"flaky|broken|slow|empty|wrong|down|late|red|stuck|busy|full|confused|annoying)\b)")
-#: A sentence that asks for "no ..." politely: "no new deps pls", "and no force-pushes to main please" (a rule
+#: A sentence that asks for "no ..." politely: "no new deps pls", "please no new packages, keep it stdlib", "and no
+#: force-pushes to main please" (a rule
 #: like "don't ..."; "no" alone, as in "no worries" or "no, use X", is not one).
-_NO_PLEASE = r"^(?:(?:oh|and|so|also|btw)[,\s]+)*no\s+(?:[\w.-]+\s+){0,4}?[\w.-]+\s*,?\s+(?:please|pls|plz)\b"
+_NO_PLEASE = (r"^(?:(?:oh|and|so|also|btw)[,\s]+)*(?:no\s+(?:[\w.-]+\s+){0,4}?[\w.-]+\s*,?\s+(?:please|pls|plz)\b|"
+              r"(?:please|pls|plz)[,\s]+no\s+[\w.-]+)")
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
-    ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|it's|it is|that's|we use|"
-                   r"the)\b|\buse\s+\S+(?:\s+\S+){0,3}\s+instead\b|" + _CHOSEN_INSTEAD + "|" + _REJECTION),
+    ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|(?:it's|it is|that's)"
+                   + _VERDICT_ONLY + r"|we use|the)\b|\buse\s+\S+(?:\s+\S+){0,3}\s+instead\b|" + _CHOSEN_INSTEAD + "|"
+                   + _REJECTION),
     ("decision", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b|\b(?:we|i)(?:'ve| have)?\s+decided\b|"
                  + _OPENS + r"(?:(?:ok|okay|so|and|also|alright|right)[,\s]+)*(?:we(?:'ve| have)?\s+(?:finally\s+)?"
                  r"(?:settled on|agreed (?:on|that|to)|chose|picked|went with)|i(?:'ve| have)?\s+(?:finally\s+)?"

@@ -46,9 +46,14 @@ _CUT_END = re.compile(r" …(?:\n\n" + re.escape(TESTS_LABEL) + r"[^\n]*)?$")
 #: How a test transition says what else ran before the pass (``capture.test_runs``): "… and running `sed …`"
 #: or "after running `…`": the commands' text, not what they changed.
 _RUNNING = re.compile(r"(?: and|after) running `.*$", re.DOTALL)
-#: Where a title's first sentence ends: ". ", "! " or "? " (an abbreviation's dot before a capital letter and a
-#: dot inside a name like ``config.py`` are not followed by a space and a word).
+#: Where a title's first sentence may end: ". ", "! " or "? " (a dot inside a name like ``config.py`` is not
+#: followed by a space); ``_ABBREVIATION`` says where it does not.
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
+#: A word whose dot does not end a sentence: "i.e.", "e.g.", "Dr.", "vs.", "etc.", a single letter ("J. Smith").
+_ABBREVIATION = re.compile(r"(?:\b(?:i\.e|e\.g|cf|vs|etc|approx|incl|dr|mr|mrs|ms|st|no|fig)|(?<![\w.])\w)\.$",
+                           re.IGNORECASE)
+#: Fewest words a title must hold to say anything ("Refactor …", "``` …" do not): with fewer the brief is shown.
+TITLE_MIN_WORDS = 3
 
 
 def was_cut(text: str, shown: str) -> bool:
@@ -73,17 +78,18 @@ def brief(text: str, source: str = "") -> str:
 def title(text: str, source: str = "") -> str:
     """``text`` (a memory's content) as one short line: the first line of its ``brief`` (a commit's subject), up to
     its first sentence's end, at most ``TITLE_CHARS`` characters (cut at a word); " …" ends it when anything of the
-    brief was left out, and the brief's ``Tests added:`` line stays after it (a test is asked by name)."""
+    brief was left out, and the brief's ``Tests added:`` line stays after it (a test is asked by name). The brief
+    itself when such a line would hold fewer than ``TITLE_MIN_WORDS`` words (a code fence, a one-word subject)."""
     shown = brief(text, source)
     body, tests, names = shown.partition("\n\n" + TESTS_LABEL)
     head = body.split("\n", 1)[0].strip()
-    sentence = _SENTENCE.search(head)
-    if sentence and sentence.start() >= TITLE_CHARS // 4:
-        head = head[:sentence.start()]
+    end = next((m.start() for m in _SENTENCE.finditer(head)
+                if m.start() >= TITLE_CHARS // 4 and not _ABBREVIATION.search(head[:m.start()])), None)
+    head = head if end is None else head[:end]
     if len(head) > TITLE_CHARS:
         space = head.rfind(" ", 0, TITLE_CHARS)
         head = head[:space if space > TITLE_CHARS // 2 else TITLE_CHARS].rstrip(" ,;:")
-    if head == body or head + " …" == body:
+    if head == body or head + " …" == body or len(re.findall(r"\w+", head)) < TITLE_MIN_WORDS:
         return shown
     return head.removesuffix(" …").rstrip(" ,;:") + " …" + tests + names
 

@@ -402,7 +402,8 @@ class HookService:
         """The memories a session-start block of ``project`` offers, each once (with ``memory_id``), in its order:
         pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the ``SESSION_WHOLE`` newest others (no
         bookkeeping, no captured prompts or episodes), the supported answers of a recall on the project's name, then
-        the older of the ``SESSION_RECENT`` newest; and the ids of those always shown whole (all but the older).
+        the older of the ``SESSION_RECENT`` newest; and the ids of those always shown whole (all but the older,
+        and of those the standing rules).
         Blocking."""
         backend = self.backend
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
@@ -427,4 +428,5 @@ class HookService:
                 ids.add(mid)
                 offered.append({**row, "memory_id": mid})
         whole = {row.get("id", row.get("memory_id")) for row in [*head, *recent[:SESSION_WHOLE], *named]}
+        whole |= {row["id"] for row in recent if row.get("kind") in STANDING_KINDS}  # a rule is never a title
         return offered, whole

@@ -5,7 +5,8 @@ loses its older memories from view altogether, and a task days later ("write the
 decision no recall of its words finds ("Move the weekly handoff to Monday 10:00"). When the offered memories do
 not all fit whole, the oldest of them are shown as their ``title`` (first line or sentence, about half a brief's
 line with its attributes), oldest first, as few as make every offered memory fit; pinned memories, standing rules
-and the newest ``SESSION_WHOLE`` others always stay whole. A title ends in "…", so the block's shortened-note line
+(any of ``STANDING_KINDS``, also past the block's ``SESSION_STANDING``) and the newest ``SESSION_WHOLE`` others
+always stay whole. A title ends in "…", so the block's shortened-note line
 says how to get it whole, and the session's ledger does not count it as told: a prompt that needs it gets it whole.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memcue.sidecar.inject.brief import title, was_cut
+from memcue.sidecar.inject.brief import title
 from memcue.sidecar.inject.render import Block, memory_line
 
 #: The newest memories of a session-start block (after its pinned memories and standing rules) never shown as
@@ -24,9 +25,10 @@ SESSION_WHOLE = 12
 
 def titled(row: dict[str, Any], full: str) -> dict[str, Any]:
     """``row`` (a session-start row, ``content`` its brief) shown as the ``title`` of ``full`` (its stored text,
-    its ``source`` read from the row); ``shortened`` when the title leaves anything of ``full`` out."""
+    its ``source`` read from the row); ``shortened`` when the brief was, or the title is not the brief (also for a
+    text that itself ends in "…", which ``was_cut`` cannot tell from a cut one)."""
     shown = title(full, row.get("source", ""))
-    return {**row, "content": shown, "shortened": row["shortened"] or was_cut(full, shown)}
+    return {**row, "content": shown, "shortened": row["shortened"] or shown != row["content"]}
 
 
 def fit_titles(rows: list[dict[str, Any]], unbounded: Callable[[list[dict[str, Any]]], Block], *, max_tokens: int,
