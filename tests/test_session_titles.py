@@ -58,7 +58,7 @@ def test_a_title_of_a_text_that_ends_in_an_ellipsis_is_still_shortened() -> None
     needed it got nothing ("already shown in this session")."""
     text = "Switch the freezer alarm to SMS\n\nThe pager app kept missing alerts at night and then…"
     row = {"memory_id": 1, "content": text, "shortened": False, "source": "cli"}
-    shown = titled(row, text)
+    shown = titled(row)
     assert shown["content"] == "Switch the freezer alarm to SMS …" and shown["shortened"] is True
 
 

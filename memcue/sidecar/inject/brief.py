@@ -76,11 +76,15 @@ def brief(text: str, source: str = "") -> str:
 
 
 def title(text: str, source: str = "") -> str:
-    """``text`` (a memory's content) as one short line: the first line of its ``brief`` (a commit's subject), up to
-    its first sentence's end, at most ``TITLE_CHARS`` characters (cut at a word); " …" ends it when anything of the
-    brief was left out, and the brief's ``Tests added:`` line stays after it (a test is asked by name). The brief
-    itself when such a line would hold fewer than ``TITLE_MIN_WORDS`` words (a code fence, a one-word subject)."""
-    shown = brief(text, source)
+    """``text`` (a memory's content, ``source`` its stored source) as one short line: ``title_of`` its ``brief``."""
+    return title_of(brief(text, source))
+
+
+def title_of(shown: str) -> str:
+    """A ``brief`` (``shown``) as one short line: its first line (a commit's subject), up to its first sentence's
+    end, at most ``TITLE_CHARS`` characters (cut at a word); " …" ends it when anything of the brief was left out,
+    and the brief's ``Tests added:`` line stays after it (a test is asked by name). The brief itself when such a
+    line would hold fewer than ``TITLE_MIN_WORDS`` words (a code fence, a one-word subject)."""
     body, tests, names = shown.partition("\n\n" + TESTS_LABEL)
     head = body.split("\n", 1)[0].strip()
     end = next((m.start() for m in _SENTENCE.finditer(head)

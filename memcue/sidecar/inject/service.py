@@ -39,7 +39,7 @@ from memcue.sidecar.inject.policy import injectable
 from memcue.sidecar.inject.render import Block, render_block, render_compact
 from memcue.sidecar.inject.shown import RESET, RESET_REASON, shown_before
 from memcue.sidecar.inject.timings import HookTimings
-from memcue.sidecar.inject.titles import SESSION_WHOLE, fit_titles, titled
+from memcue.sidecar.inject.titles import SESSION_WHOLE, fit_titles
 from memcue.sidecar.inject.tool_context import tool_context
 from memcue.sidecar.recall import RecallRequest, age_label
 from memcue.sidecar.store import STANDING_KINDS, NewMemory
@@ -333,8 +333,8 @@ class HookService:
 
     def _render_session(self, rows: list[dict[str, Any]], tools: str, max_tokens: int, max_chars: int,
                         available: int) -> tuple[Block, list[dict[str, Any]]]:
-        """The session-start block of ``rows`` (briefs, each maybe with its ``as_title``): the standing note of
-        ``tools``, the rows that fit, the older ones as titles when that makes more fit (``titles.with_titles``), a
+        """The session-start block of ``rows`` (briefs, ``may_title`` on an older one): the standing note of
+        ``tools``, the rows that fit, the older ones as titles when that makes more fit (``titles.fit_titles``), a
         left-out line counting the project's ``available`` memories, and, when a shown one is shortened, the line
         that says how to get it whole (``SHORTENED_LINES``); and the rows as shown."""
         rows = self._fit_titles(rows, tools, max_tokens, max_chars, available)
@@ -342,7 +342,7 @@ class HookService:
 
     def _fit_titles(self, rows: list[dict[str, Any]], tools: str, max_tokens: int, max_chars: int,
                     available: int) -> list[dict[str, Any]]:
-        """``rows`` with the oldest that may be (``as_title``) shown as titles, as few as let all fit."""
+        """``rows`` with the oldest that may be (``may_title``) shown as titles, as few as let all fit."""
         def unbounded(some: list[dict[str, Any]]) -> Block:
             return render_block(SESSION_HEADER, some, count_tokens=self.backend.count_tokens, max_tokens=10**9,
                                 max_chars=10**9, preface=STANDING_NOTES[tools], footer=SHORTENED_LINES[tools],
@@ -376,7 +376,7 @@ class HookService:
 
     def _session_rows(self, project: str) -> tuple[list[dict[str, Any]], int]:
         """The session-start block's memories (``_offered``), each once and as its ``brief`` (``shortened`` when that
-        cut it; an older one also with ``as_title``: itself as a title), less the test transitions a commit among them
+        cut it; an older one ``may_title``: it may show as its title), less the test transitions a commit among them
         tells (``covered_transitions``) and the rows that repeat one before them (``repeats``: the row they repeat
         lists them as its ``twins``); and how many memories that can answer the project holds (``doc_count``), less
         those: the block's left-out line counts what the budget left out, not what another row tells. Blocking."""
@@ -393,9 +393,8 @@ class HookService:
             out.append({"memory_id": mid, "content": shown, "shortened": was_cut(row["content"], shown),
                         "memory_kind": row.get("kind", row.get("memory_kind")), "pinned": row.get("pinned", False),
                         "age_label": age_label(row["created_at"], now), "tier": "supported",
-                        "source": row.get("source", ""), "created_at": row["created_at"]})
-            if mid not in whole:  # an older one: a title when the block cannot hold it whole
-                out[-1]["as_title"] = titled(out[-1], row["content"])
+                        "source": row.get("source", ""), "created_at": row["created_at"],
+                        "may_title": mid not in whole})  # an older one: a title when the block cannot hold it whole
         return _with_twins(out, repeated), max(0, backend.doc_count(project) - len(left_out))  # not left out: told
 
     def _offered(self, project: str) -> tuple[list[dict[str, Any]], set[int]]:

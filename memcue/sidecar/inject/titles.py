@@ -6,8 +6,8 @@ decision no recall of its words finds ("Move the weekly handoff to Monday 10:00"
 not all fit whole, the oldest of them are shown as their ``title`` (first line or sentence, about half a brief's
 line with its attributes), oldest first, as few as make every offered memory fit; pinned memories, standing rules
 (any of ``STANDING_KINDS``, also past the block's ``SESSION_STANDING``) and the newest ``SESSION_WHOLE`` others
-always stay whole. A title ends in "…", so the block's shortened-note line
-says how to get it whole, and the session's ledger does not count it as told: a prompt that needs it gets it whole.
+always stay whole. A title ends in "…", so the block's shortened-note line says how to get it whole, and the
+session's ledger does not count it as told: a prompt that needs it gets it whole.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memcue.sidecar.inject.brief import title
+from memcue.sidecar.inject.brief import title_of
 from memcue.sidecar.inject.render import Block, memory_line
 
 #: The newest memories of a session-start block (after its pinned memories and standing rules) never shown as
@@ -23,49 +23,45 @@ from memcue.sidecar.inject.render import Block, memory_line
 SESSION_WHOLE = 12
 
 
-def titled(row: dict[str, Any], full: str) -> dict[str, Any]:
-    """``row`` (a session-start row, ``content`` its brief) shown as the ``title`` of ``full`` (its stored text,
-    its ``source`` read from the row); ``shortened`` when the brief was, or the title is not the brief (also for a
-    text that itself ends in "…", which ``was_cut`` cannot tell from a cut one)."""
-    shown = title(full, row.get("source", ""))
+def titled(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` (a session-start row, ``content`` its brief) shown as its title (``title_of``); ``shortened`` when
+    the brief was, or the title is not the brief (also for a text that itself ends in "…", which ``was_cut`` cannot
+    tell from a cut one)."""
+    shown = title_of(row["content"])
     return {**row, "content": shown, "shortened": row["shortened"] or shown != row["content"]}
 
 
 def fit_titles(rows: list[dict[str, Any]], unbounded: Callable[[list[dict[str, Any]]], Block], *, max_tokens: int,
                max_chars: int, count_tokens: Callable[[str], int], dated: bool) -> list[dict[str, Any]]:
-    """``rows`` of a session-start block (each maybe with ``as_title``: itself as a title) as ``with_titles``
+    """``rows`` of a session-start block (``may_title``: a row that may be shown as its title) as ``with_titles``
     shows them in a block of ``max_tokens`` tokens and ``max_chars`` characters; ``unbounded(some)``: the block of
     ``some`` rows with no budget and its left-out line (the frame the memory lines sit in)."""
-    titles = [r.get("as_title") for r in rows]
-    if not rows or not any(titles):
+    if not any(r.get("may_title") for r in rows):
         return rows
     frame = unbounded(rows[:1])
     tokens, chars = _size(rows[0], count_tokens, dated)
-    return with_titles(rows, titles, room_tokens=max_tokens - frame.tokens + tokens,
-                       room_chars=max_chars - frame.chars + chars, count_tokens=count_tokens, dated=dated)
+    return with_titles(rows, room_tokens=max_tokens - frame.tokens + tokens, room_chars=max_chars - frame.chars + chars,
+                       count_tokens=count_tokens, dated=dated)
 
 
-def with_titles(rows: Sequence[dict[str, Any]], titles: Sequence[dict[str, Any] | None], *,
-                room_tokens: int, room_chars: int, count_tokens: Callable[[str], int],
-                dated: bool) -> list[dict[str, Any]]:
-    """``rows`` (briefs, in block order) with the fewest of the last ones swapped for their ``titles`` (the same
-    row as a title, None for a row always shown whole) that lets every row fit in ``room_tokens`` tokens and
-    ``room_chars`` characters (what the block leaves for its memory lines); all that may be titled are when even
-    that does not fit (the block's budget then cuts the oldest). Line sizes are counted once each and summed
-    (one newline each): an estimate, as tokens at a line's edge may merge; the block's own render still cuts at
-    its hard budget."""
+def with_titles(rows: Sequence[dict[str, Any]], *, room_tokens: int, room_chars: int,
+                count_tokens: Callable[[str], int], dated: bool) -> list[dict[str, Any]]:
+    """``rows`` (briefs, in block order) with the fewest of the last ones that may be (``may_title``) swapped for
+    their ``titled`` form that lets every row fit in ``room_tokens`` tokens and ``room_chars`` characters (what the
+    block leaves for its memory lines); all that may be titled are when even that does not fit (the block's budget
+    then cuts the oldest). Line sizes are counted once each and summed (one newline each): an estimate, as tokens
+    at a line's edge may merge; the block's own render still cuts at its hard budget."""
     full = [_size(r, count_tokens, dated) for r in rows]
-    short = [_size(t, count_tokens, dated) if t is not None else None for t in titles]
-    swap = [i for i in range(len(rows) - 1, -1, -1) if titles[i] is not None]
     tokens, chars = sum(t for t, _ in full), sum(c for _, c in full)
     out = list(rows)
-    for i in swap:
+    for i in range(len(rows) - 1, -1, -1):
         if tokens <= room_tokens and chars <= room_chars:
             break
-        t_tokens, t_chars = short[i]  # type: ignore[misc]  # swap holds only rows with a title
-        tokens += t_tokens - full[i][0]
-        chars += t_chars - full[i][1]
-        out[i] = titles[i]  # type: ignore[assignment]
+        if rows[i].get("may_title"):
+            out[i] = titled(rows[i])
+            t_tokens, t_chars = _size(out[i], count_tokens, dated)
+            tokens += t_tokens - full[i][0]
+            chars += t_chars - full[i][1]
     return out
 
 
