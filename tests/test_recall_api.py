@@ -86,6 +86,23 @@ def test_injection_policy_drops_weak_related_and_far_results() -> None:
     assert [r["memory_id"] for r in injectable(asked, 8)] == [2]
 
 
+def test_a_prompt_that_asks_what_was_done_gets_every_supported_piece_of_past_work() -> None:
+    """"add a --check for roster.csv, flag the stuff that bit us before": the answer is a list of earlier fixes, so
+    the cosine gap does not drop a supported episode, or a fix a commit confirmed, far below the closest result;
+    a saved note that far below is still dropped, and for a task that does not ask what was done the gap holds."""
+    def result(mid: int, cos: float, kind: str = "note", source: str = "mcp") -> dict:
+        return {"memory_id": mid, "tier": "supported", "memory_kind": kind, "source": source,
+                "support": "task", "channel_scores": {"semantic": cos}}
+
+    far = 0.70 - INJECT_COSINE_GAP - 0.1
+    results = [result(1, 0.70, "decision"), result(2, far, "change", "capture:episode-committed"),
+               result(3, far, "note"), result(4, far, "episode", "hook:claude-code")]
+    work = {"tier": "supported", "query_type": "work_recall", "results": results}
+    assert [r["memory_id"] for r in injectable(work, 8)] == [1, 2, 4]
+    task = {**work, "query_type": "meaning"}
+    assert [r["memory_id"] for r in injectable(task, 8)] == [1]
+
+
 def test_session_context_boost_lifts_the_neighbour_of_a_top_match(tmp_path: Path) -> None:
     store = Store(tmp_path / "m.db")
     ids = [w.id for w in store.remember_many([

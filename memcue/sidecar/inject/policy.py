@@ -5,8 +5,11 @@ of the model unasked, so it is stricter: only an answer whose tier is ``supporte
 ``supported`` (never ``weak``), and only those close to the best one: a result whose cosine similarity is
 more than ``INJECT_COSINE_GAP`` below the best injected result's is left out (it answers something nearby,
 not this prompt). The gap applies to results supported by closeness, and to a task prompt's (``support``
-"task"): one supported because it carries a question's rare words (``support`` "words") stays. Results
-without a cosine (keyword-only answers) are kept. When the prompt asks what the user requested earlier and
+"task"): one supported because it carries a question's rare words (``support`` "words") stays, and so does, for
+a prompt that asks what was done (``work_recall``: "flag the stuff that bit us before"), the past work it asks
+for (an episode, or one a commit confirmed: ``recall.classify.ASKED_KIND_SOURCES``): the answer is a list of
+earlier fixes, not the one closest to the prompt's words. Results without a cosine (keyword-only answers) are
+kept. When the prompt asks what the user requested earlier and
 captured prompts answer it, only those are injected. The agent's captured answers (``episode``) are injected
 only for a prompt that asks what was done (``work_recall``), after the saved memories; for every other prompt
 (a task, an ordinary question) they are left out.
@@ -15,6 +18,8 @@ only for a prompt that asks what was done (``work_recall``), after the saved mem
 from __future__ import annotations
 
 from typing import Any
+
+from memcue.sidecar.recall.classify import ASKED_KIND_SOURCES, WORK_RECALL
 
 #: Largest cosine gap (similarity units) between the best injected memory and any other. 0.08: on the
 #: coding-memory set, injected precision was 0.80 at a gap of 0.10, 0.82 at 0.08 and 0.81 at 0.06 (where
@@ -27,7 +32,8 @@ def injectable(answer: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     if answer.get("tier") != "supported":
         return []
     chosen = [r for r in answer["results"] if r.get("tier") == "supported"]
-    if answer.get("query_type") != "work_recall":
+    work = answer.get("query_type") == WORK_RECALL
+    if not work:
         chosen = [r for r in chosen if r.get("memory_kind") != "episode"]
     if answer.get("query_type") == "request_recall" and any(r.get("memory_kind") == "request" for r in chosen):
         chosen = [r for r in chosen if r.get("memory_kind") == "request"]
@@ -36,5 +42,12 @@ def injectable(answer: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     if known:
         best = max(known)
         chosen = [r for r, c in zip(chosen, cosines, strict=True)
-                  if c is None or c >= best - INJECT_COSINE_GAP or r.get("support") == "words"]
+                  if c is None or c >= best - INJECT_COSINE_GAP or r.get("support") == "words"
+                  or work and _past_work(r)]
     return chosen[:limit]
+
+
+def _past_work(result: dict[str, Any]) -> bool:
+    """True when ``result`` records work done: an ``episode``, or a memory written from one
+    (``ASKED_KIND_SOURCES``, e.g. an episode a later commit confirmed)."""
+    return result.get("memory_kind") == "episode" or result.get("source") in ASKED_KIND_SOURCES["episode"]
