@@ -62,6 +62,22 @@ def test_a_title_of_a_text_that_ends_in_an_ellipsis_is_still_shortened() -> None
     assert shown["content"] == "Switch the freezer alarm to SMS …" and shown["shortened"] is True
 
 
+def test_a_confirmed_fix_is_titled_by_what_the_code_does_now() -> None:
+    """A fix the agent told and a commit confirmed (``capture:episode-committed``) opens with the symptom and cause;
+    its title is the sentence with the fix, which a later task must not undo. Other memories keep their first
+    sentence, and a fix with no such sentence does too."""
+    fix = ("roster.csv has a space after the comma on two rows, and csv.DictReader keeps it, so the slack id was "
+           "' U02ANA' and the mention broke. load_roster() now reads with skipinitialspace=True, so all six "
+           "mentions come out clean. Landed in commit f5d9b0a4db7d.")
+    assert title(fix, "capture:episode-committed") == ("load_roster() now reads with skipinitialspace=True, so all "
+                                                       "six mentions come out clean. …")
+    assert title(fix, "mcp").startswith("roster.csv has a space after the comma")
+    plain = "The export was slow because of an N+1 query. It was fixed with a join. Landed in commit abc."
+    assert title(plain, "capture:episode-committed") == "The export was slow because of an N+1 query. …"
+    row = {"memory_id": 2, "content": fix, "shortened": False, "source": "capture:episode-committed"}
+    assert "skipinitialspace" in titled(row)["content"]
+
+
 def test_the_session_block_of_a_long_project_shows_older_memories_as_titles(tmp_path: Path) -> None:
     """45 changes of about 330 characters each: whole, about 20 fit the 2,200-token block; with the older ones as
     titles 25 or more do. The newest ``SESSION_WHOLE`` and every standing rule stay whole, a title is marked

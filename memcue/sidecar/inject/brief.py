@@ -12,7 +12,8 @@ the till export?" is asked by name, and the block leaves out the test transition
 words are stored nowhere else. A cut ends at a word with "…"; the memory's id stays in the block, so the whole
 text is one ``recall``/``fetch`` away.
 
-A memory's ``title`` is shorter still: its first line (a commit's subject) or first sentence. When the block
+A memory's ``title`` is shorter still: its first line (a commit's subject) or first sentence; for a fix the agent
+told and a commit confirmed (``capture.turn_edits``), the sentence saying what the code does now. When the block
 cannot hold the project's newer memories whole, the older of them show as titles (``inject.service``): a title
 costs about half a brief's line, so the block keeps more of what the project did in view, each a ``fetch``
 away.
@@ -25,6 +26,7 @@ import re
 from memcue.sidecar.capture.commits import SIGNAL as COMMIT_SIGNAL
 from memcue.sidecar.capture.commits import TESTS_LABEL, tests_named
 from memcue.sidecar.capture.test_runs import SIGNAL as TEST_SIGNAL
+from memcue.sidecar.capture.turn_edits import SIGNAL as EPISODE_COMMITTED_SIGNAL
 
 #: The longest brief of a person's or an agent's memory (characters, about 100 tokens of English).
 BRIEF_CHARS = 400
@@ -52,6 +54,12 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 #: A word whose dot does not end a sentence: "i.e.", "e.g.", "Dr.", "vs.", "etc.", a single letter ("J. Smith").
 _ABBREVIATION = re.compile(r"(?:\b(?:i\.e|e\.g|cf|vs|etc|approx|incl|dr|mr|mrs|ms|st|no|fig)|(?<![\w.])\w)\.$",
                            re.IGNORECASE)
+#: The stored source of a fix the agent told and a later commit confirmed (``capture.turn_edits``): the agent's
+#: answer, which tells the symptom and cause first and then what the code does now.
+EPISODE_COMMITTED_SOURCE = f"capture:{EPISODE_COMMITTED_SIGNAL}"
+#: The sentence of such an answer that says the fix: "load_roster() now reads with skipinitialspace=True, ...",
+#: "The handler now acks `pd` right away ...".
+_FIX = re.compile(r"\bnow\s+(?!that\b|on\b|is\b|are\b)[a-z]\w*", re.IGNORECASE)
 #: Fewest words a title must hold to say anything ("Refactor …", "``` …" do not): with fewer the brief is shown.
 TITLE_MIN_WORDS = 3
 
@@ -77,16 +85,20 @@ def brief(text: str, source: str = "") -> str:
 
 def title(text: str, source: str = "") -> str:
     """``text`` (a memory's content, ``source`` its stored source) as one short line: ``title_of`` its ``brief``."""
-    return title_of(brief(text, source))
+    return title_of(brief(text, source), source)
 
 
-def title_of(shown: str) -> str:
-    """A ``brief`` (``shown``) as one short line: its first line (a commit's subject), up to its first sentence's
-    end, at most ``TITLE_CHARS`` characters (cut at a word); " …" ends it when anything of the brief was left out,
-    and the brief's ``Tests added:`` line stays after it (a test is asked by name). The brief itself when such a
-    line would hold fewer than ``TITLE_MIN_WORDS`` words (a code fence, a one-word subject)."""
+def title_of(shown: str, source: str = "") -> str:
+    """A ``brief`` (``shown``; ``source``: the memory's stored source) as one short line: its first line (a
+    commit's subject), up to its first sentence's end, at most ``TITLE_CHARS`` characters (cut at a word); for a
+    confirmed fix (``EPISODE_COMMITTED_SOURCE``) the first later sentence saying what the code does now (``_FIX``),
+    when there is one. " …" ends it when anything of the brief was left out, and the brief's ``Tests added:`` line
+    stays after it (a test is asked by name). The brief itself when such a line would hold fewer than
+    ``TITLE_MIN_WORDS`` words (a code fence, a one-word subject)."""
     body, tests, names = shown.partition("\n\n" + TESTS_LABEL)
     head = body.split("\n", 1)[0].strip()
+    if source == EPISODE_COMMITTED_SOURCE:
+        head = _fix_sentence(head)
     end = next((m.start() for m in _SENTENCE.finditer(head)
                 if m.start() >= TITLE_CHARS // 4 and not _ABBREVIATION.search(head[:m.start()])), None)
     head = head if end is None else head[:end]
@@ -96,6 +108,19 @@ def title_of(shown: str) -> str:
     if head == body or head + " …" == body or len(re.findall(r"\w+", head)) < TITLE_MIN_WORDS:
         return shown
     return head.removesuffix(" …").rstrip(" ,;:") + " …" + tests + names
+
+
+def _fix_sentence(text: str) -> str:
+    """``text`` from its first sentence after the first that says what the code does now (``_FIX``); ``text``
+    itself when no later sentence does."""
+    starts = [m.end() for m in _SENTENCE.finditer(text) if not _ABBREVIATION.search(text[:m.start()])]
+    return next((text[i:] for i in starts if _FIX.search(text[i:_next_end(text, i)])), text)
+
+
+def _next_end(text: str, start: int) -> int:
+    """Where the sentence of ``text`` that starts at ``start`` ends (``_SENTENCE``), or ``len(text)``."""
+    m = _SENTENCE.search(text, start)
+    return m.start() if m else len(text)
 
 
 def _cut(out: str, source: str) -> str:

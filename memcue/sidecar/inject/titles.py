@@ -27,7 +27,7 @@ def titled(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` (a session-start row, ``content`` its brief) shown as its title (``title_of``); ``shortened`` when
     the brief was, or the title is not the brief (also for a text that itself ends in "…", which ``was_cut`` cannot
     tell from a cut one)."""
-    shown = title_of(row["content"])
+    shown = title_of(row["content"], row.get("source", ""))
     return {**row, "content": shown, "shortened": row["shortened"] or shown != row["content"]}
 
 
