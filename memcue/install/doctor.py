@@ -277,7 +277,7 @@ def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
         try:
             health = client.health()
         except SidecarDown:
-            return [finding("sidecar", OK, "not running; the next hook or command starts it")]
+            return [finding("sidecar", OK, "not running; the next hook or command starts it"), *config_problems(loc)]
         except ClientError as exc:
             return [finding("sidecar", PROBLEM, f"running but not answering: {exc}")]
     out = [finding("sidecar", OK, f"running (pid {health['pid']}, version {health['version']})")]
@@ -300,6 +300,16 @@ def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
     if recent:
         out.append(_hook_times(recent))
     return out
+
+
+def config_problems(loc: Locations) -> list[dict[str, Any]]:
+    """A ``config`` warning naming what a sidecar started now would ignore in ``loc.config_file`` (a file that does
+    not parse, an entry of the wrong name or type: ``sidecar.settings.load_settings``), read without starting one;
+    [] when the file is fine or missing."""
+    from memcue.sidecar.settings import load_settings
+
+    error = load_settings(loc.config_file, quiet=True).error
+    return [finding("config", WARN, f"{error}: a sidecar ignores those entries")] if error else []
 
 
 def _hook_times(recent: list[dict[str, Any]]) -> dict[str, Any]:
