@@ -251,7 +251,7 @@ class Client:
         named after the project) once per session; the same session asking again gets a one-line pointer (or "").
         ``fields``: ``session_id`` (omit for a new one), ``project``, ``harness`` (default "mcp"),
         ``max_tokens`` (default 2200), ``max_chars`` (default 9500), ``budget_s`` (default 5). Returns
-        ``{"session_id", "context", "included", "tokens"}``."""
+        ``{"session_id", "context", "included", "tokens", "memory_ids", "shortened_ids"}``."""
         return self._call("POST", "/session_context", json=fields)
 
     def candidates(self, **fields: Any) -> dict[str, Any]:

@@ -84,10 +84,13 @@ def test_usage_errors_exit_2_and_speak_json_when_asked(home: Path, tmp_path: Pat
 
 def test_bad_numbers_and_kinds_are_usage_errors_that_name_the_rule(home: Path, tmp_path: Path) -> None:
     """Fresh-user finding: `list --limit 0` and `remember --kind "a b"` were server refusals (exit 1, raw
-    validation text); they are usage errors now. A kind's case does not matter."""
+    validation text); they are usage errors now, and so is a token budget outside the API's 1-100,000. A kind's
+    case does not matter."""
     for args, said in ((("list", "--limit", "0"), "from 1 to 500"), (("review", "--limit", "x"), "from 1 to 500"),
                        (("remember", "x", "--kind", "a b"), "a kind is one word"),
-                       (("list", "--kind", "note\nASSISTANT"), "a kind is one word")):
+                       (("list", "--kind", "note\nASSISTANT"), "a kind is one word"),
+                       (("session-context", "--max-tokens", "0"), "from 1 to 100000"),
+                       (("recall", "x", "--max-tokens", "-3"), "from 1 to 100000")):
         out = _cli(home, tmp_path, *args)
         assert out.returncode == 2 and said in out.stderr, (args, out.stderr)
         as_json = _cli(home, tmp_path, *args, "--json")  # argparse's own refusals speak JSON when asked too

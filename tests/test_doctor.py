@@ -121,3 +121,20 @@ def test_the_last_line_counts_warnings_instead_of_saying_all_good() -> None:
     assert render({"ok": True, "findings": [ok]}).endswith("memcue doctor: all good")
     assert render({"ok": True, "findings": [ok, warn]}).endswith("working, with 1 warning (see warn)")
     assert render({"ok": False, "findings": [warn, fail]}).endswith("problems found (see FAIL)")
+
+
+def test_a_broken_config_is_reported_with_no_sidecar_running(tmp_path: Path, home: Path) -> None:
+    """A corrupt config.toml was named only by a running sidecar's /health: with none running, `doctor` and
+    `status` said all was well while the next sidecar would ignore the file."""
+    home.mkdir(parents=True, exist_ok=True)
+    Locations(home).config_file.write_text("this is [not toml\n")
+    code, found = _doctor(tmp_path, home)
+    assert found["sidecar"]["message"].startswith("not running")
+    assert found["config"]["status"] == "warn" and "config.toml: cannot read it" in found["config"]["message"]
+    env = {**os.environ, "HOME": str(tmp_path), "MEMCUE_HOME": str(home)}
+    status = subprocess.run([sys.executable, "-m", "memcue", "status", "--json"], env=env, capture_output=True,
+                            text=True, timeout=60)
+    data = json.loads(status.stdout)["data"]
+    assert data["running"] is False and "cannot read it" in data["config_error"] and status.stderr == ""
+    Locations(home).config_file.write_text("[recall]\nsupport_gate = true\n")
+    assert "config" not in _doctor(tmp_path, home)[1]

@@ -130,6 +130,12 @@ def test_doctor_says_registered_and_whether_allowed(tmp_path: Path) -> None:
     assert found["status"] == "ok" and found["mcp_allowed"] is True
     assert "MCP server registered and its tools allowed" in found["message"]
     assert "mcp__memcue__*" in json.loads(path.read_text())["permissions"]["allow"]
+    # Registered for another data dir (an install made under another MEMCUE_HOME): the agent saves elsewhere.
+    elsewhere = {**entry, "env": {"MEMCUE_HOME": str(tmp_path / "other")}}
+    (tmp_path / "claude" / ".claude.json").write_text(json.dumps({"mcpServers": {"memcue": elsewhere}}))
+    found = claude_finding()
+    assert found["status"] == "warn" and "another data dir" in found["message"]
+    assert str(tmp_path / "other") in found["message"] and "its tools allowed" in found["message"]
 
 
 def test_a_dry_run_shows_what_registering_the_server_would_do_and_changes_nothing(tmp_path: Path) -> None:

@@ -105,9 +105,13 @@ def test_the_session_block_of_a_long_project_shows_older_memories_as_titles(tmp_
         assert f"fires when it stays over {100 + i} jobs" not in block
         prompt = context_of(run_hook(prompt_payload(f"how many workers does the {NAMES[i]} queue get now?", project,
                                                     session_id="titles-1"), env=env))
+        listed = sc.client.session_context(project=project, session_id="titles-2")  # `session-context --json`
     finally:
         sc.stop()
     assert f"fires when it stays over {100 + i} jobs" in prompt, prompt
+    id_of = lambda line: int(line.split('id="')[1].split('"')[0])  # noqa: E731
+    assert listed["memory_ids"] == [id_of(line) for line in lines]
+    assert listed["shortened_ids"] == [id_of(line) for line in titled]
 
 
 def test_a_project_whose_memories_fit_whole_shows_no_titles(tmp_path: Path) -> None:

@@ -80,6 +80,8 @@ def count(most: int) -> Callable[[str], int]:
 
 #: ``count(100)``: a recall's result limit.
 limit = count(100)
+#: A block's token budget: 1 to 100,000 tokens, the sidecar API's range (``api_models``).
+token_budget = count(100_000)
 
 
 def kind(text: str) -> str:

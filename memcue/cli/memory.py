@@ -14,7 +14,15 @@ import os
 import sys
 from typing import Any
 
-from memcue.cli.arguments import AddCommand, add_project_options, add_tag_option, count, kind, project_of
+from memcue.cli.arguments import (
+    AddCommand,
+    add_project_options,
+    add_tag_option,
+    count,
+    kind,
+    project_of,
+    token_budget,
+)
 from memcue.cli.output import emit, format_recall, usage_error
 from memcue.core.address import parse_id_list
 from memcue.core.limits import SESSION_BLOCK_TOKENS
@@ -280,7 +288,7 @@ def register(add: AddCommand) -> None:
 
     p = add("session-context", SESSION_CONTEXT_HELP)
     p.add_argument("--session-id", help="a session to continue (a second call in one session gets a pointer)")
-    p.add_argument("--max-tokens", type=int, default=SESSION_BLOCK_TOKENS,
+    p.add_argument("--max-tokens", type=token_budget, default=SESSION_BLOCK_TOKENS,
                    help=f"token budget of the block (default {SESSION_BLOCK_TOKENS})")
     add_project_options(p)
     p.set_defaults(fn=cmd_session_context)

@@ -11,7 +11,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memcue.cli.arguments import AddCommand, add_project_options, add_tag_option, iso_time, kind, limit, project_of
+from memcue.cli.arguments import (
+    AddCommand,
+    add_project_options,
+    add_tag_option,
+    iso_time,
+    kind,
+    limit,
+    project_of,
+    token_budget,
+)
 from memcue.cli.output import clean, emit, format_recall, progress, stdin_text, usage_error
 
 #: Memories sent per ``remember_batch`` call by ``memcue import``.
@@ -283,7 +292,7 @@ def _register_recall(add: AddCommand) -> None:
     add_tag_option(p, "only memories carrying this tag; repeat: they must carry every one")
     p.add_argument("--depth", type=int, choices=(0, 1, 2), default=1,
                    help="0: a glance (one-line previews), 1: full memories (default), 2: with session/entity context")
-    p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+    p.add_argument("--max-tokens", type=token_budget, default=None, metavar="N",
                    help="never more than N tokens of memory text (drops context, then shortens, then leaves out)")
     p.add_argument("--session-id", default="", help="session for the working set (default: MEMCUE_SESSION_ID, "
                    "CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID; none: a synthetic cli: session)")

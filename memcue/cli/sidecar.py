@@ -92,8 +92,14 @@ def _not_running(args: argparse.Namespace, loc: Locations) -> int:
         data["blocked"] = f"{loc.socket} exists and is not a socket; memcue will not delete it"
         return emit(data, args.json, f"memcue sidecar cannot start: {data['blocked']}. Move it away, or set "
                                      f"MEMCUE_HOME to another folder. Log: {loc.sidecar_log}", ok=False)
-    return emit(data, args.json, f"memcue sidecar is not running (socket {loc.socket}); it starts on the "
-                                 f"next hook or command. Log: {loc.sidecar_log}")
+    from memcue.sidecar.settings import load_settings
+
+    text = (f"memcue sidecar is not running (socket {loc.socket}); it starts on the next hook or command. "
+            f"Log: {loc.sidecar_log}")
+    data["config_error"] = load_settings(loc.config_file, quiet=True).error
+    if data["config_error"]:
+        text += f"\nconfig problems (those entries are ignored): {data['config_error']}"
+    return emit(data, args.json, text)
 
 
 def _vectors_off(health: dict[str, Any]) -> str:

@@ -147,9 +147,15 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
                        version=program_version, installed=True, runs=_runs(name, settings))
     found = (trusted(name, path, program_version) if trusted is not None else
              finding(name, OK, f"hooks current in {path}", path=str(path), version=program_version, installed=True))
-    found["mcp"] = _mcp_server(name)
+    found["mcp"], mcp_home = _mcp_server(name)
     found["runs"] = _runs(name, settings)
-    if found["mcp"]:
+    here = str(locations().root)
+    if found["mcp"] and os.path.realpath(mcp_home or "/") != os.path.realpath(here):
+        found["message"] = found["message"].rstrip(".") + (
+            f"; MCP server registered (for another data dir, {mcp_home or 'none given'}, not {here}: what the agent "
+            f"saves through it goes there; `memcue install {name}` registers it for this one)")
+        found["status"] = WARN if found["status"] == OK else found["status"]
+    elif found["mcp"]:
         found["message"] = found["message"].rstrip(".") + "; MCP server registered"
     elif mcp_servers.declined(name, locations().root):
         found["message"] = found["message"].rstrip(".") + "; MCP server not registered (installed with --no-mcp)"
@@ -232,12 +238,16 @@ def not_wired(name: str, path: Path, **detail: Any) -> dict[str, Any]:
                    installed=False)
 
 
-def _mcp_server(harness: str) -> bool:
-    """True when the harness has memcue's MCP server registered (read from its config; never started)."""
+def _mcp_server(harness: str) -> tuple[bool, str]:
+    """``(registered, data dir)``: whether the harness has memcue's MCP server registered (read from its config;
+    never started), and the ``MEMCUE_HOME`` its entry passes ("" when none)."""
     try:
-        return mcp_servers.is_ours(mcp_servers.registered(harness))
+        entry = mcp_servers.registered(harness)
     except InstallError:
-        return False
+        return False, ""
+    if not mcp_servers.is_ours(entry) or entry is None:
+        return False, ""
+    return True, str((entry.get("env") or {}).get("MEMCUE_HOME") or "")
 
 
 def check_mcp_startup() -> list[dict[str, Any]]:
@@ -267,7 +277,7 @@ def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
         try:
             health = client.health()
         except SidecarDown:
-            return [finding("sidecar", OK, "not running; the next hook or command starts it")]
+            return [finding("sidecar", OK, "not running; the next hook or command starts it"), *config_problems(loc)]
         except ClientError as exc:
             return [finding("sidecar", PROBLEM, f"running but not answering: {exc}")]
     out = [finding("sidecar", OK, f"running (pid {health['pid']}, version {health['version']})")]
@@ -290,6 +300,16 @@ def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
     if recent:
         out.append(_hook_times(recent))
     return out
+
+
+def config_problems(loc: Locations) -> list[dict[str, Any]]:
+    """A ``config`` warning naming what a sidecar started now would ignore in ``loc.config_file`` (a file that does
+    not parse, an entry of the wrong name or type: ``sidecar.settings.load_settings``), read without starting one;
+    [] when the file is fine or missing."""
+    from memcue.sidecar.settings import load_settings
+
+    error = load_settings(loc.config_file, quiet=True).error
+    return [finding("config", WARN, f"{error}: a sidecar ignores those entries")] if error else []
 
 
 def _hook_times(recent: list[dict[str, Any]]) -> dict[str, Any]:

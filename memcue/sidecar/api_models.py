@@ -402,13 +402,16 @@ class SessionContextIn(BaseModel):
 
 
 class SessionContextOut(BaseModel):
-    """The block (``context``, "" for nothing), the ``session_id`` it was given for, memories ``included``
-    and its size in ``tokens``."""
+    """The block (``context``, "" for nothing), the ``session_id`` it was given for, memories ``included``, its
+    size in ``tokens``, the ids of the memories it shows in order (``memory_ids``) and of those shown shortened,
+    as a brief cut short or a title (``shortened_ids``: the MCP tool ``fetch`` gives them whole)."""
 
     session_id: str
     context: str
     included: int
     tokens: int
+    memory_ids: list[int] = []
+    shortened_ids: list[int] = []
 
 
 class StatsIn(BaseModel):

@@ -242,7 +242,8 @@ def _recall(app: FastAPI, service: MemoryService) -> None:
         out = await service.session_context(body.harness, session_id, body.project, budget_s=body.budget_s,
                                             max_tokens=body.max_tokens, max_chars=body.max_chars)
         return SessionContextOut(session_id=session_id, context=out.context, included=out.included,
-                                 tokens=out.tokens)
+                                 tokens=out.tokens, memory_ids=list(out.memory_ids),
+                                 shortened_ids=list(out.shortened_ids))
 
 
 def _hooks(app: FastAPI, service: MemoryService) -> None:

@@ -170,8 +170,9 @@ def _integer(env: Mapping[str, str], name: str, default: int) -> int:
         return default
 
 
-def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
-    """Read ``path`` (missing = defaults) and ``env`` (default ``os.environ``). ``MEMCUE_NO_SUPPORT_GATE=1``
+def load_settings(path: Path, env: Mapping[str, str] | None = None, *, quiet: bool = False) -> Settings:
+    """Read ``path`` (missing = defaults) and ``env`` (default ``os.environ``); ``quiet``: do not log the problems
+    (a CLI command that reports them itself). ``MEMCUE_NO_SUPPORT_GATE=1``
     turns the gate off whatever the file says; ``MEMCUE_RERANK_MODEL`` overrides the file's rerank model;
     ``MEMCUE_PROMPT_BLOCK`` the file's prompt block; ``MEMCUE_ANSWER_CHECK_URL`` / ``_MODEL`` its judge.
 
@@ -200,7 +201,7 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None) -> Settings:
     model_name, model_path = _embedding_model(data.get("model", {}), env, problems)
     sources_off = _sources_off(data.get("sources", {}), problems)
     error = f"{path}: " + "; ".join(problems) if problems else ""
-    if error:
+    if error and not quiet:
         log.error("config problems, ignored: %s", error)
     return Settings(
         support_gate=gate, weights=weights, rerank_model=model, rerank_model_path=env.get(ENV_RERANK_MODEL_PATH, ""),

@@ -15,7 +15,8 @@ as its subject (``_ANAPHORA``).
 Kinds (the memory kind a statement is written as): ``preference`` for "I/we prefer", "I'd rather", "I like to";
 ``correction`` for "no, use X" and "use X instead (of Y)"; ``note`` for a fact the user offers in passing, said as a
 statement ("fyi the bucket lives in eu-central-2", "btw Priya owns the thresholds"); ``decision`` for everything else
-("from now on", "going forward", "we decided", "always", "never", "don't", "no new deps pls", "remember that", "has to
+("from now on", "going forward", "we decided", "always", "never", "don't", "no new deps pls", "no network calls in
+tests, mock them", "remember that", "has to
 stay", "goes through Priya", "keep it stdlib-only", "whenever the plan prints dates, ...", "we settled on X", "the
 logger has to listen on 8087", "dates are always YYYY-MM-DD", a rule announced as one: "ground rules: …", "one
 convention: …"; a bare "No, not Plato." is a ``correction`` read with the sentence after it); a fact given as context
@@ -120,6 +121,18 @@ _NOT_A_RULE = (r"(?!\s+(?:\w+ed|got|had|was|were|did|forget|forgets|get|gets|see
 #: like "don't ..."; "no" alone, as in "no worries" or "no, use X", is not one).
 _NO_PLEASE = (r"^(?:(?:oh|and|so|also|btw)[,\s]+)*(?:no\s+(?:[\w.-]+\s+){0,4}?[\w.-]+\s*,?\s+(?:please|pls|plz)\b|"
               r"(?:please|pls|plz)[,\s]+no\s+[\w.-]+)")
+#: A sentence that bans something and goes on, after ``;``, ``:`` or ``,``, with what to do instead or why: "No new
+#: dependencies; we ship a single file.", "no network calls in tests, mock them", "No secrets in the repo: they go
+#: in Vault." (a rule like "don't ..."). "No" before a word of a reply or a report ("no worries, ...", "no errors, it
+#: passes now", "no luck, ...") is not one.
+_NO_RULE = (r"^(?:(?:oh|and|so|also|btw)[,\s]+)*no\s+(?!(?:worries|worry|problems?|idea|luck|thanks|rush|hurry|way|"
+            r"clue|doubt|matter|changes?|errors?|issues?|failures?|difference|news|reply|response|output|results?|"
+            r"warnings?|need|wonder|kidding|biggie|sweat|dice|chance|time|one|longer|more|further)\b)"
+            r"(?:[\w.-]+\s+){0,5}?[\w.-]+\s*[;:,]\s+(?:(?:just|instead|always|only)\s+)?(?:use|mock|stub|fake|put|keep|"
+            r"stick|go|call|ask|write|send|log|store|pin|vendor|inline|wrap|pass|raise|return|read|route|load|"
+            r"we\s+(?:ship|run|use|deploy|need|want|have|keep|build|target|support|only|vendor|pin)|"
+            r"(?:it|they|those|these)\s+(?:must|should|has\s+to|have\s+to|needs?\s+to|go|goes|belongs?|lives?|"
+            r"breaks?|leaks?|costs?|slows?))\b")
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
     ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|(?:it's|it is|that's)"
@@ -142,6 +155,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
     ("decision", r"^(?:(?:and|so|also)\s+)?(?:nothing|no one|nobody|no \w+)\s+(?:\w+\s+){0,2}?(?:should|must|may|"
                  r"ever)\b(?!\s+have\b)|^(?:we|our \w+)\b.{0,80}\band only\b"),
     ("decision", _NO_PLEASE),
+    ("decision", _NO_RULE),
     ("decision", r"\b(?:has|have|needs?) to (?:stay|remain)\b|\bmust (?:stay|remain)\b|"
                  r"\bgoes through (?:me|him|her|them|[A-Z][\w'-]+)\b|"
                  r"\b(?:keep|keeps|stays?|remains?)\s+(?:\w+\s+){0,3}?[\w.]+-(?:only|compatible)\b|"
@@ -161,7 +175,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
 _MOMENTARY = re.compile(
     r"\b(?:yet|for now|right now|just now|this time|at the moment|for the moment|until (?:i|we|you)\b|"
     r"before (?:i|we|you)\b)|\bjust (?:look|read|check|explain|tell|show|answer|review)\b", re.IGNORECASE)
-_DONT = re.compile(_DONT_START + "|" + _NO_PLEASE, re.IGNORECASE)
+_DONT = re.compile(_DONT_START + "|" + _NO_PLEASE + "|" + _NO_RULE, re.IGNORECASE)
 _TODAY = re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening|week)|right now|at the moment|for now)\b",
                     re.IGNORECASE)
 _QUESTION_START = re.compile(

@@ -23,7 +23,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -77,7 +77,9 @@ SENT_AT_MAX_AGE_S = 600.0
 class HookResult:
     """What a hook call injects: ``context`` ("" for nothing), ``answered_by`` (full | keyword | none |
     session), the answer's ``tier``, ``retrieval_time_ms`` (ms in the sidecar), the recall's ``query_id``,
-    memories ``included`` and ``left_out``, and the block's size in ``tokens``."""
+    memories ``included`` and ``left_out``, the block's size in ``tokens``, and (a session-start block) the ids
+    of the memories it shows in order (``memory_ids``) and of those it shows shortened, as a brief cut short or
+    a title (``shortened_ids``)."""
 
     context: str
     answered_by: str
@@ -87,6 +89,8 @@ class HookResult:
     included: int = 0
     left_out: int = 0
     tokens: int = 0
+    memory_ids: tuple[int, ...] = ()
+    shortened_ids: tuple[int, ...] = ()
 
 
 def _with_twins(rows: list[dict[str, Any]], repeated: dict[int, int]) -> list[dict[str, Any]]:
@@ -327,7 +331,10 @@ class HookService:
             self.ledger.add_injected(key, _told(r for r in rows[:block.included] if not r["shortened"]))
             self.backend.record_served(query_id, session_id, "session", rows[:block.included], "full",
                                        tokens=block.tokens)
-            return _injected(block, "session", "supported" if block.included else "none", started, query_id)
+            shown = rows[:block.included]
+            return replace(_injected(block, "session", "supported" if block.included else "none", started, query_id),
+                           memory_ids=tuple(r["memory_id"] for r in shown),
+                           shortened_ids=tuple(r["memory_id"] for r in shown if r["shortened"]))
         finally:
             self.ledger.end_claim(key, given and not cut)
 
