@@ -13,6 +13,9 @@ from memcue.sidecar.store.sqlite.db import Database
 
 #: Rows of one session a receipt reads, at most (a long session stores a few hundred).
 SESSION_ROWS_MAX = 2000
+#: The usage log's ``served_by`` of the blocks hooks give a session: its session-start block, its prompts' blocks
+#: and those beside its tool calls (``inject``); a person's ``memcue recall`` logs under a ``cli:`` session instead.
+HOOK_SERVED = ("session", "hook", "tool")
 
 
 class SessionReads:
@@ -82,9 +85,12 @@ class SessionReads:
                  "skipped": skipped, "items": items.get(q, [])} for q, at, by, block, tokens, skipped in logs]
 
     def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:
-        """Sessions that stored something, newest activity first (of ``project`` exactly; every project when
-        None): ``{"session_id", "project", "first_at", "last_at", "stored" (rows), "captured" (rows a hook
-        captured: source ``hook:*``), "by_kind", "candidates", "recalls"}``."""
+        """Sessions that stored something or were given a block by a hook, newest activity first (of ``project``
+        exactly; every project when None): ``{"session_id", "project", "first_at", "last_at", "stored" (rows),
+        "captured" (rows a hook captured: source ``hook:*``), "by_kind", "candidates", "recalls"}``. A session that
+        stored nothing (a SessionStart alone, a prompt that repeated an earlier one) is one by its hooks' entries in
+        the usage log (``HOOK_SERVED``), of the project most of the memories it was given belong to ("" when it was
+        given none)."""
         where, args = ("AND project = ?", [project]) if project is not None else ("", [])
         conn = self._db.reader()
         rows = conn.execute(
@@ -92,17 +98,53 @@ class SessionReads:
             " coalesce(sum(source LIKE 'hook:%'), 0) FROM memories"
             f" WHERE session_id != '' {where} GROUP BY session_id ORDER BY max(created_at) DESC LIMIT ?",
             (*args, int(limit))).fetchall()
-        out = []
-        for sid, proj, first, last, count, captured in rows:
-            kinds = dict(conn.execute("SELECT kind, count(*) FROM memories WHERE session_id = ? GROUP BY kind",
-                                      (sid,)).fetchall())
-            [(candidates,)] = conn.execute("SELECT count(*) FROM candidates WHERE session_id = ?", (sid,)).fetchall()
-            [(recalls,)] = conn.execute("SELECT count(*) FROM recall_log WHERE session_id = ?", (sid,)).fetchall()
-            out.append({"session_id": sid, "project": proj, "first_at": first, "last_at": last,
-                        "stored": int(count), "captured": int(captured),
-                        "by_kind": {str(k): int(n) for k, n in kinds.items()}, "candidates": int(candidates),
-                        "recalls": int(recalls)})
-        return out
+        found = {sid: [proj, first, last, count, captured] for sid, proj, first, last, count, captured in rows}
+        for sid, first, last in self._served_sessions(int(limit)):
+            if sid not in found:
+                stored = self._stored(sid)
+                entry = stored or [self._served_project(sid), first, last, 0, 0]
+                if project is not None and entry[0] != project:
+                    continue
+                found[sid] = entry
+            found[sid][1], found[sid][2] = min(found[sid][1], first), max(found[sid][2], last)
+        newest = sorted(found.items(), key=lambda item: -item[1][2])[:int(limit)]
+        return [self._session_counts(conn, sid, *values) for sid, values in newest]
+
+    def _served_sessions(self, limit: int) -> list[tuple[str, float, float]]:
+        """``(session_id, first_at, last_at)`` of the sessions hooks gave blocks to (``HOOK_SERVED`` entries of the
+        usage log), newest first: a few times ``limit`` of them, as some belong to other projects."""
+        marks = ",".join("?" * len(HOOK_SERVED))
+        return [(str(r[0]), float(r[1]), float(r[2])) for r in self._db.reader().execute(
+            f"SELECT session_id, min(created_at), max(created_at) FROM recall_log WHERE session_id != ''"
+            f" AND served_by IN ({marks}) GROUP BY session_id ORDER BY max(created_at) DESC LIMIT ?",
+            (*HOOK_SERVED, limit * 4 + 20)).fetchall()]
+
+    def _served_project(self, session_id: str) -> str:
+        """The project most memories given to ``session_id`` (usage-log items) belong to; "" when none."""
+        row = self._db.reader().execute(
+            "SELECT m.project FROM recall_log l JOIN recall_items i USING (query_id) JOIN memories m"
+            " ON m.id = i.memory_id WHERE l.session_id = ? GROUP BY m.project ORDER BY count(*) DESC LIMIT 1",
+            (session_id,)).fetchone()
+        return "" if row is None else str(row[0])
+
+    def _stored(self, session_id: str) -> list[Any] | None:
+        """``[project, first_at, last_at, rows, captured rows]`` of what ``session_id`` stored; None when nothing."""
+        row = self._db.reader().execute(
+            "SELECT project, min(created_at), max(created_at), count(*), coalesce(sum(source LIKE 'hook:%'), 0)"
+            " FROM memories WHERE session_id = ?", (session_id,)).fetchone()
+        return None if row is None or not row[3] else list(row)
+
+    @staticmethod
+    def _session_counts(conn: Any, sid: str, proj: str, first: float, last: float, count: int,
+                        captured: int) -> dict[str, Any]:
+        """One ``sessions`` entry: the session's times and row counts, with its kinds, candidates and recalls."""
+        kinds = dict(conn.execute("SELECT kind, count(*) FROM memories WHERE session_id = ? GROUP BY kind",
+                                  (sid,)).fetchall())
+        [(candidates,)] = conn.execute("SELECT count(*) FROM candidates WHERE session_id = ?", (sid,)).fetchall()
+        [(recalls,)] = conn.execute("SELECT count(*) FROM recall_log WHERE session_id = ?", (sid,)).fetchall()
+        return {"session_id": sid, "project": proj, "first_at": first, "last_at": last, "stored": int(count),
+                "captured": int(captured), "by_kind": {str(k): int(n) for k, n in kinds.items()},
+                "candidates": int(candidates), "recalls": int(recalls)}
 
     def session_projects(self, limit: int) -> list[str]:
         """The projects of the ``limit`` sessions with the newest activity (as ``sessions`` orders them), newest
