@@ -26,6 +26,13 @@ PAIRS = [
     ("Keep the error rate below one percent", "Keep the error rate above one percent"),
     ("Retry at least three times", "Retry at most three times"),
     ("Pick the larger of the two buffers", "Pick the smaller of the two buffers"),
+    # Fresh-clone trial: these reversals were merged as one memory.
+    ("Upload artifacts to S3 at the start of the job", "Upload artifacts to S3 at the end of the job"),
+    ("Scale the workers up when the queue is long", "Scale the workers down when the queue is long"),
+    ("Align the totals column to the left", "Align the totals column to the right"),
+    ("Give the export job high priority", "Give the export job low priority"),
+    ("Give the cache more memory", "Give the cache less memory"),
+    ("Run the lint step early in the pipeline", "Run the lint step late in the pipeline"),
 ]
 
 

@@ -138,3 +138,25 @@ def test_a_broken_config_is_reported_with_no_sidecar_running(tmp_path: Path, hom
     assert data["running"] is False and "cannot read it" in data["config_error"] and status.stderr == ""
     Locations(home).config_file.write_text("[recall]\nsupport_gate = true\n")
     assert "config" not in _doctor(tmp_path, home)[1]
+
+
+def test_a_config_changed_under_a_running_sidecar_is_named_as_it_is_now(tmp_path: Path, home: Path) -> None:
+    """Fresh-clone trial: with a sidecar running, doctor and status reported the file as that sidecar read it at its
+    start: a file broken since was not named, one fixed since was still called broken."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = Locations(home).config_file
+    config.write_text('[recall]\nsupport_gate = "yes"\n')
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    env = {**os.environ, "HOME": str(tmp_path), "MEMCUE_HOME": str(home)}
+    try:
+        config.write_text("this is [not toml\n")
+        broken = _doctor(tmp_path, home)[1]["config"]["message"]
+        config.write_text("[recall]\nsupport_gate = true\n")
+        fixed = _doctor(tmp_path, home)[1]["config"]["message"]
+        status = subprocess.run([sys.executable, "-m", "memcue", "status"], env=env, capture_output=True, text=True,
+                                timeout=60)
+    finally:
+        sc.stop()
+    assert "cannot read it" in broken and "memcue stop" in broken
+    assert "support_gate = 'yes'" in fixed and "memcue stop" in fixed and "cannot read it" not in fixed
+    assert "config.toml changed since the sidecar started (no problems now)" in status.stdout, status.stdout

@@ -288,7 +288,7 @@ def register(add: AddCommand) -> None:
 
     p = add("session-context", SESSION_CONTEXT_HELP)
     p.add_argument("--session-id", help="a session to continue (a second call in one session gets a pointer)")
-    p.add_argument("--max-tokens", type=token_budget, default=SESSION_BLOCK_TOKENS,
-                   help=f"token budget of the block (default {SESSION_BLOCK_TOKENS})")
+    p.add_argument("--max-tokens", type=token_budget, default=SESSION_BLOCK_TOKENS, metavar="N",
+                   help=f"token budget of the block, 1-100000 (default {SESSION_BLOCK_TOKENS})")
     add_project_options(p)
     p.set_defaults(fn=cmd_session_context)

@@ -293,7 +293,8 @@ def _register_recall(add: AddCommand) -> None:
     p.add_argument("--depth", type=int, choices=(0, 1, 2), default=1,
                    help="0: a glance (one-line previews), 1: full memories (default), 2: with session/entity context")
     p.add_argument("--max-tokens", type=token_budget, default=None, metavar="N",
-                   help="never more than N tokens of memory text (drops context, then shortens, then leaves out)")
+                   help="never more than N tokens of memory text, 1-100000 (drops context, then shortens, then "
+                        "leaves out)")
     p.add_argument("--session-id", default="", help="session for the working set (default: MEMCUE_SESSION_ID, "
                    "CLAUDE_SESSION_ID, CLAUDE_CODE_SESSION_ID; none: a synthetic cli: session)")
     p.set_defaults(fn=cmd_recall)

@@ -131,6 +131,10 @@ def _health_text(health: dict[str, Any]) -> str:
         text += f"\nreranker: {reranker['status']}" + (f" ({reranker['note']})" if reranker.get("note") else "")
     if health.get("config_error"):
         text += f"\nconfig problems (those entries are ignored): {health['config_error']}"
+    now = health.get("config_now", "")
+    if now != (health.get("config_error") or ""):
+        text += (f"\nconfig.toml changed since the sidecar started ({now or 'no problems now'}): `memcue stop` so the "
+                 "next one reads it")
     return text
 
 
@@ -143,6 +147,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             health: dict[str, Any] = client.health()  # a stuck sidecar raises ClientError: exit 1, said
         except SidecarDown:
             return _not_running(args, client.loc)
+    from memcue.sidecar.settings import load_settings
+
+    health["config_now"] = load_settings(client.loc.config_file, quiet=True).error  # the file as it is now
     return emit({"running": True, **health}, args.json, _health_text(health))
 
 

@@ -294,22 +294,27 @@ def check_sidecar(loc: Locations) -> list[dict[str, Any]]:
         out.append(finding("reindex", WARN, reindex["note"], done=reindex["done"], total=reindex["total"]))
     if health.get("tokenizer") != "tiktoken":
         out.append(finding("tokenizer", WARN, "token counts are estimated (tiktoken's file is missing)"))
-    if health.get("config_error"):
-        out.append(finding("config", WARN, f"config.toml: {health['config_error']}"))
+    out += config_problems(loc, health.get("config_error") or "")
     recent = (health.get("hooks") or {}).get("recent") or []
     if recent:
         out.append(_hook_times(recent))
     return out
 
 
-def config_problems(loc: Locations) -> list[dict[str, Any]]:
+def config_problems(loc: Locations, running: str | None = None) -> list[dict[str, Any]]:
     """A ``config`` warning naming what a sidecar started now would ignore in ``loc.config_file`` (a file that does
     not parse, an entry of the wrong name or type: ``sidecar.settings.load_settings``), read without starting one;
-    [] when the file is fine or missing."""
+    ``running``: what the running sidecar ignored when it read the file at its start (None: none runs), named too
+    when it differs (the file changed since: ``memcue stop`` makes the next sidecar read it). [] when all is fine."""
     from memcue.sidecar.settings import load_settings
 
     error = load_settings(loc.config_file, quiet=True).error
-    return [finding("config", WARN, f"{error}: a sidecar ignores those entries")] if error else []
+    said = f"{error}: a sidecar ignores those entries" if error else ""
+    if running is not None and running != error:
+        said = "; ".join(filter(None, [said, (
+            f"the running sidecar read config.toml when it started{' and ignored: ' + running if running else ''}; "
+            "`memcue stop` so the next one reads it as it is now")]))
+    return [finding("config", WARN, said)] if said else []
 
 
 def _hook_times(recent: list[dict[str, Any]]) -> dict[str, Any]:

@@ -95,7 +95,8 @@ POLARITY = (
     "invalid", "fail", "min", "max", "minimum", "maximum", "internal", "external", "include", "inclusive",
     "exclusive", "before", "after", "ascending", "descending", "above", "below", "least", "most", "old", "new",
     "older", "newer", "oldest", "newest", "larger", "smaller", "bigger", "highest", "lowest", "first", "last",
-    "inside", "outside", "upper",
+    "inside", "outside", "upper", "down", "end", "left", "right", "low", "less", "late", "later", "early",
+    "earlier",
 )
 _POLARITY = re.compile(r"\b(" + "|".join(sorted(POLARITY, key=len, reverse=True)) + r")(?:s|d|ed|es|ing|ped|ping)?\b",
                        re.IGNORECASE)

@@ -101,10 +101,11 @@ _REFERS_BACK = re.compile(
 _REJECTION = (r"^(?:no|nope)\b[,.!]?\s+not\s+(?!(?:that|this|it|those|these|yet|now|quite|really|exactly|there|here|"
               r"so|sure|again)\b)\w")
 _REJECTION_RE = re.compile(_REJECTION, re.IGNORECASE)
-#: After "no, that's"/"it's": a verdict and nothing to keep ("nope, that's wrong", "no, that's not what I meant"):
-#: a rejection of the last answer, not a correction that says what is right.
+#: After "no, that's"/"it's": a verdict and nothing to keep ("nope, that's wrong", "no, that's not what I meant"),
+#: or a verdict and a report ("no, that's wrong, it still fails"): a rejection of the last answer, not a correction
+#: that says what is right ("no, that's wrong, use the v2 endpoint" is one).
 _VERDICT_ONLY = (r"(?!\s+(?:not\s+)?(?:\w+\s+)?(?:wrong|it|right|correct|incorrect|bad|broken|off|"
-                 r"what\s+i\s+\w+)\W*$)")
+                 r"what\s+i\s+\w+)(?:\W*$|[,;.!]\s+(?!.*\b(?:use|instead|should|must)\b)))")
 #: "instead of" said of a choice ("we store cents instead of floats", "prefer tabs instead of spaces"), not of a
 #: fault the user reports ("week 5 went back to marta instead of sam") or a task ("print it instead of posting").
 _CHOSEN_INSTEAD = (r"\b(?:use|uses|using|prefer|switch(?:ed)?\s+to|go\s+with|went\s+with|pick|picked|store|keep|"
@@ -129,13 +130,14 @@ _NO_RULE = (r"^(?:(?:oh|and|so|also|btw)[,\s]+)*no\s+(?!(?:worries|worry|problem
             r"clue|doubt|matter|changes?|errors?|issues?|failures?|difference|news|reply|response|output|results?|"
             r"warnings?|need|wonder|kidding|biggie|sweat|dice|chance|time|one|longer|more|further)\b)"
             r"(?:[\w.-]+\s+){0,5}?[\w.-]+\s*[;:,]\s+(?:(?:just|instead|always|only)\s+)?(?:use|mock|stub|fake|put|keep|"
-            r"stick|go|call|ask|write|send|log|store|pin|vendor|inline|wrap|pass|raise|return|read|route|load|"
+            r"stick|go|call|ask|write|send|log|store|pin|vendor|inline|wrap|pass|raise|return|read|route|load|reuse|hit|extend|"
             r"we\s+(?:ship|run|use|deploy|need|want|have|keep|build|target|support|only|vendor|pin)|"
             r"(?:it|they|those|these)\s+(?:must|should|has\s+to|have\s+to|needs?\s+to|go|goes|belongs?|lives?|"
             r"breaks?|leaks?|costs?|slows?))\b")
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("preference", r"\b(?:i|we)\s+(?:really\s+)?prefer\b|\b(?:i|we)(?:'d| would) rather\b|\bi like to\b"),
-    ("correction", r"^(?:no|nope|wrong|actually)\b[,.!:;]?\s+(?:\w+\s+){0,3}?(?:use|(?:it's|it is|that's)"
+    ("correction", r"^(?:(?:no|nope)\b(?:[,.!:;]\s+(?:\w+\s+){0,3}?|\s+)|(?:wrong|actually)\b[,.!:;]?\s+"
+                   r"(?:\w+\s+){0,3}?)(?:use|(?:it's|it is|that's)"
                    + _VERDICT_ONLY + r"|we use|the)\b|\buse\s+\S+(?:\s+\S+){0,3}\s+instead\b|" + _CHOSEN_INSTEAD + "|"
                    + _REJECTION),
     ("decision", r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b|\b(?:we|i)(?:'ve| have)?\s+decided\b|"
