@@ -11,6 +11,8 @@ from pathlib import Path
 
 from conftest import start_sidecar
 
+from memcue.cli.memory import _line
+
 LONG = "The release checklist lives in docs/release.md; " + "it covers tagging, changelog and rollout. " * 6
 
 
@@ -199,7 +201,8 @@ def test_a_data_dir_that_is_a_file_is_named_as_such(tmp_path: Path) -> None:
 
 
 def test_fetch_shows_a_memorys_lines_apart(home: Path, tmp_path: Path) -> None:
-    """Fresh-clone trial: `memcue fetch` ran a commit's subject into its body ("…took more The buffer is …")."""
+    """Fresh-clone trial: `memcue fetch` ran a commit's subject into its body ("…took more The buffer is …"), then
+    flattened YAML's indent."""
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
     try:
         text = "Size the read buffer by bytes\n\nUTF-8 names took more room than their length.\nIt is fixed now."
@@ -211,3 +214,5 @@ def test_fetch_shows_a_memorys_lines_apart(home: Path, tmp_path: Path) -> None:
     lines = shown.stdout.splitlines()
     assert lines[0].endswith(") Size the read buffer by bytes"), lines
     assert lines[1:3] == ["    UTF-8 names took more room than their length.", "    It is fixed now."], lines
+    assert _line({"memory_id": 1, "content": "deploy:\n  image: app:2\n\tport: 8087"}, full=True).endswith(
+        ") deploy:\n      image: app:2\n        port: 8087")  # YAML and code keep their own indent

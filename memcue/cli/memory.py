@@ -55,6 +55,12 @@ def _when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
 
 
+def _indent(line: str) -> str:
+    """The leading blanks of ``line`` (a tab as 4 spaces) as spaces, at most 40: YAML or code keeps its shape."""
+    blanks = line[:len(line) - len(line.lstrip(" \t"))]
+    return " " * min(40, len(blanks.replace("\t", "    ")))
+
+
 def _line(m: dict[str, Any], full: bool = False) -> str:
     """One memory in a line: id, kind, age, flags, then its text (cut to ``LIST_CHARS``); with ``full`` its whole
     text, each further line of it on its own indented line."""
@@ -62,8 +68,8 @@ def _line(m: dict[str, Any], full: bool = False) -> str:
                              ("forgotten", m.get("forgotten")),
                              (f"replaced by #{m.get('superseded_by')}", m.get("superseded_by"))) if on]
     content = str(m.get("content", ""))
-    if full:  # whole, its lines kept (a commit's subject apart from its body), each indented under the first
-        text = "\n    ".join(preview(part) for part in content.splitlines() if part.strip())
+    if full:  # whole, its lines kept (a commit's subject apart from its body, code's own indent), under the first
+        text = "\n    ".join(_indent(part) + preview(part) for part in content.splitlines() if part.strip())
     else:
         text = preview(content, LIST_CHARS, trim=False)
     age = m.get("age_label") or _when(m.get("created_at"))
