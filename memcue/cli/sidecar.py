@@ -131,8 +131,8 @@ def _health_text(health: dict[str, Any]) -> str:
         text += f"\nreranker: {reranker['status']}" + (f" ({reranker['note']})" if reranker.get("note") else "")
     if health.get("config_error"):
         text += f"\nconfig problems (those entries are ignored): {health['config_error']}"
-    now = health.get("config_now", "")
-    if now != (health.get("config_error") or ""):
+    now = health.get("config_now")  # the file as it is now (``cmd_status``), when read
+    if now is not None and now != (health.get("config_error") or ""):
         text += (f"\nconfig.toml changed since the sidecar started ({now or 'no problems now'}): `memcue stop` so the "
                  "next one reads it")
     return text
