@@ -157,7 +157,7 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
         found["status"] = WARN if found["status"] == OK else found["status"]
     elif found["mcp"]:
         found["message"] = found["message"].rstrip(".") + "; MCP server registered"
-    elif mcp_servers.declined(name, locations().root):
+    elif mcp_servers.declined(name, Path(here)):
         found["message"] = found["message"].rstrip(".") + "; MCP server not registered (installed with --no-mcp)"
     else:
         found["message"] = found["message"].rstrip(".") + (

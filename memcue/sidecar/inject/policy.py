@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memcue.sidecar.recall.classify import ASKED_KIND_SOURCES, WORK_RECALL
+from memcue.sidecar.recall.classify import WORK_RECALL, of_kind
 
 #: Largest cosine gap (similarity units) between the best injected memory and any other. 0.08: on the
 #: coding-memory set, injected precision was 0.80 at a gap of 0.10, 0.82 at 0.08 and 0.81 at 0.06 (where
@@ -43,11 +43,5 @@ def injectable(answer: dict[str, Any], limit: int) -> list[dict[str, Any]]:
         best = max(known)
         chosen = [r for r, c in zip(chosen, cosines, strict=True)
                   if c is None or c >= best - INJECT_COSINE_GAP or r.get("support") == "words"
-                  or work and _past_work(r)]
+                  or work and of_kind(str(r.get("memory_kind") or ""), str(r.get("source") or ""), "episode")]
     return chosen[:limit]
-
-
-def _past_work(result: dict[str, Any]) -> bool:
-    """True when ``result`` records work done: an ``episode``, or a memory written from one
-    (``ASKED_KIND_SOURCES``, e.g. an episode a later commit confirmed)."""
-    return result.get("memory_kind") == "episode" or result.get("source") in ASKED_KIND_SOURCES["episode"]

@@ -37,6 +37,12 @@ ASKED_KINDS = {REQUEST_RECALL: "request", WORK_RECALL: "episode"}
 #: and still tells what was done, so "what did we do about X?" weighs it as the episode it was.
 ASKED_KIND_SOURCES = {"episode": frozenset({"capture:episode-committed"})}
 
+def of_kind(kind: str, source: str, asked: str) -> bool:
+    """True when a memory of ``kind`` with stored ``source`` is of the captured kind ``asked`` ("episode",
+    "request"), or was written from one (``ASKED_KIND_SOURCES``)."""
+    return kind == asked or source in ASKED_KIND_SOURCES.get(asked, frozenset())
+
+
 #: Channel weights per query type for weighted RRF. BM25 is the anchor (1.0) because on LoCoMo it is the
 #: strongest single channel for the default MiniLM model; semantic below it (equal weights ranked below
 #: BM25 alone, benchmarks/results/locomo_recall.md); the temporal channel counts fully only for time
@@ -160,8 +166,7 @@ class QueryClass:
         """True when ``row`` (a stored memory with ``kind`` and ``source``) is of the kind this question asks for,
         or was written from it (``ASKED_KIND_SOURCES``)."""
         asked = self.asked_kind
-        return asked is not None and (row.get("kind") == asked
-                                      or row.get("source") in ASKED_KIND_SOURCES.get(asked, frozenset()))
+        return asked is not None and of_kind(str(row.get("kind") or ""), str(row.get("source") or ""), asked)
 
     def excluded_kinds(self, include_requests: bool = False) -> tuple[str, ...]:
         """The captured kinds recall leaves out for this question: those of ``ASKED_KINDS`` it does not ask
