@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,21 @@ def test_the_installed_codex_command_runs_through_a_shell(tmp_path: Path) -> Non
                          timeout=30, env={**os.environ, "MEMCUE_HOME": str(home), "MEMCUE_HOOK_SPAWN": "0"})
     assert (run.returncode, run.stdout, run.stderr) == (0, b"", b"")
     assert "codex user-prompt-submit" in (home / "logs" / "hook.log").read_text()
+
+
+def test_doctor_without_codex_on_path_does_not_advise_the_command_that_needs_it(tmp_path: Path) -> None:
+    """`--trust` needs `codex` on PATH: doctor's advice says so when it is not there."""
+    bare = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "codex"),
+            "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(tmp_path / "home"),
+            "PATH": str(Path(sys.executable).parent)}
+    assert shutil.which("codex", path=bare["PATH"]) is None
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "memcue", *args], env=bare, capture_output=True, text=True,
+                              timeout=60)
+
+    assert run("install", "codex").returncode == 0
+    found = {f["area"]: f for f in json.loads(run("doctor", "--json").stdout)["data"]["findings"]}
+    message = found["codex"]["message"]
+    assert "codex is not on PATH" in message and "put `codex` on PATH and run `memcue install codex --trust`" in message
+    assert "trust them: run `memcue install codex --trust`" not in message

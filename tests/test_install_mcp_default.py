@@ -155,6 +155,30 @@ def test_a_dry_run_shows_what_registering_the_server_would_do_and_changes_nothin
     assert "MCP server" not in _cli(tmp_path, "install", "codex", "--dry-run", "--no-mcp").stdout
 
 
+def test_a_dry_run_says_what_the_install_then_does_for_another_data_dir(tmp_path: Path) -> None:
+    """Codex's table written for one data dir: a dry run under another says the real install needs `codex`
+    (to replace an entry this data dir did not write), as the install then does; under the same data dir, that
+    nothing is to be done."""
+    assert _cli(tmp_path, "install", "codex").returncode == 0
+    config = (tmp_path / "codex" / "config.toml").read_text()
+    assert _cli(tmp_path, "install", "codex", "--dry-run").stdout.endswith(
+        "codex: MCP server: 'memcue' already registered; nothing to do\n")
+    env = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "codex"),
+           "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "MEMCUE_HOME": str(tmp_path / "other"),
+           "PATH": "/usr/bin:/bin"}
+
+    def other(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "memcue", "install", "codex", *args], env=env,
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+    preview = other("--dry-run").stdout
+    assert "would append" not in preview and "`codex` is not on PATH" in preview, preview
+    assert "the install will skip the MCP server" in preview
+    real = other()
+    assert real.returncode == 0 and "MCP server not registered" in real.stdout, real.stdout
+    assert (tmp_path / "codex" / "config.toml").read_text() == config, "the first data dir's table is kept"
+
+
 def test_doctor_times_the_codex_server_against_codexs_optional_server_grace(tmp_path: Path) -> None:
     """The real server started as Codex starts it (its registered command, a cleared environment): with
     Codex's 1 s default or a generous grace the timing is reported; with a grace no start can meet, doctor warns

@@ -167,11 +167,12 @@ def _run(args: argparse.Namespace, action: str) -> int:
 
 
 def _mcp_preview(harness: str) -> str:
-    """What registering memcue's MCP server with ``harness`` would do (``installer.mcp_preview``), nothing run."""
+    """What registering memcue's MCP server with ``harness`` would do (``mcp_servers.preview``), nothing run."""
     from memcue.core.paths import locations
-    from memcue.install import installer, mcp_servers
+    from memcue.install import mcp_servers
 
-    return installer(harness).mcp_preview(mcp_servers.server_command(), locations().root)
+    root = locations().root
+    return mcp_servers.preview(harness, root, root)
 
 
 def _placement_warning() -> str:

@@ -45,6 +45,6 @@ def nothing_to_remove(state_dir: Path) -> str:
     return ""
 
 
-def nothing_to_preview(argv: list[str], home: Path) -> str:
+def nothing_to_preview(state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:
     """"": no MCP server is registered, so a dry run has nothing to show."""
     return ""

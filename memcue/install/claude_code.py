@@ -189,9 +189,9 @@ def mcp_remove(state_dir: Path) -> str:
     return mcp_servers.cli_remove(NAME)
 
 
-def mcp_preview(argv: list[str], home: Path) -> str:
-    """The ``claude mcp add`` command ``mcp_add`` would run (``mcp_servers.cli_preview``)."""
-    return mcp_servers.cli_preview(NAME, argv, home)
+def mcp_preview(state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:
+    """The ``claude mcp`` commands ``mcp_add`` would run (``mcp_servers.cli_preview``)."""
+    return mcp_servers.cli_preview(NAME, argv, home, replace)
 
 
 files = base.no_files

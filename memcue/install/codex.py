@@ -108,9 +108,21 @@ def mcp_add(state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:
     return f"MCP server '{mcp_servers.SERVER}' added to {path} (`{' '.join(argv)}`, MEMCUE_HOME={home}){saved}"
 
 
-def mcp_preview(argv: list[str], home: Path) -> str:
-    """The table ``mcp_add`` would append to ``config.toml`` (nothing is written)."""
-    return f"would append to {config_path()}:\n{_table(argv, home).decode().strip()}"
+def mcp_preview(state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:
+    """The table ``mcp_add`` would append to ``config.toml`` (nothing is written); with ``replace``, also how the
+    older entry of ours comes off: its recorded bytes, else ``codex mcp remove``, which needs ``codex`` on PATH."""
+    table = f"append to {config_path()}:\n{_table(argv, home).decode().strip()}"
+    if not replace:
+        return f"would {table}"
+    block = str(load_record(state_dir, mcp_servers.record_name(NAME)).get("block", "")).encode()
+    if block and block in (read_bytes(config_path()) or b""):
+        return f"would take memcue's older table (another interpreter or data dir) off and {table}"
+    if codex_trust.codex_program() is None:
+        return ("would replace memcue's entry for another interpreter or data dir, which this data dir did not write: "
+                "that needs `codex mcp remove`, and `codex` is not on PATH, so the install will skip the MCP server "
+                "and say so (hooks still work)")
+    return (f"would run `codex mcp remove {mcp_servers.SERVER}` (memcue's entry for another interpreter or data dir) "
+            f"and {table}")
 
 
 def mcp_remove(state_dir: Path) -> str:

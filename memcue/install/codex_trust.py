@@ -49,6 +49,9 @@ RECORD = "codex-trust"
 #: What to do before Codex runs memcue's hooks (the install's note, doctor's advice).
 TRUST_NOTE = ("Codex runs these hooks only once you trust them: run `memcue install codex --trust`, or start "
               "`codex`, run /hooks and trust memcue's entries (`memcue doctor` says whether Codex trusts them now).")
+#: The same advice when ``codex`` is not on PATH, which ``--trust`` needs.
+TRUST_NOTE_NO_CODEX = ("Codex runs these hooks only once you trust them: put `codex` on PATH and run `memcue install "
+                       "codex --trust`, or start `codex`, run /hooks and trust memcue's entries.")
 
 __all__ = ["TRUST_NOTE", "AppServer", "codex_program", "our_hooks", "status", "trust", "trust_finding", "untrust"]
 
@@ -240,7 +243,8 @@ def trust_finding(name: str, path: Path, version: str) -> dict[str, Any]:
     detail = {"path": str(path), "version": version, "installed": True}
     program = codex_program()
     if program is None:
-        return finding(name, WARN, f"hooks current in {path}; trust not checked (codex is not on PATH): {TRUST_NOTE}",
+        return finding(name, WARN, f"hooks current in {path}; trust not checked (codex is not on PATH). "
+                                    f"{TRUST_NOTE_NO_CODEX}",
                        trust=None, **detail)
     try:
         trust = status(program, path)

@@ -144,11 +144,28 @@ def cli_add(harness: str, state_dir: Path, argv: list[str], home: Path, replace:
     return f"MCP server '{SERVER}' registered (`{' '.join(argv)}`, MEMCUE_HOME={home})"
 
 
-def cli_preview(harness: str, argv: list[str], home: Path) -> str:
-    """The ``<program> mcp add`` command ``cli_add`` would run for ``harness``, and whether the program is there
-    to run it (nothing is run)."""
+def preview(harness: str, state_dir: Path, home: Path, python: str | None = None) -> str:
+    """What ``register`` would do, for a dry run (nothing is run or written): already registered, refused (a
+    server named ``memcue`` that is not memcue's), or the harness's ``mcp_preview``."""
+    argv = server_command(python)
+    try:
+        entry = registered(harness)
+    except InstallError as exc:
+        return f"cannot tell what would be done: {exc}"
+    if is_ours(entry, argv[0], home) and entry is not None and list(entry.get("args") or []) == argv[1:]:
+        return f"'{SERVER}' already registered; nothing to do"
+    if entry is not None and not is_ours(entry):
+        return f"would refuse: {harness} already has an MCP server named '{SERVER}' that is not memcue's"
+    return installer(harness).mcp_preview(state_dir, argv, home, entry is not None)
+
+
+def cli_preview(harness: str, argv: list[str], home: Path, replace: bool) -> str:
+    """The ``<program> mcp`` commands ``cli_add`` would run for ``harness`` (``replace``: the remove first), and
+    whether the program is there to run them (nothing is run)."""
     name = HARNESSES[harness].program
     command = f"{name} mcp add -s user {SERVER} -e MEMCUE_HOME={home} -- {' '.join(argv)}"
+    if replace:
+        command = f"{name} mcp remove -s user {SERVER}` then `{command}"
     if shutil.which(name) is None:
         return (f"would run `{command}`, but `{name}` is not on PATH: the install will skip the MCP server and say "
                 "so (hooks still work)")

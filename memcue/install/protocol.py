@@ -91,7 +91,7 @@ class Installer(Protocol):
         """Remove memcue's MCP server registered by ``mcp_add``; returns what was done ("" for nothing)."""
         ...
 
-    def mcp_preview(self, argv: list[str], home: Path) -> str:
+    def mcp_preview(self, state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:
         """What ``mcp_add`` would do, for a dry run (a command it would run, the text it would append), changing
-        nothing; "" when it would do nothing."""
+        nothing; "" when it would do nothing. ``replace`` as for ``mcp_add``."""
         ...
