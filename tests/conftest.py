@@ -41,10 +41,23 @@ def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+def _is_sidecar_of(pid: int, root: Path) -> bool:
+    """True when process ``pid`` is a memcue sidecar whose data dir is ``root`` (read from /proc), so a pid file
+    left behind never gets a process that reused its pid signalled."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"memcue" in cmdline and (f"MEMCUE_HOME={root}".encode() in environ or str(root).encode() in cmdline)
+
+
 def _stop_sidecar(loc: Locations) -> None:
     try:
         pid = int(loc.pid_file.read_text())
     except (OSError, ValueError):
+        return
+    if not _is_sidecar_of(pid, loc.root):
         return
     try:
         os.kill(pid, signal.SIGCONT)
