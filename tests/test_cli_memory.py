@@ -216,3 +216,18 @@ def test_fetch_shows_a_memorys_lines_apart(home: Path, tmp_path: Path) -> None:
     assert lines[1:3] == ["    UTF-8 names took more room than their length.", "    It is fixed now."], lines
     assert _line({"memory_id": 1, "content": "deploy:\n  image: app:2\n\tport: 8087"}, full=True).endswith(
         ") deploy:\n      image: app:2\n        port: 8087")  # YAML and code keep their own indent
+
+
+def test_recall_says_what_a_small_token_budget_cut_and_nothing_it_did_not(home: Path, tmp_path: Path) -> None:
+    """Fresh-user finding: `recall … --max-tokens 5` said "1 left out, 0 shortened, context dropped from 0"; it
+    names only the cuts made, and a budget that fits says nothing of cuts."""
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+    try:
+        _json(home, tmp_path, "remember", "Billing's Postgres 16 listens on port 5433, not the default 5432")
+        small = _cli(home, tmp_path, "recall", "billing postgres port 5433", "--max-tokens", "5")
+        assert small.returncode == 0, small.stderr
+        assert "(to fit 5 tokens: 1 result left out)" in small.stdout, small.stdout
+        roomy = _cli(home, tmp_path, "recall", "billing postgres port 5433", "--max-tokens", "400")
+        assert "5433" in roomy.stdout and "to fit" not in roomy.stdout, roomy.stdout
+    finally:
+        sc.stop()

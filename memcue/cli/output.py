@@ -109,9 +109,8 @@ def format_recall(answer: dict[str, Any], show_weak: bool = False) -> str:
     if answer.get("note"):
         lines.append(answer["note"])
     layers = answer.get("layers") or {}
-    if layers.get("left_out") or layers.get("shortened") or layers.get("context_dropped"):
-        lines.append(f"(to fit {layers['max_tokens']} tokens: {layers['left_out']} left out, "
-                     f"{len(layers['shortened'])} shortened, context dropped from {layers['context_dropped']})")
+    if cuts := _budget_cuts(layers):
+        lines.append(f"(to fit {layers['max_tokens']} tokens: {cuts})")
     statuses = ", ".join(f"{k}={v}" for k, v in answer.get("channel_status", {}).items())
     tier = answer["tier"]
     if tier == "supported" and answer["results"] and all(r["tier"] == "weak" for r in answer["results"]):
@@ -148,3 +147,15 @@ def clean(text: str) -> str:
 def stdin_text() -> str:
     """All of stdin as text, undecodable bytes as U+FFFD."""
     return sys.stdin.buffer.read().decode("utf-8", "replace")
+
+
+def _budget_cuts(layers: dict[str, Any]) -> str:
+    """What ``--max-tokens`` cut, from a recall answer's ``layers``: "2 left out, context dropped from 1 result";
+    "" when nothing was cut."""
+    def results(n: int) -> str:
+        return f"{n} result{'' if n == 1 else 's'}"
+
+    cuts = [f"{results(n)} left out" for n in [int(layers.get("left_out") or 0)] if n]
+    cuts += [f"{results(n)} shortened" for n in [len(layers.get("shortened") or [])] if n]
+    cuts += [f"context dropped from {results(n)}" for n in [int(layers.get("context_dropped") or 0)] if n]
+    return ", ".join(cuts)
