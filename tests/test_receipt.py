@@ -103,8 +103,7 @@ def test_the_receipt_of_a_real_session(keyword_sidecar: Sidecar, tmp_path: Path)
 def test_the_list_holds_sessions_that_stored_nothing(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
     """`receipt --list` read sessions off stored rows only: a session that was given its start block and did
     nothing else, or whose one prompt repeated an earlier one (kept once, under the first session), was missing.
-    Such a session belongs to the project of the memories it was given; one given none is listed for every project
-    (``--all-projects``)."""
+    Such a session belongs to the project its hooks ran in, also when it was given nothing."""
     project = tmp_path / "shop"
     project.mkdir()
     _session(keyword_sidecar, project)
@@ -117,13 +116,14 @@ def test_the_list_holds_sessions_that_stored_nothing(keyword_sidecar: Sidecar, t
         rows = json.loads(_cli("receipt", "--list", "--json", *where, cwd=project).stdout)["data"]["results"]
         return {r["session_id"]: r for r in rows}
 
-    found = wait_until(lambda: (lambda f: f if {SESSION, started_only} <= set(f) else None)(listed()))
+    found = wait_until(lambda: (lambda f: f if {SESSION, started_only, repeated} <= set(f) else None)(listed()))
     assert found, listed()
     assert found[started_only]["stored"] == 0 and found[started_only]["recalls"] == 1
-    assert found[started_only]["project"] == found[SESSION]["project"] and repeated not in found
-    assert started_only not in listed("--project", str(tmp_path))  # another project's list
-    everywhere = wait_until(lambda: (lambda f: f if repeated in f else None)(listed("--all-projects")))
-    assert everywhere and everywhere[repeated]["project"] == "" and everywhere[repeated]["recalls"] == 1
+    assert found[repeated]["stored"] == 0 and found[repeated]["recalls"] == 1  # its prompt got nothing
+    assert found[started_only]["project"] == found[repeated]["project"] == found[SESSION]["project"]
+    other = listed("--project", str(tmp_path))  # another project's list
+    assert started_only not in other and repeated not in other
+    assert {started_only, repeated} <= set(listed("--all-projects"))
     assert keyword_sidecar.client.receipt(started_only)["injected"]["blocks"] == 1
     assert f"{started_only}" in _cli("receipt", "--list", cwd=project).stdout
 

@@ -588,7 +588,7 @@ class MemoryService:
         started = time.perf_counter()
         answer = await self._answer(request, budget_s, started)
         self._usage.record(served_recall(str(answer.get("query_id") or ""), request.session_id, "question",
-                                        answer.get("results") or []))
+                                        answer.get("results") or [], project=request.project or ""))
         left = (budget_s - (time.perf_counter() - started)) if budget_s is not None else CHECK_WITHOUT_BUDGET_S
         return {**answer, **await self._answer_checker.judge(answer, left, warming=bool(answer.get("warming_up")))}
 
@@ -703,10 +703,10 @@ class MemoryService:
         return self._store.session_recalls(session_id)
 
     def record_served(self, query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
-                      block: str = "", *, tokens: int = 0, skipped: str = "") -> None:
+                      block: str = "", *, tokens: int = 0, skipped: str = "", project: str = "") -> None:
         """Queue a recall served for the usage log (``usage.served_recall``)."""
         self._usage.record(served_recall(query_id, session_id, served_by, results, block, tokens=tokens,
-                                         skipped=skipped))
+                                         skipped=skipped, project=project))
 
 
 def _each(calls: Sequence[Callable[[dict[str, Any]], object]], record: dict[str, Any]) -> None:

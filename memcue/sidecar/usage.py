@@ -25,13 +25,14 @@ DAY_S = 86400.0
 
 
 def served_recall(query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
-                  block: str = "", *, tokens: int = 0, skipped: str = "") -> ServedRecall:
+                  block: str = "", *, tokens: int = 0, skipped: str = "", project: str = "") -> ServedRecall:
     """A ``ServedRecall`` for ``results`` (recall contract results: ``memory_id``, ``memory_kind``,
-    ``channel_scores``); ``tokens``: the block's size, ``skipped``: why a hook injected nothing."""
+    ``channel_scores``); ``tokens``: the block's size, ``skipped``: why a hook injected nothing, ``project``:
+    where it was served."""
     items = tuple((int(r["memory_id"]), str(r.get("memory_kind") or ""), tuple(r.get("channel_scores") or ()))
                   for r in results)
     return ServedRecall(query_id=query_id, session_id=session_id, served_by=served_by, block=block, items=items,
-                        tokens=tokens, skipped=skipped)
+                        tokens=tokens, skipped=skipped, project=project)
 
 
 class UsageRecorder:

@@ -62,7 +62,7 @@ class HookBackend(Protocol):
         ...
 
     def record_served(self, query_id: str, session_id: str, served_by: str, results: Sequence[dict[str, Any]],
-                      block: str = "", *, tokens: int = 0, skipped: str = "") -> None:
+                      block: str = "", *, tokens: int = 0, skipped: str = "", project: str = "") -> None:
         """Queue a recall served for the usage log (nothing is written here): ``tokens`` the block's size,
-        ``skipped`` why nothing was injected."""
+        ``skipped`` why nothing was injected, ``project`` where it was served."""
         ...

@@ -211,7 +211,7 @@ class HookService:
         if event_name == "user-prompt-submit" and str(ev.get("prompt") or "").strip():
             await self._capture_prompt(harness, ev)
             self.backend.record_served(uuid.uuid4().hex[:16], str(ev.get("session_id") or ""), "hook", [],
-                                       self.prompt_block, skipped=SKIP_TIMEOUT)
+                                       self.prompt_block, skipped=SKIP_TIMEOUT, project=str(ev.get("project") or ""))
         out = _nothing(started)
         self.timings.record(harness, event_name, out.retrieval_time_ms, out.answered_by, out.included)
         return out
@@ -247,7 +247,7 @@ class HookService:
             await self._capture_prompt(harness, ev)  # then capture the prompt, before answering
         if answer is None:
             backend.record_served(uuid.uuid4().hex[:16], session_id, "hook", [], self.prompt_block,
-                                  skipped=SKIP_TIMEOUT)
+                                  skipped=SKIP_TIMEOUT, project=project or "")
             return _nothing(started)
         key = self.ledger.key(harness, session_id)
         shown = self.ledger.injected(key, for_prompt=True)  # already in the conversation: not repeated
@@ -265,10 +265,10 @@ class HookService:
         if block.text:
             self.ledger.add_injected(key, _told(results[:block.included]))
             backend.record_served(answer["query_id"], session_id, "hook", results[:block.included], self.prompt_block,
-                                  tokens=block.tokens)
+                                  tokens=block.tokens, project=project or "")
         else:
             backend.record_served(answer["query_id"], session_id, "hook", [], self.prompt_block,
-                                  skipped=_skip_reason(answer, supported, results))
+                                  skipped=_skip_reason(answer, supported, results), project=project or "")
         return _injected(block, answered_by, answer["tier"], started, answer["query_id"])
 
     async def _tool(self, harness: str, ev: dict[str, Any], budget_s: float, max_tokens: int, max_chars: int,
@@ -302,7 +302,7 @@ class HookService:
             self.ledger.forget_injected(key)  # the conversation no longer holds what was injected
             if key:  # logged, so a restarted sidecar's ledger forgets it too (``inject.shown``)
                 self.backend.record_served(uuid.uuid4().hex[:16], session_id, "session", [], RESET,
-                                           skipped=RESET_REASON)
+                                           skipped=RESET_REASON, project=project)
         if not project:
             return _nothing(started, query_id)
         tools = self.tools_of(harness)
@@ -330,7 +330,7 @@ class HookService:
             # A memory shown shortened may still come whole with a prompt that needs it.
             self.ledger.add_injected(key, _told(r for r in rows[:block.included] if not r["shortened"]))
             self.backend.record_served(query_id, session_id, "session", rows[:block.included], "full",
-                                       tokens=block.tokens)
+                                       tokens=block.tokens, project=project)
             shown = rows[:block.included]
             return replace(_injected(block, "session", "supported" if block.included else "none", started, query_id),
                            memory_ids=tuple(r["memory_id"] for r in shown),

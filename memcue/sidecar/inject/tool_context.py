@@ -223,6 +223,6 @@ async def tool_context(backend: HookBackend, ledger: SessionLedger, harness: str
     if block.text:
         ledger.add_injected(key, (r["memory_id"] for r in given), beside_tool=True)
     backend.record_served(query_id, session_id, "tool", given, "full" if block.text else "", tokens=block.tokens,
-                          skipped=skipped)
+                          skipped=skipped, project=project)
     return ToolAnswer(block, given, skipped, query_id)
 

@@ -323,6 +323,13 @@ def m018_reindex_vectors(conn: apsw.Connection) -> None:
     )
 
 
+@migration
+def m019_recall_log_project(conn: apsw.Connection) -> None:
+    # The project a hook served (store/sqlite/sessions.py): a session whose blocks showed nothing and that stored
+    # nothing still belongs to the project it ran in. Rows logged before have ''.
+    conn.execute("ALTER TABLE recall_log ADD COLUMN project TEXT NOT NULL DEFAULT ''")
+
+
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in one transaction each; return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")

@@ -89,8 +89,7 @@ class SessionReads:
         exactly; every project when None): ``{"session_id", "project", "first_at", "last_at", "stored" (rows),
         "captured" (rows a hook captured: source ``hook:*``), "by_kind", "candidates", "recalls"}``. A session that
         stored nothing (a SessionStart alone, a prompt that repeated an earlier one) is one by its hooks' entries in
-        the usage log (``HOOK_SERVED``), of the project most of the memories it was given belong to ("" when it was
-        given none)."""
+        the usage log (``HOOK_SERVED``), of the project its hooks were served in (``_served_project``)."""
         where, args = ("AND project = ?", [project]) if project is not None else ("", [])
         conn = self._db.reader()
         rows = conn.execute(
@@ -120,8 +119,13 @@ class SessionReads:
             (*HOOK_SERVED, limit * 4 + 20)).fetchall()]
 
     def _served_project(self, session_id: str) -> str:
-        """The project most memories given to ``session_id`` (usage-log items) belong to; "" when none."""
-        row = self._db.reader().execute(
+        """The project ``session_id``'s hooks were served in (the usage log's ``project``, most often); for recalls
+        logged without one, the project most memories given to it belong to; "" when neither is known."""
+        conn = self._db.reader()
+        row = conn.execute(
+            "SELECT project FROM recall_log WHERE session_id = ? AND project != '' GROUP BY project"
+            " ORDER BY count(*) DESC LIMIT 1", (session_id,)).fetchone()
+        row = row or conn.execute(
             "SELECT m.project FROM recall_log l JOIN recall_items i USING (query_id) JOIN memories m"
             " ON m.id = i.memory_id WHERE l.session_id = ? GROUP BY m.project ORDER BY count(*) DESC LIMIT 1",
             (session_id,)).fetchone()

@@ -53,8 +53,9 @@ class UsageLog:
             for s in served:
                 db.writer.execute(
                     "INSERT OR IGNORE INTO recall_log(query_id, session_id, created_at, served_by, block, tokens, "
-                    "skipped) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (s.query_id, s.session_id, s.created_at, s.served_by, s.block, int(s.tokens), s.skipped))
+                    "skipped, project) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (s.query_id, s.session_id, s.created_at, s.served_by, s.block, int(s.tokens), s.skipped,
+                     s.project))
                 db.writer.executemany(
                     "INSERT OR IGNORE INTO recall_items(query_id, memory_id, kind, channels) VALUES (?, ?, ?, ?)",
                     [(s.query_id, int(mid), kind, json.dumps(sorted(channels))) for mid, kind, channels in s.items])

@@ -135,7 +135,8 @@ class MarkResult:
 @dataclass(frozen=True)
 class ServedRecall:
     """One recall served: ``items`` are ``(memory_id, kind, channels)`` of the memories it showed; ``tokens``
-    the block's size (o200k tokens, 0 when unknown); ``skipped`` why a hook injected nothing ("" when it did)."""
+    the block's size (o200k tokens, 0 when unknown); ``skipped`` why a hook injected nothing ("" when it did);
+    ``project`` the project it was served in ("" when unknown)."""
 
     query_id: str
     session_id: str
@@ -145,6 +146,7 @@ class ServedRecall:
     items: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
     tokens: int = 0
     skipped: str = ""
+    project: str = ""
 
 
 @dataclass
