@@ -52,7 +52,7 @@ class Backend:
         return []
 
     def record_served(self, query_id: str, session_id: str, served_by: str, results: Any, block: str = "", *,
-                      tokens: int = 0, skipped: str = "") -> None:
+                      tokens: int = 0, skipped: str = "", project: str = "") -> None:
         if skipped:
             self.skipped.append(skipped)
         elif served_by == "hook":
