@@ -234,3 +234,31 @@ def test_mcp_starts_the_sidecar_and_reports_failures(home: Path) -> None:
     finally:
         shutil.rmtree(project, ignore_errors=True)
         shutil.rmtree(blocked, ignore_errors=True)
+
+
+def test_an_mcp_save_without_a_session_belongs_to_the_one_session_at_work_in_its_project(home: Path) -> None:
+    """Codex starts its MCP server with no session id (a cleared environment): the agent's save was filed under
+    the server's own id, so the session's receipt never held it. The hooks name the session: a save in a project
+    where one session is at work is that session's; with two at work, it keeps the server's id."""
+    project = _project_dir()
+    first, second = "0d1e2f3a-0000-4000-8000-00000000000a", "0d1e2f3a-0000-4000-8000-00000000000b"
+    sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
+
+    async def save(text: str) -> dict[str, Any]:
+        async with stdio_client(_server(home, project)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await _call(session, "remember", content=text)
+
+    try:
+        assert run_hook(prompt_payload("save that the ledger compacts at 03:00", str(project), first)).returncode == 0
+        one = anyio.run(save, "The nightly job compacts the ledger at 03:00 UTC")
+        (row,) = sc.client.fetch([one["id"]])["results"]
+        assert row["session_id"] == first, row
+        assert row["memory_id"] in [m["id"] for m in sc.client.receipt(first)["saved"]["items"]]
+        assert run_hook(prompt_payload("and the backups?", str(project), second)).returncode == 0
+        two = anyio.run(save, "Backups of the ledger go to the NAS at 04:00 UTC")
+        (row,) = sc.client.fetch([two["id"]])["results"]
+        assert row["session_id"].startswith("mcp-"), "two sessions at work: no guess"
+    finally:
+        sc.stop()
+        shutil.rmtree(project, ignore_errors=True)

@@ -28,6 +28,7 @@ import numpy as np
 from memcue import __version__
 from memcue.core.paths import Locations
 from memcue.sidecar import export
+from memcue.sidecar.active_sessions import ActiveSessions
 from memcue.sidecar.agent_writes import Held, held_reason, hold, is_agent
 from memcue.sidecar.answer_check import AnswerChecker
 from memcue.sidecar.capture import (
@@ -154,6 +155,8 @@ class MemoryService:
         self._native = NativeSync(self._store, list(SOURCES.values()), env=os.environ,
                                   home=Path(settings.native_home or Path.home()), off=settings.sources_off,
                                   after_write=self._native_changed)
+        #: The sessions the hooks served lately, per project: whose an agent's save through Codex's MCP server is.
+        self._active = ActiveSessions()
         self._hooks = HookService(self, prompt_block=settings.prompt_block, prompt_limit=settings.hook_recall_limit,
                                   native_filter=self._native.not_loaded_by,
                                   tools_of=functools.partial(session_tools, locations), repeats=self._block_repeats)
@@ -271,6 +274,7 @@ class MemoryService:
         """Store one memory (``/remember``): a near-duplicate in the same project reinforces the stored memory
         instead (``sidecar.dedup``; the result says ``duplicate``). An agent's text that reads like instructions
         is held for review instead (``agent_writes``: the result is a ``Held``)."""
+        memory = self._active.attribute(memory)
         reason = held_reason(memory)
         if reason:
             return await anyio.to_thread.run_sync(lambda: hold(self._store, memory, reason), limiter=self._limiter)
@@ -282,7 +286,7 @@ class MemoryService:
         return await anyio.to_thread.run_sync(self._remember_many, memories, limiter=self._limiter)
 
     def _remember_many(self, memories: list[NewMemory]) -> list[WriteResult | Held]:
-        memories = with_turn_requests(memories, self._store.turn_request)
+        memories = with_turn_requests([self._active.attribute(m) for m in memories], self._store.turn_request)
         reasons = [held_reason(m) for m in memories]
         stored = iter(self._store.remember_many([m for m, r in zip(memories, reasons, strict=True) if not r]))
         out = [hold(self._store, m, r) if r else next(stored) for m, r in zip(memories, reasons, strict=True)]
@@ -621,6 +625,7 @@ class MemoryService:
         files (``NativeSync.sync``, within ``NATIVE_SYNC_S`` of the budget). ``sent_at`` (Unix s, the hook's clock):
         the time since then comes off ``budget_s``; a request taken up after its hook's budget has run out is
         answered with nothing (a prompt is still captured), so nothing the hook never got counts as shown."""
+        self._active.seen(str(payload.get("project") or ""), str(payload.get("session_id") or ""), sent_at)
         if sent_at is not None:
             budget_s -= max(0.0, time.time() - sent_at)
             payload = {**payload, "sent_at": sent_at}  # a captured prompt is dated when it was sent

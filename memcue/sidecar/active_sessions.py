@@ -1,0 +1,69 @@
+"""Which harness session an agent's save through MCP belongs to, when its MCP server could not say.
+
+Codex starts an MCP server with a cleared environment and tells it no session, so the server names its saves
+with its own id (``core.session_ids.MCP_SERVER_SESSION_PREFIX``), and a session's receipt and a save's
+provenance lost the conversation it came from. The hooks do name it: every hook call carries the harness's
+session id and project. ``ActiveSessions`` keeps, per project, the sessions the hooks served lately; an agent's
+save under such a server id in a project where exactly one session was served within ``WINDOW_S`` belongs to that
+session (``attribute``). With two sessions at work in one project the save keeps the server's id: a guess could
+give one conversation's save to the other.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+from memcue.core.session_ids import MCP_SERVER_SESSION_PREFIX, is_synthetic
+from memcue.sidecar.agent_writes import is_agent
+from memcue.sidecar.store import NewMemory
+
+#: How long after a session's last hook call an agent's save may still be its (s): a turn that runs tools for
+#: half an hour calls no hook on the prompt path meanwhile.
+WINDOW_S = 1800.0
+#: Projects remembered at most (the oldest activity goes first); a session list per project is short.
+MAX_PROJECTS = 256
+
+
+class ActiveSessions:
+    """Per project, the real sessions the hooks served and when last (Unix s). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, dict[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def seen(self, project: str, session_id: str, at: float | None = None) -> None:
+        """A hook call of ``session_id`` in ``project`` at ``at`` (Unix s; now when None). Calls without a
+        project or a real session id are ignored."""
+        if not project or not session_id or is_synthetic(session_id) or session_id.startswith(
+                MCP_SERVER_SESSION_PREFIX):
+            return
+        at = time.time() if at is None else at
+        with self._lock:
+            sessions = self._seen.pop(project, {})
+            sessions[session_id] = max(at, sessions.get(session_id, 0.0))
+            self._seen[project] = sessions  # newest activity last
+            while len(self._seen) > MAX_PROJECTS:
+                self._seen.pop(next(iter(self._seen)))
+
+    def only(self, project: str, at: float | None = None) -> str:
+        """The one session served in ``project`` within ``WINDOW_S`` before ``at`` (Unix s; now when None); ""
+        when none was, or more than one."""
+        at = time.time() if at is None else at
+        with self._lock:
+            sessions = self._seen.get(project, {})
+            recent = [sid for sid, last in sessions.items() if at - WINDOW_S <= last <= at + 60.0]
+        return recent[0] if len(recent) == 1 else ""
+
+    def attribute(self, memory: NewMemory) -> NewMemory:
+        """``memory`` with the session it was saved in: an agent's save (``agent_writes.is_agent``) named by its MCP
+        server's own id gets the project's one active session (``only``), the server's id kept in
+        ``metadata["mcp_session"]``; any other memory is returned as it is."""
+        sid = memory.session_id
+        if not (is_agent(memory.source) and sid.startswith(MCP_SERVER_SESSION_PREFIX) and memory.project):
+            return memory
+        session = self.only(memory.project, memory.created_at)
+        if not session:
+            return memory
+        return replace(memory, session_id=session, metadata={**memory.metadata, "mcp_session": sid})
