@@ -96,7 +96,7 @@ POSITIVES = [
     ("also re errors: whatever we raise, keep it a subclass of AppError, the handler only catches those", "decision",
      "also re errors: whatever we raise, keep it a subclass of AppError, the handler only catches those"),
     ("pls remember: the staging db is pg-stage-2 on port 6432", "decision",
-     "pls remember: the staging db is pg-stage-2 on port 6432"),
+     "The staging db is pg-stage-2 on port 6432"),
     ("we store amounts as integer cents instead of floats", "correction",
      "we store amounts as integer cents instead of floats"),
     # "no ... please" asks for a rule as "don't ..." does.
@@ -198,7 +198,7 @@ def test_a_statement_keeps_its_detail_but_not_the_next_statement() -> None:
 @pytest.mark.parametrize(("prompt", "expected"), [
     ("remember this one: the signing key is in the macOS keychain under 'rel-sign'. it must never end up in the "
      "repo or in CI env vars.",
-     ["remember this one: the signing key is in the macOS keychain under 'rel-sign'. it must never end up in the "
+     ["The signing key is in the macOS keychain under 'rel-sign'. it must never end up in the "
       "repo or in CI env vars."]),
     ("The staging DB listens on port 5433. It must never be used for load tests.",
      ["The staging DB listens on port 5433. It must never be used for load tests."]),
@@ -363,6 +363,26 @@ def test_a_rule_that_points_back_at_a_kept_fact_makes_it_a_rule(prompt: str, exp
 
 
 @pytest.mark.parametrize(("prompt", "expected"), [
+    ("remember for later: our apple podcasts id is 1598203344. podcasts connect login is in bitwarden",
+     ("decision", "Our apple podcasts id is 1598203344. podcasts connect login is in bitwarden")),
+    ("save this pls: eps 104 to 115 are sponsored by Seedbox (the seed subscription people).",
+     ("note", "Eps 104 to 115 are sponsored by Seedbox (the seed subscription people).")),
+    ("save this somewhere: the op3.dev prefix in front of media_base is the analytics proxy",
+     ("note", "The op3.dev prefix in front of media_base is the analytics proxy")),
+    ("remember: never push to main directly, open a PR against develop",
+     ("decision", "Never push to main directly, open a PR against develop")),
+    ("note: always run the migrations before the seed script",
+     ("decision", "Always run the migrations before the seed script")),
+    ("remember that the metrics port is 9102", ("decision", "remember that the metrics port is 9102")),
+])
+def test_a_request_to_keep_is_not_part_of_what_is_kept(prompt: str, expected: tuple[str, str]) -> None:
+    """Found by the dev4 week: "remember for later: …" kept its request (and "later", which made the agent's save of
+    the same fact read as another), "save this pls: …" and "save this somewhere: …" were no requests. The kind is
+    that of what is kept, else the request's: "remember …" is a decision."""
+    assert [(s.kind, s.text) for s in find_statements(prompt)] == [expected]
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
     ("for future reference, the nightly job runs at 03:00 UTC. Now fix the flaky test in test_sched.py",
      "The nightly job runs at 03:00 UTC."),
     ("save how we deploy: rsync the repo to the pi. Restart the service after. Anyway, the tests are red again",
@@ -390,7 +410,7 @@ def test_saving_a_file_or_a_value_is_no_request_to_remember(prompt: str) -> None
     ("The deploy needs VPN access first and then ops/deploy.sh. Save those steps, please.",
      [("note", "The deploy needs VPN access first and then ops/deploy.sh.")]),
     ("remember this one: the release signing key is in the macOS keychain under 'artship-release'",
-     [("decision", "remember this one: the release signing key is in the macOS keychain under 'artship-release'")]),
+     [("decision", "The release signing key is in the macOS keychain under 'artship-release'")]),
     ("Remember that path names are case-sensitive on the CI runners.",
      [("decision", "Remember that path names are case-sensitive on the CI runners.")]),
 ])

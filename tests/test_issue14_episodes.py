@@ -124,7 +124,14 @@ def test_only_a_trivial_episode_is_bookkeeping() -> None:
              ("I couldn't find any crash reporting in cli.py, settings.toml or `docs/`.", True),
              ("I don't know of one: nothing in `ops/` mentions a Slack channel for downtime.", True),
              ("I couldn't find a retry in importer.py, so I added one with backoff.", False),
-             ("Nothing in cli.py retries the upload; the 503 comes from the store's rate limit.", False)]
+             ("Nothing in cli.py retries the upload; the 503 comes from the store's rate limit.", False),
+             # So is an answer that says "no" or "I don't know" about what is there (found by the dev4 week) ...
+             ("No: the feed has no podcast: namespace tags at all, and show.json has no guid.", True),
+             ("Not that I know of: there's no podcast:funding tag in the feed, nothing in the repo picks one.", True),
+             ("I don't know it: nothing in the repo or in what we've saved names the old host.", True),
+             # ... unless it tells a cause or a change.
+             ("No, the parser is fine: the 503 is caused by the proxy's 30 s timeout in nginx.conf.", False),
+             ("No: the guid was the enclosure URL, so I changed feed.py to keep the first one.", False)]
     assert [prepare_write(NewMemory(content=t, kind="episode")).bookkeeping for t, _ in cases] == [
         trivial for _, trivial in cases]
     # Rows of the older kind stay what they were: bookkeeping, whatever they say.

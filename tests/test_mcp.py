@@ -239,7 +239,8 @@ def test_mcp_starts_the_sidecar_and_reports_failures(home: Path) -> None:
 def test_an_mcp_save_without_a_session_belongs_to_the_one_session_at_work_in_its_project(home: Path) -> None:
     """Codex starts its MCP server with no session id (a cleared environment): the agent's save was filed under
     the server's own id, so the session's receipt never held it. The hooks name the session: a save in a project
-    where one session is at work is that session's; with two at work, it keeps the server's id."""
+    where one session is at work is that session's, also when another ended before it began; with two at work at
+    once, it keeps the server's id."""
     project = _project_dir()
     first, second = "0d1e2f3a-0000-4000-8000-00000000000a", "0d1e2f3a-0000-4000-8000-00000000000b"
     sc = start_sidecar(home, MEMCUE_NO_MODEL="1")
@@ -258,7 +259,11 @@ def test_an_mcp_save_without_a_session_belongs_to_the_one_session_at_work_in_its
         assert run_hook(prompt_payload("and the backups?", str(project), second)).returncode == 0
         two = anyio.run(save, "Backups of the ledger go to the NAS at 04:00 UTC")
         (row,) = sc.client.fetch([two["id"]])["results"]
-        assert row["session_id"].startswith("mcp-"), "two sessions at work: no guess"
+        assert row["session_id"] == second, "the first session was last heard of before the second began"
+        assert run_hook(prompt_payload("one more thing on the ledger", str(project), first)).returncode == 0
+        three = anyio.run(save, "The ledger's compaction keeps 90 days of history")
+        (row,) = sc.client.fetch([three["id"]])["results"]
+        assert row["session_id"].startswith("mcp-"), "two sessions at work at once: no guess"
     finally:
         sc.stop()
         shutil.rmtree(project, ignore_errors=True)

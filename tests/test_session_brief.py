@@ -166,6 +166,28 @@ def test_a_statement_and_the_agents_save_of_it_in_one_session_are_one_fact_told_
         assert block_repeats([row, statement], vectors) == ({1: 3} if mid == 3 else {}), "either order"
 
 
+def test_a_statement_the_agents_save_holds_with_more_numbers_is_left_out_behind_the_save(embedder: Embedder
+                                                                                         ) -> None:
+    """The agent may save two of the user's sentences as one (the dev4 week: "eps 104 to 115 are sponsored by
+    Seedbox." and "their sponsor line … until 31 march 2026"): the statement whose numbers the save all holds is one
+    fact told twice and shows once, behind the save; the save, which holds more, is never left out behind it, and a
+    statement with a number the save lacks stays."""
+    stated = ("their sponsor line ('This episode is supported by Seedbox...') is at the end of the description and by "
+              "contract has to stay in the feed, word for word, until 31 march 2026. don't trim it or rewrite it")
+    saved = ("Episodes 104-115 are sponsored by Seedbox. The sponsor line at the end of their descriptions ('This "
+             "episode is supported by Seedbox ...') must stay in the feed word for word until 31 March 2026 "
+             "(contract): never trim or rewrite it.")
+    other = stated.replace("31 march 2026", "30 june 2026")
+    matrix = np.asarray(embedder.embed([stated, saved, other]), dtype=np.float32)
+    vectors = {mid: v / np.linalg.norm(v) for mid, v in zip([1, 2, 3], matrix, strict=True)}
+    rows = {1: {"memory_id": 1, "content": stated, "source": "capture:prompt-statement", "session_id": "s1"},
+            2: {"memory_id": 2, "content": saved, "source": "mcp", "session_id": "s1"},
+            3: {"memory_id": 3, "content": other, "source": "capture:prompt-statement", "session_id": "s1"}}
+    assert block_repeats([rows[2], rows[1]], vectors) == {1: 2}
+    assert block_repeats([rows[1], rows[2]], vectors) == {}, "the save holds more: both shown"
+    assert block_repeats([rows[2], rows[3]], vectors) == {}, "a date the save does not hold"
+
+
 def test_a_codex_agents_save_under_its_mcp_servers_own_session_is_told_twice_within_the_turn(embedder: Embedder
                                                                                              ) -> None:
     """Codex gives its MCP server no session id, so the server's save carries its own ("mcp-<uuid>"): the

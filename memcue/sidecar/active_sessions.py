@@ -3,10 +3,11 @@
 Codex starts an MCP server with a cleared environment and tells it no session, so the server names its saves
 with its own id (``core.session_ids.MCP_SERVER_SESSION_PREFIX``), and a session's receipt and a save's
 provenance lost the conversation it came from. The hooks do name it: every hook call carries the harness's
-session id and project. ``ActiveSessions`` keeps, per project, the sessions the hooks served lately; an agent's
-save under such a server id in a project where exactly one session was served within ``WINDOW_S`` belongs to that
-session (``attribute``). With two sessions at work in one project the save keeps the server's id: a guess could
-give one conversation's save to the other.
+session id and project. ``ActiveSessions`` keeps, per project, when the hooks first and last served each session;
+an agent's save under such a server id belongs to the project's newest session served within ``WINDOW_S`` when it
+began after every other one of them was last heard of (``attribute``): sessions one after the other, as a day's
+work goes. With two sessions at work in one project at once the save keeps the server's id: a guess could give
+one conversation's save to the other.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ MAX_PROJECTS = 256
 
 
 class ActiveSessions:
-    """Per project, the real sessions the hooks served and when last (Unix s). Thread-safe."""
+    """Per project, the real sessions the hooks served, each with when first and last (Unix s). Thread-safe."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, dict[str, float]] = {}
+        self._seen: dict[str, dict[str, tuple[float, float]]] = {}
         self._lock = threading.Lock()
 
     def seen(self, project: str, session_id: str, at: float | None = None) -> None:
@@ -42,19 +43,24 @@ class ActiveSessions:
         at = time.time() if at is None else at
         with self._lock:
             sessions = self._seen.pop(project, {})
-            sessions[session_id] = max(at, sessions.get(session_id, 0.0))
+            first, last = sessions.get(session_id, (at, at))
+            sessions[session_id] = (min(first, at), max(last, at))
             self._seen[project] = sessions  # newest activity last
             while len(self._seen) > MAX_PROJECTS:
                 self._seen.pop(next(iter(self._seen)))
 
     def only(self, project: str, at: float | None = None) -> str:
-        """The one session served in ``project`` within ``WINDOW_S`` before ``at`` (Unix s; now when None); ""
-        when none was, or more than one."""
+        """The session at work in ``project`` at ``at`` (Unix s; now when None): of those served within ``WINDOW_S``
+        before it, the one that began last, when every other was last served before it began; "" when none was
+        served, or two were at work at once."""
         at = time.time() if at is None else at
         with self._lock:
-            sessions = self._seen.get(project, {})
-            recent = [sid for sid, last in sessions.items() if at - WINDOW_S <= last <= at + 60.0]
-        return recent[0] if len(recent) == 1 else ""
+            recent = [(first, last, sid) for sid, (first, last) in self._seen.get(project, {}).items()
+                      if at - WINDOW_S <= last and first <= at + 60.0]
+        if not recent:
+            return ""
+        first, _, newest = max(recent)
+        return newest if all(last < first for _, last, sid in recent if sid != newest) else ""
 
     def attribute(self, memory: NewMemory) -> NewMemory:
         """``memory`` with the session it was saved in: an agent's save (``agent_writes.is_agent``) named by its MCP

@@ -171,13 +171,19 @@ def block_repeats(rows: Sequence[Mapping[str, Any]], vectors: Mapping[int, np.nd
 def told_twice(a: tuple[Mapping[str, Any], Specifics], b: tuple[Mapping[str, Any], Specifics], cosine: float) -> bool:
     """Whether rows ``a`` and ``b`` (each a row with ``source``, ``session_id`` and ``created_at``, and its
     ``specifics``) are a user's statement and the agent's save of it: one of each source (``TOLD_TWICE_SOURCES``),
-    one conversation (``same_conversation``), ``cosine`` at least ``TOLD_TWICE_COSINE``, the same numbers and
-    polarity words, and both negated or neither."""
+    one conversation (``same_conversation``), ``cosine`` at least ``TOLD_TWICE_COSINE``, the same polarity words,
+    both negated or neither, and the same numbers; or, when ``a`` is the statement (the row a block leaves out),
+    numbers all of which the agent's save ``b`` holds: the agent may save two sentences of the user's as one
+    ("eps 104 to 115 are sponsored by Seedbox. their sponsor line … until 31 march 2026" in one save, two
+    statements)."""
     (row_a, told_a), (row_b, told_b) = a, b
     sources = {row_a.get("source"), row_b.get("source")}
-    return (cosine >= TOLD_TWICE_COSINE and sources == TOLD_TWICE_SOURCES and same_conversation(row_a, row_b)
-            and told_a.numbers == told_b.numbers and told_a.polarity == told_b.polarity
-            and bool(told_a.negations) == bool(told_b.negations))
+    if not (cosine >= TOLD_TWICE_COSINE and sources == TOLD_TWICE_SOURCES and same_conversation(row_a, row_b)
+            and told_a.polarity == told_b.polarity and bool(told_a.negations) == bool(told_b.negations)):
+        return False
+    if told_a.numbers == told_b.numbers:
+        return True
+    return str(row_b.get("source")) == AGENT_SOURCE and not Counter(told_a.numbers) - Counter(told_b.numbers)
 
 
 def same_conversation(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

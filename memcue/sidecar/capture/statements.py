@@ -64,14 +64,16 @@ _MEMORY = r"(?:in|to|into|for)\s+(?:(?:the|your)\s+)?(?:memory|memcue|notes)\b"
 _FOR_LATER = r"\s+for\s+(?:later|next\s+time|the\s+future|future\s+reference)\b"
 #: An explicit request to keep what follows: "save to memory: …", "record in memory that …", "please save this in
 #: memcue: …", "save this for later, …", "save this for next time: …", "keep this in mind for next time: …", "note
-#: for later: …", "note for memory: …", "for future reference, …", "memorize …", "save how we deploy: …" (kept as
+#: for later: …", "note for memory: …", "remember for later: …", "save this somewhere: …", "save this pls: …", "for
+#: future reference, …", "memorize …", "save how we deploy: …" (kept as
 #: "How we deploy: …"). The user asked for it to be kept, whether or not the agent
 #: can save it (Codex may start a turn before memcue's MCP server is up and offer it no tool to save with).
 _SAVE = (_LEAD + r"(?:(?:save|store|record|log|add|put|keep|write down|jot down|note down|note)"
          r"(?:\s+(?:this|that|it|the following))?(?:\s+one)?\s+" + _MEMORY
-         + r"|(?:save|store|record|memori[sz]e|note)(?:\s+(?:this|that|it))?(?:\s+one)?(?:" + _FOR_LATER
-         + r"|\s*:)|memori[sz]e\b|keep\s+(?:this|that)\s+in\s+mind(?:" + _FOR_LATER
-         + r")?\s*[:,]|(?:make\s+)?(?:a\s+)?note\s+to\s+self\b|for\s+future\s+reference\b|"
+         + r"|(?:save|store|record|memori[sz]e|note|remember)(?:\s+(?:this|that|it))?(?:\s+one)?"
+         r"(?:\s+(?:somewhere|" + _PLEASE + r"))?(?:" + _FOR_LATER + r"|\s*:)|memori[sz]e\b"
+         r"|keep\s+(?:this|that)\s+in\s+mind(?:" + _FOR_LATER + r")?\s*[:,]"
+         r"|(?:make\s+)?(?:a\s+)?note\s+to\s+self\b|for\s+future\s+reference\b|"
          r"(?:save|store|record|note(?:\s+down)?)\s+(?=(?:how|where|what|which|why|when)\b[^:?]{0,80}:\s*\S))")
 _SAVE_RE = re.compile(_SAVE, re.IGNORECASE)
 #: A request to keep what the sentences before it said: "Please save that.", "Remember this one, thanks.",
@@ -253,7 +255,9 @@ def find_statements(prompt: str) -> list[Statement]:
             if match is None or sentence.lower() in seen:
                 continue
             seen.add(sentence.lower())
-            saved = _SAVE_RE.match(sentence) if match[0] == "note" else None
+            saved = _SAVE_RE.match(sentence)
+            if saved and match[0] != "note":  # "remember: …" (a decision), "note: never …": without the request
+                match = _statement_kind(_without_request(sentence, saved.end())) or match
             text = _with_context(sentence, sentences[i + 1:], kinds[i + 1:], steps=saved is not None)
             if saved:
                 text = _without_request(text, saved.end())

@@ -85,18 +85,25 @@ _CHANGE_MADE = re.compile(_CHANGE_WORDS, re.IGNORECASE)
 #: opening with what is not there ("Nothing in cli.py retries the upload; the 503 comes from …") may go on to a
 #: cause found, so it does not count.
 _FOUND_NOTHING = re.compile(
-    r"^\W*(?:not\s+that\s+I\s+(?:can|could)\s+(?:see|find|tell)"
-    r"|I\s+(?:couldn't|could\s+not|can't|cannot|didn't|did\s+not)\s+find|I\s+don't\s+(?:know\s+of|see)\b)",
+    r"^\W*(?:not\s+that\s+I\s+(?:can|could)\s+(?:see|find|tell)|not\s+that\s+I\s+know(?:\s+of)?\b"
+    r"|I\s+(?:couldn't|could\s+not|can't|cannot|didn't|did\s+not)\s+find|I\s+(?:don't|do\s+not)\s+(?:know|see)\b)",
     re.IGNORECASE)
+#: An answer that opens with a bare "No" ("No: the feed has no podcast: tags at all", "No, nothing sets it") says
+#: what is not there, unless it goes on to a cause (``_CAUSE``): "No, the parser is fine; the 503 is caused by …".
+_ANSWERED_NO = re.compile(r"^\W*no\s*[:;,.—–-]", re.IGNORECASE)
+_CAUSE = re.compile(r"\bbecause\b|\bcaus(?:e|ed|es|ing)\b|\bdue\s+to\b", re.IGNORECASE)
 
 
 def is_trivial_answer(text: str) -> bool:
     """True when an agent's answer ``text`` is no record of work: fewer than ``MIN_EPISODE_WORDS`` words (empty
-    included), nothing of a work report in it (``_WORK_REPORT``), or a search that found nothing (``_FOUND_NOTHING``)
-    with no change made (the files it names are where it looked). Such an answer is kept as bookkeeping."""
+    included), nothing of a work report in it (``_WORK_REPORT``), or a search that found nothing (``_FOUND_NOTHING``,
+    or a bare "No" with no cause told: ``_ANSWERED_NO``) with no change made (the files it names are where it looked).
+    Such an answer is kept as bookkeeping."""
     if len(re.findall(r"\w+", text)) < MIN_EPISODE_WORDS or not _WORK_REPORT.search(text):
         return True
-    return bool(_FOUND_NOTHING.search(text)) and not _CHANGE_MADE.search(text)
+    found_nothing = bool(_FOUND_NOTHING.search(text)) or (bool(_ANSWERED_NO.search(text))
+                                                           and not _CAUSE.search(text))
+    return found_nothing and not _CHANGE_MADE.search(text)
 
 
 def is_bookkeeping(text: str) -> bool:
