@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 import anyio
@@ -163,3 +164,43 @@ def test_a_session_block_cut_to_the_note_by_the_budget_is_not_the_sessions_one_b
     assert cut.context and cut.included == 0  # the note alone
     assert whole.included == 2 and "Deploys go out on Tuesdays." in whole.context
     assert again.included == 0 and "Deploys go out" not in again.context  # one full block per session (C15)
+
+
+class OwnWorkBackend(Backend):
+    """Every recall finds #7, a commit the session "s3" itself wrote a moment ago (its own turn's work)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written_at = time.time()
+
+    def recall(self, request: RecallRequest) -> dict[str, Any]:
+        answer = super().recall(request)
+        answer["results"][0].update(session_id="s3", created_at=self.written_at)
+        return answer
+
+
+def test_a_session_is_not_told_back_what_it_wrote_itself_until_its_conversation_is_cleared() -> None:
+    """Found by the dev2 week: a commit that landed in the session's last turn was injected into its next prompt,
+    which had nothing to do with it; the turn that made it is in the conversation. Another session gets it, and so
+    does the same session once a /clear emptied its conversation."""
+    backend = OwnWorkBackend()
+    hooks = HookService(backend)
+    kwargs = {"budget_s": 2.0, "max_tokens": 600, "max_chars": 9500}
+
+    async def prompt(session: str) -> Any:
+        return await hooks.handle("claude-code", "user-prompt-submit",
+                                  {"prompt": "rename the loop variable", "project": "/p", "session_id": session},
+                                  **kwargs)
+
+    async def scenario() -> tuple[Any, Any, Any, Any]:
+        own = await prompt("s3")
+        other = await prompt("s4")
+        start = await hooks.handle("claude-code", "session-start", {"project": "/p", "session_id": "s3",
+                                                                    "source": "clear"}, **kwargs)
+        return own, other, start, await prompt("s3")
+
+    own, other, start, cleared = anyio.run(scenario)
+    assert own.context == "" and backend.skipped[0] == SKIP_SHOWN and other.included == 1
+    assert start.memory_ids == (7,) and cleared.included == 0, "the block after the clear holds it again"
+    hooks.ledger.forget_injected(hooks.ledger.key("claude-code", "s3"))  # a compaction after the block
+    assert anyio.run(prompt, "s3").included == 1

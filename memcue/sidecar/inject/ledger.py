@@ -6,7 +6,9 @@ the transcript), so a memory injected once is still in front of the model on the
 again only spends the token budget twice and repeats the memory in one request. The ledger lets the hook
 service skip those memories and give a session one full session-start block (case C15). A ``clear`` or
 ``compact`` SessionStart empties the conversation, so it forgets what was injected (the block flag stays:
-the session gets a one-line pointer, never a second full block).
+the session gets a one-line pointer, never a second full block), and notes when (``reset_at``): what the session
+itself wrote since (its commits, its fixes, the user's statements and the agent's saves in it) is in front of the
+model, so the prompt hook does not inject it back into the same conversation.
 
 The full block is claimed before it is built and recorded once given (``claim_block`` / ``end_claim``), in one
 step under the ledger's lock: of two SessionStarts for one session at the same moment (a hook registered twice,
@@ -29,6 +31,7 @@ apart). At most ``SESSIONS_KEPT`` sessions are kept, the least recently used out
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
@@ -41,13 +44,14 @@ Shown = tuple[bool, set[int], set[int]]
 
 
 class _Session:
-    __slots__ = ("beside_tool", "block", "claimed", "injected")
+    __slots__ = ("beside_tool", "block", "claimed", "injected", "reset_at")
 
     def __init__(self) -> None:
         self.block = False
         self.claimed = False
         self.injected: set[int] = set()
         self.beside_tool: set[int] = set()
+        self.reset_at = 0.0
 
 
 class SessionLedger:
@@ -146,6 +150,15 @@ class SessionLedger:
                 session = self._get(key)  # seeded first, so what it was shown before is cleared too
                 session.injected.clear()
                 session.beside_tool.clear()
+                session.reset_at = time.time()
+
+    def reset_at(self, key: str) -> float:
+        """When the session's conversation was last cleared or compacted (Unix s; 0.0 when never, as far as this
+        ledger knows): what the session wrote after it is still in its conversation."""
+        if not key:
+            return 0.0
+        with self._lock:
+            return self._get(key).reset_at
 
     def __len__(self) -> int:
         with self._lock:

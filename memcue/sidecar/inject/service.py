@@ -121,6 +121,16 @@ def _elapsed_ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
 
 
+def _written_here(result: dict[str, Any], session_id: str, since: float) -> bool:
+    """True when ``result`` (a recall result) was written by the session ``session_id`` itself at or after
+    ``since`` (Unix s, its conversation's last clear or compact): a commit, a fix or a statement of this very
+    conversation, which the model has in front of it already (the turn that made it is in the transcript)."""
+    try:
+        return bool(session_id) and result.get("session_id") == session_id and float(result["created_at"]) >= since
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def _nothing(started: float, query_id: str = "") -> HookResult:
     return HookResult(context="", answered_by="none", tier="none", retrieval_time_ms=_elapsed_ms(started),
                       query_id=query_id)
@@ -252,7 +262,8 @@ class HookService:
         key = self.ledger.key(harness, session_id)
         shown = self.ledger.injected(key, for_prompt=True)  # already in the conversation: not repeated
         supported = self.native_filter(harness, injectable(answer, limit))
-        results = [r for r in supported if r["memory_id"] not in shown]
+        since = self.ledger.reset_at(key)
+        results = [r for r in supported if r["memory_id"] not in shown and not _written_here(r, session_id, since)]
         if len(results) > 1:  # one fact told twice (a user's save request and the agent's save of it) shows once
             repeated = await anyio.to_thread.run_sync(self.repeats, results, limiter=backend.limiter)
             results = _with_twins([r for r in results if r["memory_id"] not in repeated], repeated)
