@@ -206,6 +206,11 @@ def test_a_statement_keeps_its_detail_but_not_the_next_statement() -> None:
      ["we keep uploads in the eu bucket. that has to stay that way for GDPR."]),
     ("always pin the base image by digest. never use the latest tag in CI.",
      ["always pin the base image by digest.", "never use the latest tag in CI."]),
+    # found by the dev4 week: the rule's second half was kept as a rule of its own about "it"
+    ("and from now on: the guid of a published episode is frozen. whatever it is now, it never changes again, apps "
+     "treat a new guid as a brand new episode",
+     ["and from now on: the guid of a published episode is frozen. whatever it is now, it never changes again, apps "
+      "treat a new guid as a brand new episode"]),
 ])
 def test_a_statement_that_points_back_is_kept_with_what_it_points_at(prompt: str, expected: list[str]) -> None:
     """"it must never ..." alone says nothing a later session can use: it is read with the sentence it is about,

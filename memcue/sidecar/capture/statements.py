@@ -196,7 +196,8 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)")
 #: the repo", "only from the worker"), or a rule whose object is such a pronoun ("never expose it publicly", "don't
 #: run it from a dirty tree", "always tag them first"); "this repo always ..." names its subject.
 _ANAPHORA = re.compile(
-    r"^(?:(?:and|also|but|so|oh)\b[,\s]+)?(?:it|it's|they|they're|(?:this|that|these|those)\s+(?:is|are|was|were|"
+    r"^(?:(?:and|also|but|so|oh)\b[,\s]+)?(?:it|it's|they|they're|(?:whatever|whichever|wherever)\s+(?:it|they)\s+"
+    r"(?:is|are|was|were)\b|(?:this|that|these|those)\s+(?:is|are|was|were|"
     r"must|should|has|have|needs?|goes|go|stays?|can|cannot|can't|will|won't|means?|applies|apply)\b|"
     r"(?:never|always|not|only)\s+(?:in|on|at|to|from|into|with|by|for|under|via|through|inside|outside|over|the|a|an|"
     r"as)\b|"
