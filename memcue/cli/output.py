@@ -150,8 +150,8 @@ def stdin_text() -> str:
 
 
 def _budget_cuts(layers: dict[str, Any]) -> str:
-    """What ``--max-tokens`` cut, from a recall answer's ``layers``: "2 left out, context dropped from 1 result";
-    "" when nothing was cut."""
+    """What ``--max-tokens`` cut, from a recall answer's ``layers``: "2 results left out, context dropped from 1
+    result"; "" when nothing was cut."""
     def results(n: int) -> str:
         return f"{n} result{'' if n == 1 else 's'}"
 

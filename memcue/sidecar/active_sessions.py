@@ -23,8 +23,11 @@ from memcue.sidecar.store import NewMemory
 #: How long after a session's last hook call an agent's save may still be its (s): a turn that runs tools for
 #: half an hour calls no hook on the prompt path meanwhile.
 WINDOW_S = 1800.0
-#: Projects remembered at most (the oldest activity goes first); a session list per project is short.
+#: Projects remembered at most (the oldest activity goes first); a project keeps only its sessions heard of within
+#: ``WINDOW_S``, so its list is short.
 MAX_PROJECTS = 256
+#: How far a hook's clock (``sent_at``) may run ahead of the sidecar's and a session still count as begun (s).
+CLOCK_SLACK_S = 60.0
 
 
 class ActiveSessions:
@@ -42,21 +45,21 @@ class ActiveSessions:
             return
         at = time.time() if at is None else at
         with self._lock:
-            sessions = self._seen.pop(project, {})
+            sessions = {sid: span for sid, span in self._seen.pop(project, {}).items() if span[1] >= at - WINDOW_S}
             first, last = sessions.get(session_id, (at, at))
             sessions[session_id] = (min(first, at), max(last, at))
             self._seen[project] = sessions  # newest activity last
             while len(self._seen) > MAX_PROJECTS:
                 self._seen.pop(next(iter(self._seen)))
 
-    def only(self, project: str, at: float | None = None) -> str:
+    def at_work(self, project: str, at: float | None = None) -> str:
         """The session at work in ``project`` at ``at`` (Unix s; now when None): of those served within ``WINDOW_S``
         before it, the one that began last, when every other was last served before it began; "" when none was
         served, or two were at work at once."""
         at = time.time() if at is None else at
         with self._lock:
             recent = [(first, last, sid) for sid, (first, last) in self._seen.get(project, {}).items()
-                      if at - WINDOW_S <= last and first <= at + 60.0]
+                      if at - WINDOW_S <= last and first <= at + CLOCK_SLACK_S]
         if not recent:
             return ""
         first, _, newest = max(recent)
@@ -64,12 +67,12 @@ class ActiveSessions:
 
     def attribute(self, memory: NewMemory) -> NewMemory:
         """``memory`` with the session it was saved in: an agent's save (``agent_writes.is_agent``) named by its MCP
-        server's own id gets the project's one active session (``only``), the server's id kept in
+        server's own id gets the session at work in its project (``at_work``), the server's id kept in
         ``metadata["mcp_session"]``; any other memory is returned as it is."""
         sid = memory.session_id
         if not (is_agent(memory.source) and sid.startswith(MCP_SERVER_SESSION_PREFIX) and memory.project):
             return memory
-        session = self.only(memory.project, memory.created_at)
+        session = self.at_work(memory.project, memory.created_at)
         if not session:
             return memory
         return replace(memory, session_id=session, metadata={**memory.metadata, "mcp_session": sid})
