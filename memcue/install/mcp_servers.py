@@ -110,13 +110,24 @@ def register(harness: str, state_dir: Path, home: Path, python: str | None = Non
     without ``-P``) is replaced. Raises ``InstallError`` when the harness's CLI is missing or refuses, or when
     another server already has the name ``memcue``."""
     argv = server_command(python)
-    entry = registered(harness)
-    if is_ours(entry, argv[0], home) and entry is not None and list(entry.get("args") or []) == argv[1:]:
+    step = _step(registered(harness), argv, home)
+    if step == "registered":
         return f"MCP server '{SERVER}' already registered"
-    if entry is not None and not is_ours(entry):
+    if step == "foreign":
         raise InstallError(f"{harness} already has an MCP server named '{SERVER}' that is not memcue's; memcue left "
                            "it alone")
-    return installer(harness).mcp_add(state_dir, argv, home, entry is not None)
+    return installer(harness).mcp_add(state_dir, argv, home, step == "replace")
+
+
+def _step(entry: dict | None, argv: list[str], home: Path) -> str:
+    """What registering ``argv`` with ``MEMCUE_HOME=home`` does over the harness's current ``entry``: "registered"
+    (ours already, as is), "foreign" (another server has the name: refused), "replace" (ours, another interpreter,
+    data dir or arguments) or "add"."""
+    if entry is None:
+        return "add"
+    if is_ours(entry, argv[0], home) and list(entry.get("args") or []) == argv[1:]:
+        return "registered"
+    return "replace" if is_ours(entry) else "foreign"
 
 
 def unregister(harness: str, state_dir: Path) -> str:
@@ -152,11 +163,12 @@ def preview(harness: str, state_dir: Path, home: Path, python: str | None = None
         entry = registered(harness)
     except InstallError as exc:
         return f"cannot tell what would be done: {exc}"
-    if is_ours(entry, argv[0], home) and entry is not None and list(entry.get("args") or []) == argv[1:]:
+    step = _step(entry, argv, home)
+    if step == "registered":
         return f"'{SERVER}' already registered; nothing to do"
-    if entry is not None and not is_ours(entry):
+    if step == "foreign":
         return f"would refuse: {harness} already has an MCP server named '{SERVER}' that is not memcue's"
-    return installer(harness).mcp_preview(state_dir, argv, home, entry is not None)
+    return installer(harness).mcp_preview(state_dir, argv, home, step == "replace")
 
 
 def cli_preview(harness: str, argv: list[str], home: Path, replace: bool) -> str:
