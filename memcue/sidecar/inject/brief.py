@@ -64,6 +64,13 @@ _FIX = re.compile(r"\bnow\s+(?!that\b|on\b|is\b|are\b)[a-z]\w*", re.IGNORECASE)
 TITLE_MIN_WORDS = 3
 
 
+def from_git_or_tests(source: str) -> bool:
+    """Whether a memory's stored ``source`` is a capture signal's from git or a test run (``SIGNAL_SOURCES``, or a
+    fix the agent told that a commit confirmed, ``EPISODE_COMMITTED_SOURCE``): git keeps the rest of its story.
+    False for what a person or an agent wrote (MCP, CLI, a prompt's statement, a native memory file)."""
+    return source.startswith(SIGNAL_SOURCES) or source == EPISODE_COMMITTED_SOURCE
+
+
 def was_cut(text: str, shown: str) -> bool:
     """True when ``shown`` (``brief`` of ``text``) is ``text`` cut short ("…" that ``text`` itself does not end
     with): the session-start block did not show the memory whole."""

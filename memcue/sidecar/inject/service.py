@@ -32,7 +32,7 @@ import anyio.to_thread
 from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, SHORTENED_LINES, STANDING_NOTES, pointer_line
 from memcue.core.spool_format import finite_time
 from memcue.sidecar.inject.backend import HookBackend
-from memcue.sidecar.inject.brief import brief, was_cut
+from memcue.sidecar.inject.brief import brief, from_git_or_tests, was_cut
 from memcue.sidecar.inject.covered import covered_transitions
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
@@ -419,8 +419,10 @@ class HookService:
         """The memories a session-start block of ``project`` offers, each once (with ``memory_id``), in its order:
         pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the ``SESSION_WHOLE`` newest others (no
         bookkeeping, no captured prompts or episodes), the supported answers of a recall on the project's name, then
-        the older of the ``SESSION_RECENT`` newest; and the ids of those always shown whole (all but the older,
-        and of those the standing rules).
+        the older of the ``SESSION_RECENT`` newest: first those a person or an agent wrote, then those a capture
+        signal wrote from git or a test run (``brief.from_git_or_tests``: git keeps their whole story, nothing else
+        keeps a saved note's, so titles and the budget's cut take the older commits first); and the ids of those
+        always shown whole (all but the older, and of those the standing rules).
         Blocking."""
         backend = self.backend
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
@@ -437,9 +439,12 @@ class HookService:
             answer = backend.recall(RecallRequest(query=name.replace("-", " ").replace("_", " "), project=project,
                                                   limit=5))
             named = [r for r in answer["results"] if r["tier"] == "supported"]
+        older = recent[SESSION_WHOLE:]
+        written = [row for row in older if not from_git_or_tests(row.get("source", ""))]
         offered: list[dict[str, Any]] = []
         ids: set[int] = set()
-        for row in [*head, *recent[:SESSION_WHOLE], *named, *recent[SESSION_WHOLE:]]:
+        for row in [*head, *recent[:SESSION_WHOLE], *named, *written,
+                    *(row for row in older if from_git_or_tests(row.get("source", "")))]:
             mid = row.get("id", row.get("memory_id"))
             if mid not in ids:
                 ids.add(mid)

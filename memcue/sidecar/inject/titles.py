@@ -6,7 +6,8 @@ decision no recall of its words finds ("Move the weekly handoff to Monday 10:00"
 not all fit whole, the oldest of them are shown as their ``title`` (first line or sentence, about half a brief's
 line with its attributes), oldest first, as few as make every offered memory fit; pinned memories, standing rules
 (any of ``STANDING_KINDS``, also past the block's ``SESSION_STANDING``) and the newest ``SESSION_WHOLE`` others
-always stay whole. A title ends in "…", so the block's shortened-note line says how to get it whole, and the
+always stay whole. The block offers the older rows a capture signal wrote from git or a test run last
+(``inject.service``), so they become titles before what a person or an agent wrote, whose words git does not keep. A title ends in "…", so the block's shortened-note line says how to get it whole, and the
 session's ledger does not count it as told: a prompt that needs it gets it whole.
 """
 
