@@ -27,6 +27,8 @@ def test_specifics() -> None:
     assert not same_specifics("the cache is invalidated", "the cache is not invalidated")
     assert not same_specifics("use getUserById", "use getUserByName")
     assert same_specifics("see e.g. the docs", "for example see the docs")
+    assert same_specifics("cron builds it every 15 min", "cron builds it every 15 minutes")  # a unit, not "minimum"
+    assert not same_specifics("keep the min pool size", "keep the max pool size")
 
 
 @pytest.fixture

@@ -178,14 +178,20 @@ def test_a_statement_the_agents_save_holds_with_more_numbers_is_left_out_behind_
              "episode is supported by Seedbox ...') must stay in the feed word for word until 31 March 2026 "
              "(contract): never trim or rewrite it.")
     other = stated.replace("31 march 2026", "30 june 2026")
-    matrix = np.asarray(embedder.embed([stated, saved, other]), dtype=np.float32)
-    vectors = {mid: v / np.linalg.norm(v) for mid, v in zip([1, 2, 3], matrix, strict=True)}
-    rows = {1: {"memory_id": 1, "content": stated, "source": "capture:prompt-statement", "session_id": "s1"},
-            2: {"memory_id": 2, "content": saved, "source": "mcp", "session_id": "s1"},
-            3: {"memory_id": 3, "content": other, "source": "capture:prompt-statement", "session_id": "s1"}}
+    sponsors = "eps 104 to 115 are sponsored by Seedbox (the seed subscription people)."
+    negated = "eps 104 to 115 are not sponsored by Seedbox any more"
+    texts = [stated, saved, other, sponsors, negated, saved.replace(": never trim or rewrite it", "")]
+    matrix = np.asarray(embedder.embed(texts), dtype=np.float32)
+    vectors = {mid: v / np.linalg.norm(v) for mid, v in zip([1, 2, 3, 4, 5, 6], matrix, strict=True)}
+    sources = ["capture:prompt-statement", "mcp", "capture:prompt-statement", "capture:prompt-statement",
+               "capture:prompt-statement", "mcp"]
+    rows = {mid: {"memory_id": mid, "content": text, "source": source, "session_id": "s1"}
+            for mid, (text, source) in enumerate(zip(texts, sources, strict=True), start=1)}
     assert block_repeats([rows[2], rows[1]], vectors) == {1: 2}
     assert block_repeats([rows[1], rows[2]], vectors) == {}, "the save holds more: both shown"
     assert block_repeats([rows[2], rows[3]], vectors) == {}, "a date the save does not hold"
+    assert block_repeats([rows[2], rows[4]], vectors) == {4: 2}, "the save's 'never' is the other sentence's"
+    assert block_repeats([rows[6], rows[5]], vectors) == {}, "the statement is negated, the save is not"
 
 
 def test_a_codex_agents_save_under_its_mcp_servers_own_session_is_told_twice_within_the_turn(embedder: Embedder

@@ -80,14 +80,18 @@ def test_a_confirmed_fix_is_titled_by_what_the_code_does_now() -> None:
 
 def test_the_session_block_of_a_long_project_shows_older_memories_as_titles(tmp_path: Path) -> None:
     """45 changes of about 330 characters each: whole, about 20 fit the 2,200-token block; with the older ones as
-    titles 25 or more do. The newest ``SESSION_WHOLE`` and every standing rule stay whole, a title is marked
-    shortened, and a prompt of the same session that asks about a memory shown as a title gets it whole."""
+    titles 25 or more do. The newest ``SESSION_WHOLE``, every standing rule and an older howto the agent saved (its
+    words are stored nowhere else, git keeps a change's) stay whole, the howto before the older changes; a title is
+    marked shortened, and a prompt of the same session that asks about a memory shown as a title gets it whole."""
     project = os.path.realpath(tmp_path / "queues")
     os.makedirs(project)
     sc: Sidecar = start_sidecar(tmp_path / "home")
     rule = "never run two worker pools on one queue, the jobs are not idempotent"
+    howto = ("Drain a queue before resizing its pool: `qctl pause NAME`, wait for `qctl depth NAME` to reach 0, then "
+             "edit workers/pools.py. Resizing a busy pool drops the jobs its workers hold.")
     try:
-        sc.client.remember_batch([{"content": _change(i), "project": project, "kind": "change"} for i in range(45)]
+        sc.client.remember_batch([{"content": howto, "project": project, "kind": "howto"}]
+                                 + [{"content": _change(i), "project": project, "kind": "change"} for i in range(45)]
                                  + [{"content": rule, "project": project, "kind": "decision"}])
         sc.client.wait_idle(timeout_s=120)
         env = {**os.environ, "MEMCUE_HOME": str(tmp_path / "home"), "MEMCUE_HOOK_DEADLINE_S": "10"}
@@ -98,6 +102,8 @@ def test_the_session_block_of_a_long_project_shows_older_memories_as_titles(tmp_
         assert len(lines) >= 25, block
         assert rule in block and lines[0].endswith(f">{rule}</memory>")
         assert all(f"fires when it stays over {100 + i} jobs" in block for i in range(45 - SESSION_WHOLE, 45))
+        assert [line for line in lines if line.endswith("drops the jobs its workers hold.</memory>")], block
+        assert lines.index(next(line for line in lines if "qctl pause" in line)) < lines.index(titled[0])
         assert titled and all(line.endswith("worker pool …</memory>") for line in titled), block
         assert "shortened" in block  # the line that says how to get a shortened note whole
         i = NAMES.index(titled[-1].split(">Give the ")[1].split(" queue")[0])  # the oldest shown

@@ -64,11 +64,13 @@ _FIX = re.compile(r"\bnow\s+(?!that\b|on\b|is\b|are\b)[a-z]\w*", re.IGNORECASE)
 TITLE_MIN_WORDS = 3
 
 
-def from_git_or_tests(source: str) -> bool:
-    """Whether a memory's stored ``source`` is a capture signal's from git or a test run (``SIGNAL_SOURCES``, or a
-    fix the agent told that a commit confirmed, ``EPISODE_COMMITTED_SOURCE``): git keeps the rest of its story.
-    False for what a person or an agent wrote (MCP, CLI, a prompt's statement, a native memory file)."""
-    return source.startswith(SIGNAL_SOURCES) or source == EPISODE_COMMITTED_SOURCE
+def kept_by_git(source: str, kind: str) -> bool:
+    """Whether git keeps the rest of a memory's story: a capture signal wrote it from git or a test run (its stored
+    ``source`` one of ``SIGNAL_SOURCES``, or a fix the agent told that a commit confirmed,
+    ``EPISODE_COMMITTED_SOURCE``), or it is of ``kind`` "change" (what the code did, whoever wrote it down). False for
+    a note, rule, howto or bug a person or an agent wrote (MCP, CLI, a prompt's statement, a native memory file):
+    its words are stored nowhere else."""
+    return source.startswith(SIGNAL_SOURCES) or source == EPISODE_COMMITTED_SOURCE or kind == "change"
 
 
 def was_cut(text: str, shown: str) -> bool:

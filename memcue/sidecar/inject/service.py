@@ -32,7 +32,7 @@ import anyio.to_thread
 from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, SHORTENED_LINES, STANDING_NOTES, pointer_line
 from memcue.core.spool_format import finite_time
 from memcue.sidecar.inject.backend import HookBackend
-from memcue.sidecar.inject.brief import brief, from_git_or_tests, was_cut
+from memcue.sidecar.inject.brief import brief, kept_by_git, was_cut
 from memcue.sidecar.inject.covered import covered_transitions
 from memcue.sidecar.inject.ledger import SessionLedger
 from memcue.sidecar.inject.policy import injectable
@@ -419,10 +419,10 @@ class HookService:
         """The memories a session-start block of ``project`` offers, each once (with ``memory_id``), in its order:
         pinned, the standing rules (``STANDING_KINDS``, most confirmed first), the ``SESSION_WHOLE`` newest others (no
         bookkeeping, no captured prompts or episodes), the supported answers of a recall on the project's name, then
-        the older of the ``SESSION_RECENT`` newest: first those a person or an agent wrote, then those a capture
-        signal wrote from git or a test run (``brief.from_git_or_tests``: git keeps their whole story, nothing else
-        keeps a saved note's, so titles and the budget's cut take the older commits first); and the ids of those
-        always shown whole (all but the older, and of those the standing rules).
+        the older of the ``SESSION_RECENT`` newest: first the notes, rules and howtos a person or an agent wrote,
+        then the changes and what a capture signal took from git or a test run (``brief.kept_by_git``: git keeps
+        their story, nothing else keeps a note's words, so the budget's cut takes the older changes first); and the
+        ids of those always shown whole (all but the older changes and signal rows).
         Blocking."""
         backend = self.backend
         pinned = backend.list_memories(project=project, limit=20, include_bookkeeping=False, pinned_only=True)
@@ -440,15 +440,16 @@ class HookService:
                                                   limit=5))
             named = [r for r in answer["results"] if r["tier"] == "supported"]
         older = recent[SESSION_WHOLE:]
-        written = [row for row in older if not from_git_or_tests(row.get("source", ""))]
+        in_git = [kept_by_git(row.get("source", ""), str(row.get("kind", ""))) for row in older]
+        written = [row for row, kept in zip(older, in_git, strict=True) if not kept]
         offered: list[dict[str, Any]] = []
         ids: set[int] = set()
         for row in [*head, *recent[:SESSION_WHOLE], *named, *written,
-                    *(row for row in older if from_git_or_tests(row.get("source", "")))]:
+                    *(row for row, kept in zip(older, in_git, strict=True) if kept)]:
             mid = row.get("id", row.get("memory_id"))
             if mid not in ids:
                 ids.add(mid)
                 offered.append({**row, "memory_id": mid})
-        whole = {row.get("id", row.get("memory_id")) for row in [*head, *recent[:SESSION_WHOLE], *named]}
+        whole = {row.get("id", row.get("memory_id")) for row in [*head, *recent[:SESSION_WHOLE], *named, *written]}
         whole |= {row["id"] for row in recent if row.get("kind") in STANDING_KINDS}  # a rule is never a title
         return offered, whole

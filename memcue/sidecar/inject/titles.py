@@ -5,9 +5,10 @@ loses its older memories from view altogether, and a task days later ("write the
 decision no recall of its words finds ("Move the weekly handoff to Monday 10:00"). When the offered memories do
 not all fit whole, the oldest of them are shown as their ``title`` (first line or sentence, about half a brief's
 line with its attributes), oldest first, as few as make every offered memory fit; pinned memories, standing rules
-(any of ``STANDING_KINDS``, also past the block's ``SESSION_STANDING``) and the newest ``SESSION_WHOLE`` others
-always stay whole. The block offers the older rows a capture signal wrote from git or a test run last
-(``inject.service``), so they become titles before what a person or an agent wrote, whose words git does not keep. A title ends in "…", so the block's shortened-note line says how to get it whole, and the
+(any of ``STANDING_KINDS``, also past the block's ``SESSION_STANDING``), the newest ``SESSION_WHOLE`` others and
+the notes and howtos a person or an agent wrote, whose words git does not keep (``brief.kept_by_git``), always stay
+whole: only the older changes and what a capture signal took from git or a test run become titles. A title ends
+in "…", so the block's shortened-note line says how to get it whole, and the
 session's ledger does not count it as told: a prompt that needs it gets it whole.
 """
 
