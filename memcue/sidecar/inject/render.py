@@ -26,6 +26,9 @@ from memcue.core.blocks import (
     MEMORY_TAG,
     left_out_line,
 )
+from memcue.sidecar.capture.commits import SIGNAL as COMMIT_SIGNAL
+from memcue.sidecar.capture.test_runs import SIGNAL as TEST_SIGNAL
+from memcue.sidecar.capture.turn_edits import SIGNAL as EPISODE_COMMITTED_SIGNAL
 from memcue.sidecar.store import KIND_PATTERN, instruction_like
 
 
@@ -44,6 +47,12 @@ class Block:
 #: A kind shown as is (``store.KIND_PATTERN``); anything else (a row written before kinds were checked) shows as
 #: ``note``.
 _KIND = re.compile(KIND_PATTERN)
+#: The kind a capture signal's memory is written as, by its stored ``source``: a landed commit and a fix a commit
+#: confirmed are changes, a test that went from failing to passing a note. A line whose source says its kind leaves
+#: ``kind`` out (``source="signal:commit-landed"`` already says it): about 4 tokens (o200k) a line, most of a title's
+#: line more room in a session-start block that is half such lines.
+_KIND_OF_SOURCE = {f"capture:{COMMIT_SIGNAL}": "change", f"capture:{EPISODE_COMMITTED_SIGNAL}": "change",
+                   f"capture:{TEST_SIGNAL}": "note"}
 #: Who wrote a memory, by the start of its stored ``source`` (DESIGN.md section 8); others show as ``other``.
 _PROVENANCE = (("cli", "user"), ("viewer", "user"), ("mcp", "agent"), ("hook:", "captured"), ("capture:", "signal:"),
                ("import", "import"), ("update", "update"), ("api", "api"), ("demo", "demo"))
@@ -75,11 +84,15 @@ def memory_line(result: dict[str, Any], *, dated: bool = True) -> str:
     age="4 weeks ago">text</memory>``, plus ``pinned="yes"``, ``match="weak"`` and ``flag="instruction-like"``
     (the text reads like instructions: ``store.instruction_like``) when they apply. The text is XML-escaped and
     its line breaks (any ``str.splitlines`` boundary: U+2028 too) shown as ``NEWLINE_MARK``, a paragraph break as one
-    (``_LINE_BREAKS``); ``kind`` outside ``[a-z_-]{1,32}`` shows as ``note``. Without ``dated`` the ``created`` date
-    is left out and ``age`` alone says when."""
+    (``_LINE_BREAKS``); ``kind`` outside ``[a-z_-]{1,32}`` shows as ``note``, and is left out when the source is a
+    capture signal that says it (``_KIND_OF_SOURCE``). Without ``dated`` the ``created`` date is left out and
+    ``age`` alone says when."""
     kind = str(result.get("memory_kind") or "note")
+    source = str(result.get("source") or "")
     attrs = {"id": str(result.get("memory_id", "")), "kind": kind if _KIND.fullmatch(kind) else "note",
-             "source": provenance(str(result.get("source") or ""))}
+             "source": provenance(source)}
+    if _KIND_OF_SOURCE.get(source) == kind:
+        del attrs["kind"]
     created = result.get("created_at") if dated else None
     if isinstance(created, int | float) and math.isfinite(created):
         try:
