@@ -108,7 +108,7 @@ def test_C16_project_is_git_top_level(tmp_path: Path) -> None:
 
 def test_budget_defaults_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert claude_code.budget(USER_PROMPT_SUBMIT) == Budget(max_tokens=600, max_chars=9500)
-    assert claude_code.budget(SESSION_START) == Budget(max_tokens=2200, max_chars=9500)
+    assert claude_code.budget(SESSION_START) == Budget(max_tokens=2450, max_chars=9500)
     monkeypatch.setenv("MEMCUE_PROMPT_TOKENS", "900")
     monkeypatch.setenv("MEMCUE_SESSION_START_TOKENS", "3000")
     assert claude_code.budget(USER_PROMPT_SUBMIT).max_tokens == 900

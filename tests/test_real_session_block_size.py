@@ -1,5 +1,6 @@
-"""The session-start block at its full budget (2,200 tokens of briefs, ``adapters.base.COMMAND_HOOK_TOKENS``)
-reaches the model whole through the real Claude Code and Codex: its last memory, its left-out line and its
+"""The session-start block at its full budget (Codex: 2,200 tokens of briefs, ``adapters.base.COMMAND_HOOK_TOKENS``;
+Claude Code: up to its 9,500-character guard, ``adapters.claude_code.TOKENS``) reaches the model whole through the
+real Claude Code and Codex: its last memory, its left-out line and its
 closing tag are in the model's first request. Claude Code replaces additionalContext over 10,000 characters
 with a preview and Codex keeps a bounded amount of hook context (DESIGN.md section 3), so a budget past what
 they keep would cut the block's end (and the tag that closes the stored data) without a word.
@@ -57,12 +58,12 @@ def _session_block(sent: str) -> str:
     return sent[start:end + len(BLOCK_CLOSE)] if start >= 0 and end > start else ""
 
 
-def _assert_whole(sent: str, newest: str) -> None:
+def _assert_whole(sent: str, newest: str, least_chars: int = 7_000) -> None:
     block = _session_block(sent)
     assert block, "the session-start block and its closing tag reach the model"
     assert block.count(MEMORY_LINE_START) >= 18, block
     assert newest in block and "left out" in block
-    assert len(block) > 7_000, "the block used its budget, so the test shows the harness keeps that much"
+    assert len(block) > least_chars, "the block used its budget, so the test shows the harness keeps that much"
 
 
 def test_claude_code_keeps_a_full_session_block(home: Path, tmp_path: Path) -> None:
@@ -78,7 +79,7 @@ def test_claude_code_keeps_a_full_session_block(home: Path, tmp_path: Path) -> N
         assert proc.returncode == 0, explain(proc, sc)
     finally:
         sc.stop()
-    _assert_whole(stub.turns(QUESTION)[0].text, newest)
+    _assert_whole(stub.turns(QUESTION)[0].text, newest, least_chars=9_200)
 
 
 def test_codex_keeps_a_full_session_block(home: Path, tmp_path: Path) -> None:

@@ -8,13 +8,15 @@ the prompt's turn; that turn's Stop and the SessionEnd after it carry it too (``
 transcript file does not exist yet at a new session's first prompt. Text is injected
 through ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` on stdout; empty
 stdout injects nothing. What differs from the command-hook defaults (``adapters.base``): the session id and
-working directory fall back to Claude Code's environment variables.
+working directory fall back to Claude Code's environment variables, and the session-start block may fill Claude
+Code's character cap (``TOKENS``).
 """
 
 from __future__ import annotations
 
 from memcue.adapters import base
 from memcue.adapters.base import HookEvent
+from memcue.core.limits import CLAUDE_CODE_SESSION_BLOCK_TOKENS
 from memcue.harnesses import harness_events
 
 NAME = "claude-code"
@@ -39,5 +41,18 @@ def parse(event: str, payload: object) -> HookEvent:
                               session_env="CLAUDE_CODE_SESSION_ID")
 
 
-budget = base.budget
+#: Token budgets of Claude Code's blocks (o200k_base tokens): the command-hook harnesses' (``base.COMMAND_HOOK_TOKENS``)
+#: but the session start's, which may fill Claude Code's character cap
+#: (``core.limits.CLAUDE_CODE_SESSION_BLOCK_TOKENS``); the same environment variables override them.
+TOKENS = {**base.COMMAND_HOOK_TOKENS,
+          base.SESSION_START: (CLAUDE_CODE_SESSION_BLOCK_TOKENS, base.COMMAND_HOOK_TOKENS[base.SESSION_START][1])}
+
+
+def budget(event: str) -> base.Budget:
+    """Budget for ``event``: ``TOKENS`` (600 a prompt, 2,450 at session start, 300 beside a tool call), at most
+    ``MAX_CHARS`` characters; ``$MEMCUE_PROMPT_TOKENS`` / ``$MEMCUE_SESSION_START_TOKENS`` / ``$MEMCUE_TOOL_TOKENS``
+    override the tokens (positive integers; anything else is ignored)."""
+    return base.token_budget(event, TOKENS, MAX_CHARS)
+
+
 render = base.render_hook_output

@@ -18,6 +18,10 @@ from __future__ import annotations
 #: context (DESIGN.md section 3); 2,200 tokens of memcue's blocks are about 8,500-9,300 characters
 #: (``tests/test_real_session_block_size.py`` sends one through both).
 SESSION_BLOCK_TOKENS = 2_200
+#: Tokens of Claude Code's session-start block. Claude Code caps hook context by characters (10,000), not tokens,
+#: so its block may fill ``adapters.base.MAX_CHARS`` (9,500): that is 2,450 tokens at the densest text measured
+#: above (3.9 characters a token); plainer text reaches the character cap first.
+CLAUDE_CODE_SESSION_BLOCK_TOKENS = 2_450
 #: Characters kept of one captured text, the marker included. An injected block shows at most 9,500
 #: characters in all and the embedding model reads the first 256 tokens, so a captured text is recalled by
 #: its opening; past this size a paste is data (a build log, a dump) whose middle is never shown and only
