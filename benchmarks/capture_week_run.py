@@ -226,21 +226,37 @@ def _spool_behind(loc: Locations) -> int:
     return sum(max(0, f.stat().st_size - int(offsets.get(f"spool_offset:{f.name}", 0))) for f in files)
 
 
+def hooks_running(loc: Locations) -> int:
+    """memcue hook processes still running for the data dir of ``loc`` (``hooks/launch.py`` in their command line,
+    its ``MEMCUE_HOME`` in their environment), from ``/proc``: Claude Code runs PostToolUse ``async``, so a
+    harness may exit before its last capture hook has spooled. 0 where ``/proc`` is missing."""
+    home = f"MEMCUE_HOME={loc.root}".encode()
+    count = 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            ours = b"hooks/launch.py" in (proc / "cmdline").read_bytes()
+            count += ours and home in (proc / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return count
+
+
 def settle(client: Client, loc: Locations, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
-    """Wait until every spool file is read to its end and the store's counts (memories, candidates, rows) have
-    not moved for 2 s, then until the sidecar's background work (embeddings) is done. Raises ``WeekError`` past
-    ``timeout_s``."""
+    """Wait until no hook of this data dir is still running (``hooks_running``), every spool file is read to its
+    end and the store's counts (memories, candidates, rows) have not moved for 2 s, then until the sidecar's
+    background work (embeddings) is done. Raises ``WeekError`` past ``timeout_s``."""
     deadline, last, since = time.monotonic() + timeout_s, None, time.monotonic()
     while True:
         now = time.monotonic()
-        counts = (_spool_behind(loc), json.dumps(client.health().get("counts"), sort_keys=True),
+        counts = (hooks_running(loc) + _spool_behind(loc), json.dumps(client.health().get("counts"), sort_keys=True),
                   len(client.candidates(limit=500)["results"]))
         if counts != last:
             last, since = counts, now
         elif counts[0] == 0 and now - since >= 2.0:
             break
         if now > deadline:
-            raise WeekError(f"the sidecar did not settle in {timeout_s} s (spool bytes behind: {counts[0]})")
+            raise WeekError(f"the sidecar did not settle in {timeout_s} s "
+                            f"(hooks running + spool bytes behind: {counts[0]})")
         time.sleep(0.25)
     client.wait_idle(timeout_s=max(5.0, deadline - time.monotonic()))
 

@@ -57,3 +57,32 @@ def test_a_statement_made_in_claude_code_comes_back_in_codex(tmp_path: Path) -> 
     assert score["tool_records"] == {"claude-code": {"scripted": 1, "refused": 0, "spooled": 1},
                                      "codex": {"scripted": 2, "refused": 1, "spooled": 1}}
     assert "1 facts (at least 20)" in score["script_problems"], "the week rules are checked (this script breaks them)"
+
+
+def test_the_runner_waits_for_a_hook_of_its_data_dir_still_running(tmp_path: Path) -> None:
+    """Claude Code runs PostToolUse ``async``, so ``claude -p`` may exit before its last capture hook has spooled
+    (a fresh-clone run once read the spool too early): ``settle`` waits while a hook of the week's data dir runs,
+    and a hook of another data dir is not the week's."""
+    import os
+    import subprocess
+    import time
+
+    from capture_week_run import hooks_running  # noqa: E402
+
+    from memcue.core.paths import Locations
+
+    ours, other = tmp_path / "ours", tmp_path / "other"
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", "memcue/hooks/launch.py"]
+    procs = [subprocess.Popen(argv, env={**os.environ, "MEMCUE_HOME": str(home)}) for home in (ours, other, ours)]
+    try:
+        deadline = time.monotonic() + 10  # a child's /proc entry shows its command line a moment after the fork
+        while hooks_running(Locations(ours)) + hooks_running(Locations(other)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hooks_running(Locations(ours)) == 2
+        assert hooks_running(Locations(other)) == 1
+        assert hooks_running(Locations(tmp_path / "nobody")) == 0
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert hooks_running(Locations(ours)) == 0
