@@ -135,6 +135,7 @@ def test_doctor_says_registered_and_whether_allowed(tmp_path: Path) -> None:
     (tmp_path / "claude" / ".claude.json").write_text(json.dumps({"mcpServers": {"memcue": elsewhere}}))
     found = claude_finding()
     assert found["status"] == "warn" and "another data dir" in found["message"]
+    assert "registers it for this one, with the harness's program on PATH" in found["message"]
     assert str(tmp_path / "other") in found["message"] and "its tools allowed" in found["message"]
 
 
@@ -230,6 +231,7 @@ def test_an_older_registration_without_dash_p_is_replaced_and_the_uninstall_stil
     assert '"-P"' not in config.read_text()
     again = _cli(tmp_path, "install", "codex", "--json")
     assert again.returncode == 0, again.stderr
+    assert f"replaced memcue's earlier MCP entry (`{sys.executable}`, MEMCUE_HOME={tmp_path / 'home'})" in again.stdout
     assert config.read_text().count("[mcp_servers.memcue]") == 1
     assert 'args = ["-P", "-m", "memcue", "mcp"]' in config.read_text()
     assert _cli(tmp_path, "install", "codex", "--json").stdout.count("already registered") == 1

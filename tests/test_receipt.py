@@ -126,6 +126,9 @@ def test_the_list_holds_sessions_that_stored_nothing(keyword_sidecar: Sidecar, t
     assert {started_only, repeated} <= set(listed("--all-projects"))
     assert keyword_sidecar.client.receipt(started_only)["injected"]["blocks"] == 1
     assert f"{started_only}" in _cli("receipt", "--list", cwd=project).stdout
+    # Its own receipt places it where the list does (fresh-clone trial: "(no harness) in (global)").
+    assert keyword_sidecar.client.receipt(repeated)["project"] == found[repeated]["project"] != ""
+    assert keyword_sidecar.client.receipt(started_only)["project"] == found[started_only]["project"]
 
 
 def test_a_prompt_that_got_nothing_says_why(keyword_sidecar: Sidecar, tmp_path: Path) -> None:
@@ -206,3 +209,16 @@ def test_doctor_warns_when_a_wired_harness_captured_nothing_for_a_week(tmp_path:
         assert fresh["status"] == "ok" and "last capture" in fresh["message"], fresh
     finally:
         sc.stop()
+
+
+def test_the_session_list_says_what_to_try_and_no_empty_parentheses() -> None:
+    """Fresh-clone trial: a session that stored nothing read "stored 0 ()", and an empty list outside any session's
+    project gave no hint that --all-projects lists sessions elsewhere."""
+    from memcue.cli.receipt import render_sessions
+
+    row = {"session_id": "s5", "last_at": None, "captured": 0, "stored": 0, "by_kind": {}, "candidates": 0,
+           "recalls": 1, "project": "/work/shop"}
+    assert "stored 0, candidates 0, recalls 1  /work/shop" in render_sessions([row])
+    assert "stored 2 (decision 2), candidates" in render_sessions([{**row, "stored": 2, "by_kind": {"decision": 2}}])
+    assert "--all-projects" in render_sessions([])
+    assert "--all-projects" not in render_sessions([], every_project=True)

@@ -115,13 +115,16 @@ def render(r: dict[str, Any], full: bool = False) -> str:
                       *_skipped_failed(r, full), *_distilled(r)])
 
 
-def render_sessions(sessions: list[dict[str, Any]]) -> str:
-    """Recent sessions (``Client.sessions``), one line each."""
+def render_sessions(sessions: list[dict[str, Any]], *, every_project: bool = False) -> str:
+    """Recent sessions (``Client.sessions``), one line each; when there are none, what to try (``every_project``:
+    the list already covers every project)."""
     if not sessions:
-        return "(no session has stored anything yet)"
-    return "\n".join(f"{s['session_id']}  {_when(s['last_at'])}  captured {s['captured']}, stored {s['stored']} "
-                     f"({_counts(s['by_kind'])}), candidates {s['candidates']}, recalls {s['recalls']}"
-                     f"  {s['project'] or '(global)'}" for s in sessions)
+        return ("(no session has run with memcue's hooks yet)" if every_project else
+                "(no session of this project yet; --all-projects lists sessions elsewhere)")
+    return "\n".join(f"{s['session_id']}  {_when(s['last_at'])}  captured {s['captured']}, stored {s['stored']}"
+                     + (f" ({_counts(s['by_kind'])})" if s["by_kind"] else "")
+                     + f", candidates {s['candidates']}, recalls {s['recalls']}  {s['project'] or '(global)'}"
+                     for s in sessions)
 
 
 #: What ``memcue receipt`` says before any harness session has run in the project (not an error: a fresh install).
@@ -139,7 +142,7 @@ def cmd_receipt(args: argparse.Namespace) -> int:
         client.ensure_running()
         if args.list:
             out = client.sessions(project=project, limit=args.limit)
-            return emit(out, args.json, render_sessions(out["results"]))
+            return emit(out, args.json, render_sessions(out["results"], every_project=project is None))
         if not args.session and not client.sessions(project=project, limit=1)["results"]:
             return emit({"session_id": None, "note": NO_SESSION}, args.json, NO_SESSION)
         out = client.receipt(args.session or None, project=project)

@@ -153,7 +153,8 @@ def check_hooks_file(name: str, trusted: Callable[[str, Path, str], dict[str, An
     if found["mcp"] and os.path.realpath(mcp_home or "/") != os.path.realpath(here):
         found["message"] = found["message"].rstrip(".") + (
             f"; MCP server registered (for another data dir, {mcp_home or 'none given'}, not {here}: what the agent "
-            f"saves through it goes there; `memcue install {name}` registers it for this one)")
+            f"saves through it goes there; `memcue install {name}` registers it for this one, with the harness's "
+            f"program on PATH)")
         found["status"] = WARN if found["status"] == OK else found["status"]
     elif found["mcp"]:
         found["message"] = found["message"].rstrip(".") + "; MCP server registered"

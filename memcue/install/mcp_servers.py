@@ -107,16 +107,22 @@ def is_ours(entry: dict | None, python: str | None = None, home: Path | None = N
 def register(harness: str, state_dir: Path, home: Path, python: str | None = None) -> str:
     """Register memcue's MCP server with ``harness`` (``home``: the data dir passed as ``MEMCUE_HOME``);
     returns what was done. One of memcue's with another interpreter, data dir or arguments (an older memcue's,
-    without ``-P``) is replaced. Raises ``InstallError`` when the harness's CLI is missing or refuses, or when
-    another server already has the name ``memcue``."""
+    without ``-P``) is replaced, and the answer says which it replaced. Raises ``InstallError`` when the
+    harness's CLI is missing or refuses, or when another server already has the name ``memcue``."""
     argv = server_command(python)
-    step = _step(registered(harness), argv, home)
+    entry = registered(harness)
+    step = _step(entry, argv, home)
     if step == "registered":
         return f"MCP server '{SERVER}' already registered"
     if step == "foreign":
         raise InstallError(f"{harness} already has an MCP server named '{SERVER}' that is not memcue's; memcue left "
                            "it alone")
-    return installer(harness).mcp_add(state_dir, argv, home, step == "replace")
+    done = installer(harness).mcp_add(state_dir, argv, home, step == "replace")
+    if step == "add":
+        return done
+    old = entry or {}
+    before = (old.get("env") or {}).get("MEMCUE_HOME") or "no data dir given"
+    return f"replaced memcue's earlier MCP entry (`{old.get('command')}`, MEMCUE_HOME={before}); {done}"
 
 
 def _step(entry: dict | None, argv: list[str], home: Path) -> str:

@@ -157,6 +157,7 @@ def build_receipt(store: StoreProtocol, session_id: str) -> dict[str, Any]:
         raise SessionNotFound(f"no session {session_id!r}: memcue holds nothing captured, injected or held for it")
     times = [r["created_at"] for r in rows] + [c["created_at"] for c in cands] + [r["created_at"] for r in recalls]
     projects = [r["project"] for r in rows] + [c["project"] for c in cands]
+    projects = projects or [r["project"] for r in recalls if r.get("project")]  # it stored nothing: where served
     harnesses = {r["source"].removeprefix("hook:") for r in rows if r["source"].startswith("hook:")}
     harnesses |= {c["harness"] for c in cands if c.get("harness")}
     return {"session_id": session_id, "project": Counter(projects).most_common(1)[0][0] if projects else "",

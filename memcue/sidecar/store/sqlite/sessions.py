@@ -67,12 +67,12 @@ class SessionReads:
 
     def session_recalls(self, session_id: str) -> list[dict[str, Any]]:
         """Recalls logged for ``session_id``, oldest first: ``{"query_id", "created_at", "served_by", "block",
-        "tokens", "skipped", "items": [{"memory_id", "kind", "used", "content", "source"}]}`` (``content`` and
-        ``source`` "" when the memory is gone)."""
+        "tokens", "skipped", "project", "items": [{"memory_id", "kind", "used", "content", "source"}]}``
+        (``content`` and ``source`` "" when the memory is gone; ``project`` "" when not logged)."""
         conn = self._db.reader()
         logs = conn.execute(
-            "SELECT query_id, created_at, served_by, block, tokens, skipped FROM recall_log WHERE session_id = ?"
-            " ORDER BY created_at, id LIMIT ?", (session_id, SESSION_ROWS_MAX)).fetchall()
+            "SELECT query_id, created_at, served_by, block, tokens, skipped, project FROM recall_log"
+            " WHERE session_id = ? ORDER BY created_at, id LIMIT ?", (session_id, SESSION_ROWS_MAX)).fetchall()
         items: dict[str, list[dict[str, Any]]] = {}
         for qid, mid, kind, used, content, source in conn.execute(
                 "SELECT i.query_id, i.memory_id, i.kind, i.used_at IS NOT NULL, coalesce(m.content, ''),"
@@ -82,7 +82,8 @@ class SessionReads:
             items.setdefault(qid, []).append({"memory_id": int(mid), "kind": kind, "used": bool(used),
                                               "content": content, "source": source})
         return [{"query_id": q, "created_at": at, "served_by": by, "block": block, "tokens": int(tokens),
-                 "skipped": skipped, "items": items.get(q, [])} for q, at, by, block, tokens, skipped in logs]
+                 "skipped": skipped, "project": project or "", "items": items.get(q, [])}
+                for q, at, by, block, tokens, skipped, project in logs]
 
     def sessions(self, project: str | None, limit: int) -> list[dict[str, Any]]:
         """Sessions that stored something or were given a block by a hook, newest activity first (of ``project``
