@@ -10,6 +10,8 @@ from pathlib import Path
 
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 
+from memcue.adapters import claude_code
+from memcue.adapters.base import SESSION_START
 from memcue.core.blocks import MEMORY_LINE_START
 from memcue.sidecar.inject.brief import TITLE_CHARS, title, was_cut
 from memcue.sidecar.inject.titles import SESSION_WHOLE, titled
@@ -111,7 +113,8 @@ def test_the_session_block_of_a_long_project_shows_older_memories_as_titles(tmp_
         assert f"fires when it stays over {100 + i} jobs" not in block
         prompt = context_of(run_hook(prompt_payload(f"how many workers does the {NAMES[i]} queue get now?", project,
                                                     session_id="titles-1"), env=env))
-        listed = sc.client.session_context(project=project, session_id="titles-2")  # `session-context --json`
+        listed = sc.client.session_context(project=project, session_id="titles-2",  # `session-context --json`
+                                           max_tokens=claude_code.budget(SESSION_START).max_tokens)  # the hook's
     finally:
         sc.stop()
     assert f"fires when it stays over {100 + i} jobs" in prompt, prompt

@@ -49,8 +49,8 @@ class Block:
 _KIND = re.compile(KIND_PATTERN)
 #: The kind a capture signal's memory is written as, by its stored ``source``: a landed commit and a fix a commit
 #: confirmed are changes, a test that went from failing to passing a note. A line whose source says its kind leaves
-#: ``kind`` out (``source="signal:commit-landed"`` already says it): about 4 tokens (o200k) a line, most of a title's
-#: line more room in a session-start block that is half such lines.
+#: ``kind`` out (``source="signal:commit-landed"`` already says it): about 4 tokens (o200k) a line, so a
+#: session-start block that is half such lines has room for two or three more titles.
 _KIND_OF_SOURCE = {f"capture:{COMMIT_SIGNAL}": "change", f"capture:{EPISODE_COMMITTED_SIGNAL}": "change",
                    f"capture:{TEST_SIGNAL}": "note"}
 #: Who wrote a memory, by the start of its stored ``source`` (DESIGN.md section 8); others show as ``other``.

@@ -439,13 +439,13 @@ class HookService:
             answer = backend.recall(RecallRequest(query=name.replace("-", " ").replace("_", " "), project=project,
                                                   limit=5))
             named = [r for r in answer["results"] if r["tier"] == "supported"]
-        older = recent[SESSION_WHOLE:]
-        in_git = [kept_by_git(row.get("source", ""), str(row.get("kind", ""))) for row in older]
-        written = [row for row, kept in zip(older, in_git, strict=True) if not kept]
+        written: list[dict[str, Any]] = []
+        from_git: list[dict[str, Any]] = []
+        for row in recent[SESSION_WHOLE:]:
+            (from_git if kept_by_git(row.get("source", ""), str(row.get("kind", ""))) else written).append(row)
         offered: list[dict[str, Any]] = []
         ids: set[int] = set()
-        for row in [*head, *recent[:SESSION_WHOLE], *named, *written,
-                    *(row for row, kept in zip(older, in_git, strict=True) if kept)]:
+        for row in [*head, *recent[:SESSION_WHOLE], *named, *written, *from_git]:
             mid = row.get("id", row.get("memory_id"))
             if mid not in ids:
                 ids.add(mid)
