@@ -227,6 +227,7 @@ def test_recall_says_what_a_small_token_budget_cut_and_nothing_it_did_not(home: 
         small = _cli(home, tmp_path, "recall", "billing postgres port 5433", "--max-tokens", "5")
         assert small.returncode == 0, small.stderr
         assert "(to fit 5 tokens: 1 result left out)" in small.stdout, small.stdout
+        assert "--all-projects" not in small.stdout, "it found one; the budget left it out"
         roomy = _cli(home, tmp_path, "recall", "billing postgres port 5433", "--max-tokens", "400")
         assert "5433" in roomy.stdout and "to fit" not in roomy.stdout, roomy.stdout
     finally:

@@ -92,7 +92,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         client.ensure_running()
         answer = client.recall(args.query, **fields)
     text = format_recall(answer, show_weak=args.show_weak)
-    if not answer["results"] and project is not None:
+    if not answer["results"] and project is not None and not (answer.get("layers") or {}).get("left_out"):
         text += f"\n(searched project {project or '(global)'}; --all-projects searches every project)"
     if not answer["results"] and (args.kind or args.tags):
         wanted = [*([f"kind {args.kind}"] if args.kind else []), *(f"tag {t}" for t in args.tags)]
