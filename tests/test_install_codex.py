@@ -16,10 +16,16 @@ EXISTING = ('{\n  "hooks": {\n    "Stop": [{"hooks": [{"type": "command", "comma
             '\n  }\n}\n')
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _without_codex() -> str:
+    """The PATH with no folder that holds a ``codex`` program: the test then means the same on a shell with one."""
+    folders = os.environ.get("PATH", "").split(os.pathsep)
+    return os.pathsep.join(d for d in folders if shutil.which("codex", path=d) is None)
+
+
+def _cli(tmp_path: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(tmp_path),  # never the real home
            "CODEX_HOME": str(tmp_path / "codex"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
-           "MEMCUE_HOME": str(tmp_path / "home")}
+           "MEMCUE_HOME": str(tmp_path / "home"), **({"PATH": path} if path is not None else {})}
     return subprocess.run([sys.executable, "-m", "memcue", *args], env=env, capture_output=True, text=True,
                           timeout=60)
 
@@ -47,7 +53,7 @@ def test_install_codex_merges_says_trust_and_uninstalls_byte_identical(tmp_path:
     assert [g.get("matcher") for g in data["hooks"]["PreToolUse"]] == [None]
     before = path.read_bytes()
     assert _cli(tmp_path, "install", "codex").returncode == 0 and path.read_bytes() == before
-    doctor = _cli(tmp_path, "doctor", "--json")
+    doctor = _cli(tmp_path, "doctor", "--json", path=_without_codex())
     found = {f["area"]: f for f in json.loads(doctor.stdout)["data"]["findings"]}
     assert found["codex"]["status"] == "warn" and "trust not checked" in found["codex"]["message"]
     assert _cli(tmp_path, "uninstall", "codex").returncode == 0
