@@ -121,7 +121,7 @@ def test_commits_of_the_session_are_promoted_once_and_recalled_later(keyword_sid
 
     context = context_of(run_hook(prompt_payload("why did the invoice CSV export run out of memory?", str(repo),
                                                  session_id=OTHER_SESSION)))
-    assert "csv.writer" in context and 'kind="change"' in context, context
+    assert "csv.writer" in context and 'source="signal:commit-landed"' in context, context
 
 
 def test_a_commit_names_the_tests_it_adds_so_recalling_the_fix_recalls_its_test(keyword_sidecar: Sidecar,

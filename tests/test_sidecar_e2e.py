@@ -19,8 +19,9 @@ import pytest
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar
 from hookutil import hook_env, kill_spawned_sidecars, sidecar_pids
 
+from memcue.adapters import claude_code
+from memcue.adapters.base import SESSION_START
 from memcue.core.blocks import PROMPT_HEADER, SESSION_HEADER, STANDING_NOTE
-from memcue.core.limits import SESSION_BLOCK_TOKENS
 from memcue.sidecar.runtime.tokenizer import TokenCounter
 from memcue.sidecar.store import Store
 
@@ -190,12 +191,12 @@ def test_C07_session_start_block_under_default_budget(c07, tokens: TokenCounter)
     sidecar, project, stored = c07
     payload = {"session_id": "s7", "transcript_path": "", "cwd": project, "hook_event_name": "SessionStart",
                "source": "startup"}
-    proc = run_hook(payload, "session-start", env=hook_env(sidecar.root))  # default 2,200-token budget
+    proc = run_hook(payload, "session-start", env=hook_env(sidecar.root))  # Claude Code's default budget
     assert proc.returncode == 0 and proc.stderr == b""
     block = context_of(proc)
     assert block, proc.stdout
     assert len(block) <= 9500
-    assert 1500 < tokens.count(block) <= SESSION_BLOCK_TOKENS
+    assert 1500 < tokens.count(block) <= claude_code.budget(SESSION_START).max_tokens
     note, memories = block.split("\n\n", 1)  # memcue's standing note first, then the memories within the budget
     assert note == STANDING_NOTE
     kept, left_out = _check_block(memories, SESSION_HEADER, stored)
