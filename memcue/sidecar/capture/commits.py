@@ -57,6 +57,8 @@ log = logging.getLogger("memcue.capture")
 
 #: The signal name of candidates made from commits, and the reason recorded on the memories they become.
 SIGNAL = "commit-landed"
+#: The kind of the memories it writes: what the code did.
+KIND = "change"
 COMMIT_LANDED = "commit-landed"
 #: Spooled kinds that close a turn or a session: a Stop's answer (``response``, or ``episode``) and SessionEnd's
 #: ``event``.
@@ -213,7 +215,7 @@ class CommitSignal:
             log.exception("what the commits of session %s confirm was not read", session_id)
 
     def _hold(self, commits: list[Commit], project: str, session_id: str, harness: str, branch: str) -> int:
-        news = [NewCandidate(content=commit_text(c), signal=SIGNAL, kind="change", project=project,
+        news = [NewCandidate(content=commit_text(c), signal=SIGNAL, kind=KIND, project=project,
                              session_id=session_id, harness=harness, turn=f"commit:{c.sha}",
                              evidence={"sha": c.sha, "branch": branch, "files": list(c.files[:FILES_SHOWN]),
                                        "files_changed": len(c.files), "tests": list(c.tests),

@@ -30,6 +30,8 @@ log = logging.getLogger("memcue.capture")
 
 #: The signal name of a test or build that failed and then passed, and the promotion reason it carries.
 SIGNAL = "test-passed"
+#: The kind of the memories it writes.
+KIND = "note"
 TEST_PASSED = "test-passed"
 #: Commands that run tests or builds, by name: a command is one when any of its ``&&``/``;``/``|`` parts
 #: starts (after ``env VAR=x``, ``uv run``, ``poetry run``, ``python -m``, ``npx`` and the like) with one.
@@ -194,7 +196,7 @@ class TestRuns:
         commands = list(dict.fromkeys(state["commands"][commands_at:]))
         new = NewCandidate(content=transition_text(command, failure.get("key_line", ""), files, commands),
                            signal=SIGNAL,
-                           kind="note", project=str(rec.get("project") or ""), session_id=str(rec["session_id"]),
+                           kind=KIND, project=str(rec.get("project") or ""), session_id=str(rec["session_id"]),
                            harness=harness, turn=str(rec.get("spool_id") or rec.get("turn") or command),
                            evidence={"command": command, "key_line": failure.get("key_line", ""), "files": files,
                                      "commands": commands,

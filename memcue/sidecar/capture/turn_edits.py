@@ -39,6 +39,8 @@ log = logging.getLogger("memcue.capture")
 
 #: The signal name of an episode confirmed by a commit, and the promotion reason it carries.
 SIGNAL = "episode-committed"
+#: The kind of the memories it writes: a fix the code now holds.
+KIND = "change"
 EPISODE_COMMITTED = "episode-committed"
 #: Most edit events kept per session, most file names kept per event, and how long an event is kept (s): work
 #: left uncommitted for half a day is not the next commit's.
@@ -173,7 +175,7 @@ class TurnEdits:
         embed_text = (episode.get("metadata") or {}).get("embed_text")
         if isinstance(embed_text, str) and embed_text.strip():
             evidence["embed_text"] = embed_text
-        new = NewCandidate(content=landed_text(episode["content"], sha), signal=SIGNAL, kind="change",
+        new = NewCandidate(content=landed_text(episode["content"], sha), signal=SIGNAL, kind=KIND,
                            project=project or episode["project"], session_id=session_id, harness=harness,
                            turn=f"episode:{episode['id']}", evidence=evidence)
         got = self._store.add_candidates([new])[0]

@@ -26,9 +26,7 @@ from memcue.core.blocks import (
     MEMORY_TAG,
     left_out_line,
 )
-from memcue.sidecar.capture.commits import SIGNAL as COMMIT_SIGNAL
-from memcue.sidecar.capture.test_runs import SIGNAL as TEST_SIGNAL
-from memcue.sidecar.capture.turn_edits import SIGNAL as EPISODE_COMMITTED_SIGNAL
+from memcue.sidecar.capture import commits, test_runs, turn_edits
 from memcue.sidecar.store import KIND_PATTERN, instruction_like
 
 
@@ -47,12 +45,11 @@ class Block:
 #: A kind shown as is (``store.KIND_PATTERN``); anything else (a row written before kinds were checked) shows as
 #: ``note``.
 _KIND = re.compile(KIND_PATTERN)
-#: The kind a capture signal's memory is written as, by its stored ``source``: a landed commit and a fix a commit
-#: confirmed are changes, a test that went from failing to passing a note. A line whose source says its kind leaves
-#: ``kind`` out (``source="signal:commit-landed"`` already says it): about 4 tokens (o200k) a line, so a
-#: session-start block that is half such lines has room for two or three more titles.
-_KIND_OF_SOURCE = {f"capture:{COMMIT_SIGNAL}": "change", f"capture:{EPISODE_COMMITTED_SIGNAL}": "change",
-                   f"capture:{TEST_SIGNAL}": "note"}
+#: The kind a capture signal's memory is written as (each signal's ``KIND``), by its stored ``source``: a landed
+#: commit and a fix a commit confirmed are changes, a test that went from failing to passing a note. A line whose
+#: source says its kind leaves ``kind`` out (``source="signal:commit-landed"`` already says it): about 4 tokens
+#: (o200k) a line, so a session-start block that is half such lines has room for two or three more titles.
+_KIND_OF_SOURCE = {f"capture:{signal.SIGNAL}": signal.KIND for signal in (commits, test_runs, turn_edits)}
 #: Who wrote a memory, by the start of its stored ``source`` (DESIGN.md section 8); others show as ``other``.
 _PROVENANCE = (("cli", "user"), ("viewer", "user"), ("mcp", "agent"), ("hook:", "captured"), ("capture:", "signal:"),
                ("import", "import"), ("update", "update"), ("api", "api"), ("demo", "demo"))
