@@ -162,6 +162,7 @@ def test_a_dry_run_says_what_the_install_then_does_for_another_data_dir(tmp_path
     nothing is to be done."""
     assert _cli(tmp_path, "install", "codex").returncode == 0
     config = (tmp_path / "codex" / "config.toml").read_text()
+    assert config.startswith("[mcp_servers.memcue]\n"), "a config.toml memcue creates does not open blank"
     assert _cli(tmp_path, "install", "codex", "--dry-run").stdout.endswith(
         "codex: MCP server: 'memcue' already registered; nothing to do\n")
     env = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "codex"),
@@ -265,3 +266,31 @@ def test_one_data_dir_serves_one_codex_config_folder(tmp_path: Path) -> None:
     assert cli("codex", "uninstall", "codex").returncode == 0
     assert (tmp_path / "codex" / "config.toml").read_text() == original
     assert cli("codex-b", "install", "codex").returncode == 0, "the data dir is free again"
+
+
+def test_an_uninstall_under_another_data_dir_says_what_it_leaves_and_the_first_takes_the_rest(tmp_path: Path) -> None:
+    """Codex wired under one data dir, uninstalled under another: the hooks come out (they are memcue's whichever
+    data dir wrote them), the MCP table the first data dir registered stays, and the answer names that data dir and
+    the command that takes it off; its dry run says so first. That command then leaves nothing: the config.toml and
+    the hooks.json memcue created both go."""
+    assert _cli(tmp_path, "install", "codex").returncode == 0
+    codex = tmp_path / "codex"
+    env = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": str(codex), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "MEMCUE_HOME": str(tmp_path / "other"), "PATH": "/usr/bin:/bin"}
+
+    def other(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "memcue", "uninstall", "codex", *args], env=env,
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+    told = f"the data dir {tmp_path / 'home'} registered it; `MEMCUE_HOME={tmp_path / 'home'} memcue uninstall codex`"
+    preview = other("--dry-run").stdout
+    assert told in preview and "would remove MCP server" not in preview, preview
+    assert "would remove MCP server 'memcue' (registered by this data dir)" in _cli(
+        tmp_path, "uninstall", "codex", "--dry-run").stdout
+    run = other()
+    assert run.returncode == 0 and f"MCP server 'memcue' left in place: {told}" in run.stdout, run.stdout
+    assert json.loads((codex / "hooks.json").read_text()) == {}
+    assert "[mcp_servers.memcue]" in (codex / "config.toml").read_text()
+    mine = _cli(tmp_path, "uninstall", "codex")
+    assert mine.returncode == 0 and "MCP server 'memcue' removed" in mine.stdout, mine.stdout
+    assert not (codex / "hooks.json").exists() and not (codex / "config.toml").exists()

@@ -122,7 +122,7 @@ def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_di
     elif action == "install":
         report["mcp_registered"] = False
     elif args.project is None or not load_record(state_dir, harness):
-        report["mcp"] = mcp_servers.unregister(harness, state_dir)
+        report["mcp"] = mcp_servers.unregister(harness, state_dir) or mcp_servers.left_elsewhere(harness, state_dir)
 
 
 def _run(args: argparse.Namespace, action: str) -> int:
@@ -182,6 +182,23 @@ def _placement_warning() -> str:
     return placement.install_warning()
 
 
+def _unregister_preview(harness: str, args: argparse.Namespace) -> str:
+    """What an uninstall would do beyond the config file's diff (nothing run): memcue's MCP server and, for Codex,
+    the trust an earlier ``--trust`` wrote into ``config.toml``; lines joined with "; ", "" for nothing."""
+    from memcue.core.paths import locations
+    from memcue.install import codex_trust, mcp_servers
+    from memcue.install.edits.files import load_record
+
+    root = locations().root
+    said = []
+    if args.project is None or not load_record(root, harness):
+        said.append(mcp_servers.unregister_preview(harness, root))
+    if harness == "codex" and load_record(root, codex_trust.RECORD):
+        said.append("would take back the trust of memcue's hooks that `memcue install codex --trust` wrote into "
+                    "Codex's config.toml")
+    return "; ".join(s for s in said if s)
+
+
 def _said(r: dict[str, Any], action: str, args: argparse.Namespace) -> str:
     """What ``memcue install|uninstall`` tells people about one harness's report (lines ending in newlines,
     but a dry run's diff as it is)."""
@@ -190,6 +207,8 @@ def _said(r: dict[str, Any], action: str, args: argparse.Namespace) -> str:
         out = r["diff"] or f"{r['path']}: no change\n"
         if action == "install" and _mcp_wanted(r["harness"], args) and (preview := _mcp_preview(r["harness"])):
             out += f"{r['harness']}: MCP server: {preview}\n"
+        if action == "uninstall" and (preview := _unregister_preview(r["harness"], args)):
+            out += f"{r['harness']}: {preview}\n"
         if getattr(args, "trust", False):
             out += f"{r['harness']}: --trust is not part of this preview (it is applied when you run the install)\n"
     elif not r["changed"] and action == "uninstall" and not Path(r["path"]).exists():

@@ -258,7 +258,10 @@ def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: 
         settings, style = mod.parse(old, path)
         kept, _ = mod.parse(old, path)
         kept = mod.uninstall(kept, path, record.get("state") or {})
-        if kept != settings:
+        created = record.get("path") == str(path) and record.get("existed") is False
+        if not kept and created:
+            new = None  # memcue created the file and nothing else was ever put in it: it goes, as it came
+        elif kept != settings:
             new = mod.dump(kept, style)
     config_changed = new != old
     report.update(changed=config_changed or bool(gone), deleted=config_changed and new is None,

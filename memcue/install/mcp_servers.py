@@ -29,8 +29,8 @@ SERVER = "memcue"
 #: Seconds a harness CLI call may take.
 CLI_TIMEOUT_S = 60.0
 
-__all__ = ["SERVER", "ProgramMissing", "cli_add", "cli_remove", "is_ours", "program", "record_name", "register",
-           "registered", "run", "server_command", "unregister"]
+__all__ = ["SERVER", "ProgramMissing", "cli_add", "cli_remove", "is_ours", "left_elsewhere", "program", "record_name",
+           "register", "registered", "run", "server_command", "unregister", "unregister_preview"]
 
 
 def server_command(python: str | None = None) -> list[str]:
@@ -144,6 +144,33 @@ def unregister(harness: str, state_dir: Path) -> str:
     done = installer(harness).mcp_remove(state_dir) if is_ours(registered(harness)) else ""
     drop_record(state_dir, record_name(harness))
     return done
+
+
+def left_elsewhere(harness: str, state_dir: Path) -> str:
+    """What an uninstall leaves of memcue's MCP server that another data dir registered: a note naming that data
+    dir and how to take the entry off, or "" (no entry of memcue's, one of this data dir ``state_dir``'s, or a file
+    that cannot be read)."""
+    try:
+        entry = registered(harness)
+    except InstallError:
+        return ""
+    home = ((entry or {}).get("env") or {}).get("MEMCUE_HOME")
+    if not is_ours(entry) or not home or home == str(state_dir):
+        return ""
+    return (f"MCP server '{SERVER}' left in place: the data dir {home} registered it; `MEMCUE_HOME={home} memcue "
+            f"uninstall {harness}` takes it off")
+
+
+def unregister_preview(harness: str, state_dir: Path) -> str:
+    """What ``unregister`` would do, for an uninstall's dry run (nothing is run or written), or ``left_elsewhere``'s
+    note; "" when there is nothing to say."""
+    if not load_record(state_dir, record_name(harness)):
+        return left_elsewhere(harness, state_dir)
+    try:
+        ours = is_ours(registered(harness))
+    except InstallError as exc:
+        return f"cannot tell what would be done: {exc}"
+    return f"would remove MCP server '{SERVER}' (registered by this data dir)" if ours else ""
 
 
 def cli_add(harness: str, state_dir: Path, argv: list[str], home: Path, replace: bool) -> str:

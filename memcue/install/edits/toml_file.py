@@ -28,11 +28,11 @@ def read(path: Path) -> dict[str, Any]:
 
 def append(path: Path, block: bytes, what: str) -> tuple[bytes, bytes, bool]:
     """Append ``block`` (TOML text starting with a newline) to ``path``, after a newline when the file lacks a
-    final one; returns ``(bytes appended, the file's new bytes, whether the file existed with content)``.
-    Raises ``InstallError`` (nothing written) when the result would not parse; ``what`` names the block in
-    that message."""
+    final one; to an empty or missing file without its leading newline (the file does not open blank). Returns
+    ``(bytes appended, the file's new bytes, whether the file existed with content)``. Raises ``InstallError``
+    (nothing written) when the result would not parse; ``what`` names the block in that message."""
     old = read_bytes(path) or b""
-    added = (b"" if not old or old.endswith(b"\n") else b"\n") + block
+    added = block.lstrip(b"\n") if not old else (b"" if old.endswith(b"\n") else b"\n") + block
     new = old + added
     try:
         tomllib.loads(new.decode("utf-8"))
