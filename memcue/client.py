@@ -261,19 +261,19 @@ class Client:
         "signal", "evidence", "created_at", "expires_at", "state", "memory_id", "reason", "decided_at"}``."""
         return self._call("POST", "/candidates", json=fields)
 
-    def accept_candidate(self, candidate_id: int, content: str | None = None) -> dict[str, Any]:
+    def accept_candidate(self, candidate_id: int, content: str | None = None, **fields: Any) -> dict[str, Any]:
         """``POST /candidates/accept``: write pending candidate ``candidate_id`` as a memory (``content``: edited
-        text) and return the candidate (``memory_id`` set). Raises ``ClientError`` (unknown id, decided
-        already)."""
-        body: dict[str, Any] = {"id": candidate_id}
+        text) and return the candidate (``memory_id`` set). ``fields``: ``reason``, ``by_agent`` (an agent decides:
+        refused for a candidate held for a person). Raises ``ClientError`` (unknown id, decided already, held)."""
+        body: dict[str, Any] = {"id": candidate_id, **fields}
         if content is not None:
             body["content"] = content
         return self._call("POST", "/candidates/accept", json=body)
 
-    def reject_candidate(self, candidate_id: int) -> dict[str, Any]:
+    def reject_candidate(self, candidate_id: int, **fields: Any) -> dict[str, Any]:
         """``POST /candidates/reject``: turn down pending candidate ``candidate_id``; returns the candidate.
-        Raises ``ClientError`` (unknown id, decided already)."""
-        return self._call("POST", "/candidates/reject", json={"id": candidate_id})
+        ``fields`` as for ``accept_candidate``. Raises ``ClientError`` (unknown id, decided already, held)."""
+        return self._call("POST", "/candidates/reject", json={"id": candidate_id, **fields})
 
     def receipt(self, session_id: str | None = None, project: str | None = None) -> dict[str, Any]:
         """``POST /receipt``: the receipt of ``session_id`` (without one: ``project``'s latest session, every

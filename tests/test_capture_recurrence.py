@@ -18,7 +18,7 @@ from typing import Any
 
 from conftest import Sidecar, prompt_payload, run_hook, start_sidecar, wait_until
 
-from memcue.sidecar.capture.recurrence import MARK_KEY, RECURRED, RECURRING_SIGNALS
+from memcue.sidecar.capture.recurrence import AGENT_SAVED, MARK_KEY, RECURRED, RECURRING_SIGNALS
 from memcue.sidecar.store import NewCandidate, Store
 
 SESSION_A = "a1111111-1111-4111-8111-111111111111"
@@ -120,6 +120,25 @@ def test_a_candidate_matching_a_memory_of_another_session_reinforces_it(sidecar:
     assert _memory(sidecar, memory_id)["seen_count"] == 2  # reinforced, not stored twice
     decisions = sidecar.client.list_recent(all_projects=True, kind="decision")["results"]
     assert [m["memory_id"] for m in decisions] == [memory_id]
+
+
+def test_a_candidate_the_agent_saved_in_its_own_session_is_promoted_as_agent_saved(sidecar: Sidecar) -> None:
+    """Issue 14 part 3, "the agent saved it": the agent's MCP ``remember`` of a fact confirms the distilled
+    candidate of it, in the same session too, and reinforces the agent's memory rather than adding a row; the same
+    fact written in that session by another route (the CLI's source) confirms nothing."""
+    _wait_model(sidecar)
+    saved = sidecar.client.remember("Invoice PDFs are rendered by the render_invoice worker", kind="note",
+                                    project=PROJECT, session_id=SESSION_A, source="mcp")["id"]
+    by_cli = sidecar.client.remember("Receipts are mailed by the send_receipt worker", kind="note", project=PROJECT,
+                                     session_id=SESSION_A, source="cli")["id"]
+    sidecar.client.wait_idle(120)
+    confirmed = _hold(sidecar, FACT_AGAIN, SESSION_A)
+    unconfirmed = _hold(sidecar, "Receipts get mailed by the send_receipt worker.", SESSION_A)
+    _settle(sidecar)
+    assert _states(sidecar, confirmed, unconfirmed) == [("promoted", AGENT_SAVED), ("pending", "")]
+    row = next(c for c in sidecar.client.candidates(state="promoted")["results"] if c["id"] == confirmed)
+    assert row["memory_id"] == saved and _memory(sidecar, saved)["seen_count"] == 2
+    assert _memory(sidecar, by_cli)["seen_count"] == 1
 
 
 def test_the_same_session_twice_stays_pending(home: Path) -> None:

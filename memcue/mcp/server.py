@@ -278,11 +278,12 @@ class Tools:
         project: Annotated[str | None, Field(description=PROJECT + "; \"*\" lists every project")] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="candidates at most")] = 20,
     ) -> dict[str, Any]:
-        """Capture candidates: statements noticed in the user's prompts (and later other signals) that are not
-        memories. A statement the user typed is promoted at once; one held as injection-like (also your own
-        `remember`/`update_memory` held that way) waits for the user's review (`memcue review`). Read-only on
-        purpose: only the user accepts or rejects a candidate, so text an agent or a paste wrote can never
-        promote itself. Content cut at 120 characters."""
+        """Capture candidates: facts noticed in the user's prompts, a session's transcript (when the user turned on
+        distillation) or held writes, that are not memories yet. A statement the user typed is promoted at once;
+        a distilled one waits for a confirmation (`review_candidate` on the user's word, the same fact saved with
+        `remember`, or it coming back in another session); one held as injection-like (also your own
+        `remember`/`update_memory` held that way) waits for the user's own review (`memcue review`). Content cut at
+        120 characters."""
         scope = recall_project(project)
         fields: dict[str, Any] = {"limit": limit, **({"state": state} if state else {}),
                                   **({"project": scope} if scope is not None else {})}
@@ -294,9 +295,31 @@ class Tools:
 
         return self.backend.call(run)
 
+    def review_candidate(
+        self,
+        candidate_id: Annotated[int, Field(description="the candidate (from list_candidates)")],
+        decision: Annotated[Literal["accept", "reject"], Field(description="accept: store it as a memory; "
+                                                                          "reject: turn it down")],
+        content: Annotated[str | None, Field(description="accept: the text corrected as the user wants it "
+                                                         "(default: the candidate's)")] = None,
+    ) -> dict[str, Any]:
+        """Decide a pending capture candidate when the user tells you to (\"yes, keep that\", \"no, that was only
+        a guess\"), as `memcue review` does: accept stores it (with your correction in `content`), reject turns it
+        down. Candidates held because their text reads like instructions to a model are refused here, and so is an
+        edit that reads that way: only the user decides those (`memcue review`)."""
+
+        def run(client: Any) -> dict[str, Any]:
+            if decision == "accept":
+                out = client.accept_candidate(candidate_id, content, by_agent=True)
+            else:
+                out = client.reject_candidate(candidate_id, by_agent=True)
+            return {"success": True, **out, "content": cut(out.get("content") or "")}
+
+        return self.backend.call(run)
+
     def all(self) -> list[Callable[..., dict[str, Any]]]:
         return [self.recall, self.search, self.fetch, self.list_recent, self.remember, self.update_memory,
-                self.forget, self.expand, self.session_init, self.list_candidates]
+                self.forget, self.expand, self.session_init, self.list_candidates, self.review_candidate]
 
 
 def build_server(backend: Backend | None = None) -> Any:

@@ -462,18 +462,21 @@ class CandidatesOut(BaseModel):
 
 class CandidateAcceptIn(BaseModel):
     """``POST /candidates/accept``: promote candidate ``id`` (pending only) into a memory, with ``content`` as
-    edited by the reviewer when given (at most ``MAX_CONTENT_CHARS``)."""
+    edited by the reviewer when given (at most ``MAX_CONTENT_CHARS``); ``by_agent``: an agent decides it (MCP), not
+    allowed for a candidate held for a person's review (403)."""
 
     id: RowId
     content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
     reason: str = Field(default="reviewed", max_length=200)
+    by_agent: bool = False
 
 
 class CandidateRejectIn(BaseModel):
-    """``POST /candidates/reject``: turn down candidate ``id`` (pending only)."""
+    """``POST /candidates/reject``: turn down candidate ``id`` (pending only); ``by_agent`` as for accept."""
 
     id: RowId
     reason: str = Field(default="rejected in review", max_length=200)
+    by_agent: bool = False
 
 
 class ReceiptIn(BaseModel):

@@ -60,7 +60,7 @@ from memcue.sidecar.api_models import (
     UpdateIn,
     unix_seconds,
 )
-from memcue.sidecar.capture import CandidateDecided, CandidateNotFound
+from memcue.sidecar.capture import CandidateDecided, CandidateHeld, CandidateNotFound
 from memcue.sidecar.failures import LogFailures, validation_failed
 from memcue.sidecar.recall import FULL_CHANNELS, KEYWORD_CHANNELS, Filters, RecallRequest
 from memcue.sidecar.receipt import SessionNotFound
@@ -260,7 +260,7 @@ def _hooks(app: FastAPI, service: MemoryService) -> None:
 
 def _review(app: FastAPI, service: MemoryService) -> None:
     """``/candidates`` (list), ``/candidates/accept`` and ``/candidates/reject``: review of capture candidates.
-    An unknown id is 404, a candidate decided already 409."""
+    An unknown id is 404, a candidate decided already 409, one an agent may not decide (``by_agent``) 403."""
 
     @app.post("/candidates", response_model=CandidatesOut)
     async def candidates(body: CandidatesIn) -> dict:
@@ -270,16 +270,21 @@ def _review(app: FastAPI, service: MemoryService) -> None:
     @app.post("/candidates/accept", response_model=CandidateOut)
     async def accept(body: CandidateAcceptIn) -> dict:
         try:
-            return await service.accept_candidate(body.id, content=body.content, reason=body.reason)
+            return await service.accept_candidate(body.id, content=body.content, reason=body.reason,
+                                                  by_agent=body.by_agent)
         except CandidateNotFound as exc:
             raise HTTPException(404, str(exc)) from None
+        except CandidateHeld as exc:
+            raise HTTPException(403, str(exc)) from None
 
     @app.post("/candidates/reject", response_model=CandidateOut)
     async def reject(body: CandidateRejectIn) -> dict:
         try:
-            return await service.reject_candidate(body.id, reason=body.reason)
+            return await service.reject_candidate(body.id, reason=body.reason, by_agent=body.by_agent)
         except CandidateNotFound as exc:
             raise HTTPException(404, str(exc)) from None
+        except CandidateHeld as exc:
+            raise HTTPException(403, str(exc)) from None
 
 
 def _receipts(app: FastAPI, service: MemoryService) -> None:

@@ -42,6 +42,7 @@ from memcue.sidecar.capture import (
     with_turn_requests,
 )
 from memcue.sidecar.capture.distiller import Distiller
+from memcue.sidecar.capture.gate import AGENT_REJECTED, AGENT_SAVED
 from memcue.sidecar.capture.native import SOURCES, NativeSync
 from memcue.sidecar.capture.native.sync import START_PROJECTS
 from memcue.sidecar.dedup import NearCheck, block_repeats, find_near_duplicate, near_duplicates
@@ -142,7 +143,7 @@ class MemoryService:
                                   delay_s=settings.reindex_delay_s)
         self._worker.reindex_step = self._reindex.step
         self._recurrence = Recurrence(self._store, self._candidates, self._embedder, near_memory=self._near_memory,
-                                      near_texts=near_duplicates,
+                                      near_texts=near_duplicates, saved_by_agent=is_agent,
                                       step_aside=lambda: self._gate.wait_quiet(STEP_ASIDE_MAX_S, QUIET_GAP_S))
         store = self._store
         # The answer cache's key: any write (generation), a new vector or a superseded row (journal), a rebind.
@@ -513,16 +514,28 @@ class MemoryService:
 
         return await anyio.to_thread.run_sync(run, limiter=self._limiter)
 
-    async def accept_candidate(self, candidate_id: int, *, content: str | None, reason: str) -> dict[str, Any]:
+    async def accept_candidate(self, candidate_id: int, *, content: str | None, reason: str,
+                               by_agent: bool = False) -> dict[str, Any]:
         """Promote a pending candidate through the gate (``Gate.promote``; ``content``: the reviewer's edit) and
-        return its row. Raises ``CandidateNotFound``, ``CandidateDecided``, ``ValueError``."""
-        return await anyio.to_thread.run_sync(lambda: self._candidates.promote(candidate_id, reason, content=content),
-                                              limiter=self._limiter)
+        return its row. ``by_agent``: an agent decides it (MCP), which the gate allows only for a candidate not
+        held for a person (``Gate.check_agent_may_decide``), with reason ``AGENT_SAVED`` (``reason`` is a
+        person's). Raises ``CandidateNotFound``, ``CandidateDecided``, ``CandidateHeld``, ``ValueError``."""
+        def run() -> dict[str, Any]:
+            if by_agent:
+                self._candidates.check_agent_may_decide(candidate_id, content)
+            return self._candidates.promote(candidate_id, AGENT_SAVED if by_agent else reason, content=content)
 
-    async def reject_candidate(self, candidate_id: int, *, reason: str) -> dict[str, Any]:
-        """Turn down a pending candidate (``Gate.reject``) and return its row. Raises ``CandidateNotFound``,
-        ``CandidateDecided``."""
-        return await anyio.to_thread.run_sync(self._candidates.reject, candidate_id, reason, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+
+    async def reject_candidate(self, candidate_id: int, *, reason: str, by_agent: bool = False) -> dict[str, Any]:
+        """Turn down a pending candidate (``Gate.reject``) and return its row (``by_agent`` as for
+        ``accept_candidate``). Raises ``CandidateNotFound``, ``CandidateDecided``, ``CandidateHeld``."""
+        def run() -> dict[str, Any]:
+            if by_agent:
+                self._candidates.check_agent_may_decide(candidate_id)
+            return self._candidates.reject(candidate_id, AGENT_REJECTED if by_agent else reason)
+
+        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
 
     # -- receipts ------------------------------------------------------------------------------
     async def receipt(self, session_id: str | None, project: str | None) -> dict[str, Any]:

@@ -11,7 +11,13 @@ asking a model ``capture.distill_runners``."""
 
 from memcue.sidecar.capture.commits import COMMIT_LANDED, CommitSignal
 from memcue.sidecar.capture.episodes import backfill_turn_prompts, with_turn_requests
-from memcue.sidecar.capture.gate import EXPIRE_EVERY_S, CandidateDecided, CandidateNotFound, Gate
+from memcue.sidecar.capture.gate import (
+    EXPIRE_EVERY_S,
+    CandidateDecided,
+    CandidateHeld,
+    CandidateNotFound,
+    Gate,
+)
 from memcue.sidecar.capture.prompts import SIGNAL, USER_STATEMENT, PromptStatements
 from memcue.sidecar.capture.recurrence import RECURRED, RECURRING_SIGNALS, Recurrence
 from memcue.sidecar.capture.spool import SpoolReader
@@ -20,6 +26,6 @@ from memcue.sidecar.capture.test_runs import TestRuns
 from memcue.sidecar.capture.turn_edits import EPISODE_COMMITTED, TurnEdits
 
 __all__ = ["COMMIT_LANDED", "EPISODE_COMMITTED", "EXPIRE_EVERY_S", "RECURRED", "RECURRING_SIGNALS", "SIGNAL",
-           "USER_STATEMENT", "CandidateDecided", "CandidateNotFound", "CommitSignal", "Gate", "PromptStatements",
-           "Recurrence", "SpoolReader", "Statement", "TestRuns", "TurnEdits", "backfill_turn_prompts",
-           "find_statements", "with_turn_requests"]
+           "USER_STATEMENT", "CandidateDecided", "CandidateHeld", "CandidateNotFound", "CommitSignal", "Gate",
+           "PromptStatements", "Recurrence", "SpoolReader", "Statement", "TestRuns", "TurnEdits",
+           "backfill_turn_prompts", "find_statements", "with_turn_requests"]

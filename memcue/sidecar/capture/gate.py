@@ -17,10 +17,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from memcue.sidecar.store import NewMemory, StoreProtocol, WriteResult
+from memcue.sidecar.store import NewMemory, StoreProtocol, WriteResult, instruction_like
 
 log = logging.getLogger("memcue.capture")
 
+#: The reason recorded on a candidate the agent confirmed: it saved the same fact (its MCP ``remember``,
+#: ``capture.recurrence``) or accepted the candidate through MCP on the user's word (issue 14 part 3: "the agent
+#: saved it"); and on one the agent turned down.
+AGENT_SAVED = "agent-saved"
+AGENT_REJECTED = "rejected by the agent"
 #: How often (s) ``expire_due`` looks for pending candidates past their time: they expire after 30 days, so a
 #: minute late is nothing, and the worker's step stays one clock read.
 EXPIRE_EVERY_S = 60.0
@@ -28,6 +33,11 @@ EXPIRE_EVERY_S = 60.0
 
 class CandidateNotFound(LookupError):
     """No candidate has the id asked for."""
+
+
+class CandidateHeld(PermissionError):
+    """An agent may not decide this candidate: it was held for a person's review (its text reads like
+    instructions to a model), or the agent's edit of it does."""
 
 
 class CandidateDecided(ValueError):
@@ -90,6 +100,21 @@ class Gate:
         except CandidateDecided:
             return False
         return True
+
+    def check_agent_may_decide(self, candidate_id: int, content: str | None = None) -> None:
+        """Raise ``CandidateHeld`` when an agent (through MCP) may not accept or reject pending candidate
+        ``candidate_id``: it was held for review (``evidence["held"]``: an agent's or a paste's injection-like text;
+        only a person decides those, so such text never promotes itself), or it reads like instructions, or the
+        agent's edit ``content`` does (``store.instruction_like``). Raises ``CandidateNotFound``,
+        ``CandidateDecided``."""
+        cand = self._pending(candidate_id)
+        held = (cand.get("evidence") or {}).get("held") or instruction_like(cand["content"])
+        if held:
+            raise CandidateHeld(f"candidate {candidate_id} waits for the user's review ({held}): only the user "
+                                "accepts or rejects it (`memcue review`)")
+        if content is not None and (edit := instruction_like(content)):
+            raise CandidateHeld(f"the edited text reads like instructions to a model ({edit}): only the user can "
+                                f"accept candidate {candidate_id} with it (`memcue review accept ID --content TEXT`)")
 
     def reject(self, candidate_id: int, reason: str) -> dict[str, Any]:
         """Turn down pending candidate ``candidate_id`` with ``reason``; returns its row. Raises

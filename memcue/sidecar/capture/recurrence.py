@@ -16,8 +16,10 @@ session S (a candidate without a session is never compared: it cannot show a sec
    later candidates are compared with it without embedding it again.
 2. A stored memory of C's project and kind that C near-duplicates (``dedup.find_near_duplicate``, the rule of
    ``/remember``) and that was stored in another session (or outside any: the CLI, an import): the fact came
-   back, so C is promoted with reason ``RECURRED``. The gate writes through the remember path, which reinforces
-   that memory (``seen_count`` + 1) instead of adding a row; C's row names the memory.
+   back, so C is promoted with reason ``RECURRED``. One the agent saved (``saved_by_agent``: its MCP
+   ``remember``), in C's own session too, confirms C with reason ``AGENT_SAVED`` (issue 14 part 3: "the agent
+   saved it"). The gate writes through the remember path, which reinforces that memory (``seen_count`` + 1)
+   instead of adding a row; C's row names the memory.
 3. Otherwise the eligible pending candidates of C's project and kind from other sessions with the same text (the
    digest) or a near-duplicate of it (``dedup.near_duplicates``: the same cosine and specifics rule) recurred
    with C: the oldest of them is promoted with reason ``RECURRED`` (its text becomes the memory) and the others,
@@ -36,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from memcue.sidecar.capture.gate import CandidateDecided, Gate
+from memcue.sidecar.capture.gate import AGENT_SAVED, CandidateDecided, Gate
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.store import NewMemory, StoreProtocol, instruction_like
 
@@ -66,17 +68,20 @@ NearTexts = Callable[[str, np.ndarray, Sequence[tuple[str, np.ndarray]]], list[t
 class Recurrence:
     """The recurrence rule over ``store`` and ``gate``. ``embedder`` (None: keyword-only, only the same text
     counts) embeds candidates; ``near_memory`` and ``near_texts`` are the near-duplicate rule of ``sidecar.dedup``
-    (passed in: capture does not import the sidecar's root modules); ``step_aside`` is called once before a run
-    that has work (to let running questions finish first)."""
+    (passed in: capture does not import the sidecar's root modules), and so is ``saved_by_agent`` (a memory's
+    ``source`` -> whether an agent wrote it, ``agent_writes.is_agent``); ``step_aside`` is called once before a
+    run that has work (to let running questions finish first)."""
 
     def __init__(self, store: StoreProtocol, gate: Gate, embedder: Embedder | None, *, near_memory: NearMemory,
-                 near_texts: NearTexts, step_aside: Callable[[], None] = lambda: None) -> None:
+                 near_texts: NearTexts, step_aside: Callable[[], None] = lambda: None,
+                 saved_by_agent: Callable[[str], bool] = lambda source: False) -> None:
         self._store = store
         self._gate = gate
         self._embedder = embedder
         self._near_memory = near_memory
         self._near_texts = near_texts
         self._step_aside = step_aside
+        self._saved_by_agent = saved_by_agent
         self._after: int | None = None
         self._peer_embeds = 0
 
@@ -116,9 +121,11 @@ class Recurrence:
             self._store.set_candidate_vectors([(cand["id"], _blob(vector))], self._model_id())
         if memory_id is not None:
             row = self._store.fetch([memory_id]).get(memory_id)
-            if row is not None and row["session_id"] != cand["session_id"]:
+            elsewhere = row is not None and row["session_id"] != cand["session_id"]
+            if row is not None and (elsewhere or self._saved_by_agent(str(row.get("source") or ""))):
                 return self._promote([cand], {"sessions": _distinct([row["session_id"], cand["session_id"]]),
-                                              "recurred_with_memory": memory_id})
+                                              "recurred_with_memory": memory_id},
+                                     reason=RECURRED if elsewhere else AGENT_SAVED)
         peers = [p for p in self._store.candidate_peers(cand["project"], cand["kind"], other_than=cand["session_id"],
                                                         signals=RECURRING_SIGNALS, digest=cand["content_sha1"],
                                                         limit=MAX_PEERS)
@@ -148,18 +155,18 @@ class Recurrence:
         self._store.set_candidate_vectors([(peer["id"], _blob(vector))], self._model_id())
         return vector
 
-    def _promote(self, group: list[dict[str, Any]], metadata: dict[str, Any]) -> int:
-        """Promote ``group[0]`` with reason ``RECURRED`` and ``metadata``, then mark the rest promoted into the same
-        memory; returns the candidates promoted (0 when the first was decided meanwhile, by a reviewer)."""
+    def _promote(self, group: list[dict[str, Any]], metadata: dict[str, Any], reason: str = RECURRED) -> int:
+        """Promote ``group[0]`` with ``reason`` and ``metadata``, then mark the rest promoted into the same memory;
+        returns the candidates promoted (0 when the first was decided meanwhile, by a reviewer)."""
         try:
-            first = self._gate.promote(group[0]["id"], RECURRED, metadata=metadata)
+            first = self._gate.promote(group[0]["id"], reason, metadata=metadata)
         except CandidateDecided:
             return 0
         count = 1
         for other in group[1:]:
-            count += self._store.decide_candidate(other["id"], "promoted", reason=RECURRED,
+            count += self._store.decide_candidate(other["id"], "promoted", reason=reason,
                                                   memory_id=first["memory_id"])
-        log.info("candidates %s recurred in sessions %s: memory %s", [c["id"] for c in group],
+        log.info("candidates %s promoted (%s; sessions %s): memory %s", [c["id"] for c in group], reason,
                  metadata["sessions"], first["memory_id"])
         return count
 
