@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from conftest import Sidecar, context_of, prompt_payload, run_hook, start_sidecar, wait_until
 
+from memcue.cli.receipt import render
 from memcue.sidecar.capture.commits import Commit, commit_text, parse_log
 
 SESSION = "3f1c8a2e-5b7d-4e21-9c0a-1d2e3f4a5b6c"
@@ -196,8 +197,11 @@ def test_no_usable_git_captures_nothing_and_says_why(keyword_sidecar: Sidecar, t
     note = wait_until(lambda: _note(keyword_sidecar.root))
     assert note is not None and reason in note["reason"], note
     assert _commit_candidates(keyword_sidecar) == []
-    skipped = keyword_sidecar.client.receipt(SESSION)["skipped"]["items"]
+    receipt = keyword_sidecar.client.receipt(SESSION)
+    skipped = receipt["skipped"]["items"]
     assert [i["reason"] for i in skipped if i["what"] == "git"] == [f"commits not read: {note['reason']}"]
+    told = [line for line in render(receipt).splitlines() if line.startswith("  ") and "commits not read" in line]
+    assert len(told) == 1 and told[0].startswith("  git at ") and "prompt" not in told[0], told
 
 
 def test_git_missing_from_path_captures_nothing_and_says_why(home: Path, tmp_path: Path) -> None:

@@ -85,12 +85,22 @@ def _injected(r: dict[str, Any], full: bool) -> list[str]:
     return [head, *_cut(lines, full)]
 
 
+def _skipped_line(i: dict[str, Any]) -> str:
+    """One skipped item: a held candidate, a prompt that got nothing (by id, or by time when its row is not
+    found), or what else the session's signals skipped (``what``: "git", the commits not read) with why."""
+    if i["what"] == "candidate":
+        return f"  candidate #{i['id']}: {i['reason']}: {preview(i['content'], 60)}"
+    if i["what"] != "prompt":
+        return f"  {i['what']}" + (f" at {_when(i['created_at'])}" if i.get("created_at") else "") + f": {i['reason']}"
+    if i.get("id"):
+        return f"  prompt #{i['id']}: {i['reason']}: {preview(i['content'], 60)}"
+    return f"  prompt at {_when(i['created_at'])}: {i['reason']}"
+
+
 def _skipped_failed(r: dict[str, Any], full: bool) -> list[str]:
     s, f = r["skipped"], r["failed"]
     lines = [f"skipped: {s['total']}" + (f" ({_counts(s['by_reason'])})" if s["total"] else "")]
-    lines += _cut([f"  candidate #{i['id']}: {i['reason']}: {preview(i['content'], 60)}" if i["what"] == "candidate"
-                   else f"  prompt #{i['id']}: {i['reason']}: {preview(i['content'], 60)}" if i.get("id")
-                   else f"  prompt at {_when(i['created_at'])}: {i['reason']}" for i in s["items"]], full)
+    lines += _cut([_skipped_line(i) for i in s["items"]], full)
     lines.append(f"failed: {f['total']}")
     lines += [f"  {i['count']} {i['what']} of {i['harness']} ({i['file']}): {i['reason']}" for i in f["items"]]
     return lines

@@ -27,9 +27,13 @@ EPILOG = """examples:
   memcue review accept 12 --content "We keep invoices in Postgres 16 on port 5433"
   memcue review reject 13
 
-Candidates come from capture signals (today: durable statements in your prompts, such as "from now on ...").
-A statement you typed is promoted at once; one that reads like an injection (role markers, "ignore previous
-instructions", a download piped into a shell) waits here. Pending candidates expire after 30 days."""
+Candidates come from capture signals: durable statements in your prompts ("from now on ..."), commits that
+landed, tests that went from failing to passing, and, when you turn it on, the model distiller's reading of a
+session. A statement you typed, a landed commit and a passing test are promoted at once; a distilled fact waits
+for a confirmation (you accept it here, the agent saves it or accepts it on your word, or it comes back in
+another session); text that reads like an injection (role markers, "ignore previous instructions", a download
+piped into a shell), the agent's own saves included, waits here for you alone. Pending candidates expire after
+30 days."""
 
 
 def _client() -> Any:
