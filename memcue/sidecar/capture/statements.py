@@ -207,14 +207,15 @@ _ANAPHORA = re.compile(
 #: A sentence that turns to the task at hand or to another topic ("Now the actual bug: …", "Please change it.",
 #: "Add a test, fix it and commit."): what follows a statement stops being its reason or detail there.
 _TASK_TURN = re.compile(
-    r"^(?:(?:ok|okay|so|and|but)\b[,\s]+)?(?:now|anyway|anyhow|next|separately|unrelated|meanwhile|please|pls|"
+    r"^(?:(?:ok|okay|so|and|but|also)\b[,\s]+)?(?:now|anyway|anyhow|next|separately|unrelated|meanwhile|please|pls|"
+    r"btw|by\s+the\s+way|"
     r"first(?:\s+thing|\s+off)?\b|"
     r"can|could|would|add|fix|run|write|commit|check|make|create|update|change|rename|implement|look|try|test|"
     r"refactor|remove|delete|move|show|tell|explain|open|start|build|deploy|push|merge|let's)\b", re.IGNORECASE)
 #: The part of ``_TASK_TURN`` that turns away even from steps the user asked to keep ("save how we deploy: rsync the
 #: repo. Restart the service. Now fix the flaky test."): a word that changes the subject, not an imperative.
 _TOPIC_TURN = re.compile(r"^(?:(?:ok|okay|so|and|but)\b[,\s]+)?(?:now|anyway|anyhow|separately|unrelated|meanwhile|"
-                         r"first(?:\s+thing|\s+off)?)\b", re.IGNORECASE)
+                         r"btw|by\s+the\s+way|first(?:\s+thing|\s+off)?)\b", re.IGNORECASE)
 #: Where a text's sentences end: after ``.``, ``!`` or ``?`` and a space, or at a line break (also used by
 #: ``capture.turn_edits`` on the agent's answers).
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*[\n]\s*")
