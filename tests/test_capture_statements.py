@@ -403,7 +403,8 @@ def test_what_the_user_asked_to_keep_ends_where_the_subject_changes(prompt: str,
      "From now on we keep invoices in Postgres 16 on port 5433."),
     ("From now on we keep invoices in Postgres 16 on port 5433. By the way, my laptop fan is loud.",
      "From now on we keep invoices in Postgres 16 on port 5433."),
-    ("We decided to use ruff. Also, the isort rules stay on.", "We decided to use ruff. Also, the isort rules stay on."),
+    ("We decided to use ruff. Also, the isort rules stay on.",
+     "We decided to use ruff. Also, the isort rules stay on."),
 ])
 def test_a_decision_ends_where_the_user_turns_to_another_task_or_topic(prompt: str, expected: str) -> None:
     """Found by an audit: "Also fix …" and "by the way …" after a decision are the next task or another topic, not
