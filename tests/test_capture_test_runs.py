@@ -160,6 +160,22 @@ def test_a_huge_output_is_cut_before_spooling(home: Path, tmp_path: Path) -> Non
     assert sum(f.stat().st_size for f in (home / "spool").glob("*.jsonl")) < 2_000
 
 
+def test_binary_output_and_invalid_utf8_are_cleaned_before_spooling(home: Path, tmp_path: Path) -> None:
+    """Issue 14, bad input: a failing command's output with NUL bytes, terminal colour codes, a lone surrogate
+    and bytes that are not UTF-8 (raw on the hook's stdin, as a harness may pass a binary's output) is spooled as
+    clean text that names the failure."""
+    error = "Exit code 1\n\x00\x00\x1b[31mFAILED tests/test_x.py::test_total\x1b[0m - \ud800 AssertionError \x07"
+    payload = json.dumps(bash_failure(str(tmp_path), error=error)).encode()
+    raw = payload.replace(b"AssertionError", b"Assertion\xff\xfeError")
+    run = run_hook(None, "post-tool-use-failure", raw=raw, env={**os.environ, **NO_SPAWN})
+    assert run.returncode == 0 and run.stdout == b"" and run.stderr == b"", run
+    [record] = _spool_lines(home)
+    line = record["tool"]["key_line"]
+    assert line.startswith("FAILED tests/test_x.py::test_total") and "Assertion" in line and "Error" in line, line
+    assert not any(c in line for c in ("\x00", "\x1b", "\x07", "\ud800")), repr(line)
+    assert "[31m" not in line and record["tool"]["failed"] is True
+
+
 # -- a real sidecar ------------------------------------------------------------------------------------------
 
 def test_fail_edit_pass_becomes_one_promoted_memory_across_a_restart(home: Path, tmp_path: Path) -> None:
