@@ -95,7 +95,8 @@ def _not_running(args: argparse.Namespace, loc: Locations) -> int:
     from memcue.sidecar.settings import load_settings
 
     text = (f"memcue sidecar is not running (socket {loc.socket}); it starts on the next hook or command. "
-            f"Log: {loc.sidecar_log}")
+            f"Data in {loc.root}{'' if loc.database.exists() else ' (no memories yet)'}; while it runs, `memcue "
+            f"status` counts them (`memcue list` starts it). Log: {loc.sidecar_log}")
     data["config_error"] = load_settings(loc.config_file, quiet=True).error
     if data["config_error"]:
         text += f"\nconfig problems (those entries are ignored): {data['config_error']}"
