@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import signal
 import subprocess
 import sys
@@ -51,8 +52,10 @@ def test_C09_a_regular_file_at_the_socket_path_is_never_deleted(home: Path) -> N
     loc = Locations(home)
     loc.root.mkdir(parents=True, exist_ok=True)
     loc.socket.write_text("my notes, not a socket")
+    loc.socket.chmod(0o644)
     proc = subprocess.run([sys.executable, "-m", "memcue.sidecar"], env={**os.environ, "MEMCUE_HOME": str(home)},
                           capture_output=True, text=True, timeout=60)
+    assert stat.S_IMODE(loc.socket.stat().st_mode) == 0o644, "the user's file is not touched, its mode neither"
     assert proc.returncode != 0
     said = proc.stderr + (loc.sidecar_log.read_text() if loc.sidecar_log.exists() else "")
     assert "is not a socket" in said and "will not delete it" in said

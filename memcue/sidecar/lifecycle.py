@@ -111,7 +111,8 @@ def bind_socket(path: Path) -> socket.socket:
 def tighten_permissions(loc: Locations) -> list[str]:
     """Make the data dir 0700 and memcue's files in it 0600 (folders 0700) where they are looser, each change
     logged as a warning (DESIGN.md section 8: another local user must not read memories, prompts or logs).
-    Symlinks are left alone. Returns the paths changed."""
+    Symlinks are left alone, and so is anything at the socket's path that is not a socket: the user's file, which
+    memcue neither deletes nor touches (case C09). Returns the paths changed."""
     changed = []
     for path in _own_paths(loc):
         try:
@@ -119,6 +120,8 @@ def tighten_permissions(loc: Locations) -> list[str]:
         except OSError:
             continue
         if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        if path == loc.socket and not stat.S_ISSOCK(st.st_mode):
             continue
         want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
         if stat.S_IMODE(st.st_mode) & ~want:
