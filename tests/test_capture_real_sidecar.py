@@ -112,7 +112,7 @@ def test_review_holds_injection_like_text_and_accepts_or_rejects_through_the_cli
     redis_id = next(i for text, i in by_text.items() if "Redis 7.2" in text)
 
     rejected = _cli("review", "reject", str(hostile_id))
-    assert rejected.returncode == 0 and f"rejected #{hostile_id}" in rejected.stdout
+    assert rejected.returncode == 0 and f"rejected candidate {hostile_id}" in rejected.stdout
     accepted = _cli("review", "accept", f"#{redis_id}", "--content", "The refund worker needs Redis 7.2 or newer")
     assert accepted.returncode == 0, accepted.stderr
     again = _cli("review", "reject", str(redis_id))

@@ -19,9 +19,9 @@ def _status(home: Path) -> subprocess.CompletedProcess[str]:
 def test_status_without_a_sidecar_names_the_data_folder_and_whether_it_holds_memories(home: Path) -> None:
     fresh = _status(home)
     assert fresh.returncode == 0 and "is not running" in fresh.stdout, fresh.stderr
-    assert f"Data in {home} (no memories yet)" in fresh.stdout and "`memcue list` starts it" in fresh.stdout
+    assert f"Data in {home} (no memories yet)" in fresh.stdout and "(`memcue list`), starts it" in fresh.stdout
     loc = Locations(home)
     loc.database.parent.mkdir(parents=True, exist_ok=True)
     loc.database.write_bytes(b"")  # a store is there: no "no memories yet"
     kept = _status(home)
-    assert f"Data in {home};" in kept.stdout and "no memories yet" not in kept.stdout, kept.stdout
+    assert f"Data in {home} (a store)" in kept.stdout and "no memories yet" not in kept.stdout, kept.stdout

@@ -43,3 +43,15 @@ def test_recall_options_carry_the_gate_and_weights(tmp_path: Path) -> None:
     options = settings.recall_options()
     assert not options.support_gate and options.weights == {"meaning": {"semantic": 0.8}}
     assert "rerank.model = 3" in settings.error
+
+
+def test_a_table_memcue_does_not_read_is_named_not_ignored_silently(tmp_path: Path) -> None:
+    """Found by a trial: a typo such as ``[recal]`` was ignored without a word, so the setting silently did not
+    apply; now it is named with the tables memcue reads, and the rest of the file still applies."""
+    path = tmp_path / "config.toml"
+    path.write_text('[recal]\nsupport_gate = false\n\n[hooks]\nprompt_block = "compact"\n')
+    settings = load_settings(path, env={}, quiet=True)
+    assert "[recal] is no table memcue reads" in settings.error and "recall" in settings.error
+    assert settings.support_gate is True and settings.prompt_block == "compact"
+    path.write_text('[recall]\nsupport_gate = false\n')
+    assert load_settings(path, env={}, quiet=True).error == ""

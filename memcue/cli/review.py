@@ -49,7 +49,7 @@ def _line(c: dict[str, Any], full: bool = False) -> str:
     decided."""
     when = dt.datetime.fromtimestamp(c["created_at"]).strftime("%Y-%m-%d %H:%M")
     text = preview(str(c["content"]), None if full else LIST_CHARS, trim=False)
-    line = f"#{c['id']} [{c['state']}] ({c['kind']}, {c['signal']}, {when}) {text}"
+    line = f"candidate {c['id']} [{c['state']}] ({c['kind']}, {c['signal']}, {when}) {text}"
     held = (c.get("evidence") or {}).get("held")
     notes = [f"held: {held}" if held and c["state"] == "pending" else "",
              f"{c['reason']}" if c.get("reason") else "",
@@ -69,11 +69,11 @@ def cmd_review(args: argparse.Namespace) -> int:
     with _client() as client:
         if args.action == "accept":
             out = client.accept_candidate(args.id, content=args.content)
-            text = f"accepted #{out['id']} as memory #{out['memory_id']}" + (
+            text = f"accepted candidate {out['id']} as memory #{out['memory_id']}" + (
                 " (it was known already: reinforced)" if out.get("duplicate") else "")
         else:
             out = client.reject_candidate(args.id)
-            text = f"rejected #{out['id']}"
+            text = f"rejected candidate {out['id']}"
     return emit(out, args.json, text)
 
 

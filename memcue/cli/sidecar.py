@@ -94,9 +94,10 @@ def _not_running(args: argparse.Namespace, loc: Locations) -> int:
                                      f"MEMCUE_HOME to another folder. Log: {loc.sidecar_log}", ok=False)
     from memcue.sidecar.settings import load_settings
 
-    text = (f"memcue sidecar is not running (socket {loc.socket}); it starts on the next hook or command. "
-            f"Data in {loc.root}{'' if loc.database.exists() else ' (no memories yet)'}; while it runs, `memcue "
-            f"status` counts them (`memcue list` starts it). Log: {loc.sidecar_log}")
+    stored = "a store" if loc.database.exists() else "no memories yet"
+    text = (f"memcue sidecar is not running (socket {loc.socket}); the next hook, or a command that reads or writes "
+            f"memories (`memcue list`), starts it, and then `memcue status` counts the memories. Data in {loc.root} "
+            f"({stored}). Log: {loc.sidecar_log}")
     data["config_error"] = load_settings(loc.config_file, quiet=True).error
     if data["config_error"]:
         text += f"\nconfig problems (those entries are ignored): {data['config_error']}"

@@ -154,7 +154,8 @@ def build_receipt(store: StoreProtocol, session_id: str) -> dict[str, Any]:
     recalls = store.session_recalls(session_id)
     failed = _failed(store, session_id)
     if not (rows or cands or recalls or failed["total"]):
-        raise SessionNotFound(f"no session {session_id!r}: memcue holds nothing captured, injected or held for it")
+        raise SessionNotFound(f"no session {session_id!r}: memcue holds nothing captured, injected or held for it "
+                              "(`memcue receipt --list` lists the recent sessions, `--all-projects` every project's)")
     times = [r["created_at"] for r in rows] + [c["created_at"] for c in cands] + [r["created_at"] for r in recalls]
     projects = [r["project"] for r in rows] + [c["project"] for c in cands]
     projects = projects or [r["project"] for r in recalls if r.get("project")]  # it stored nothing: where served

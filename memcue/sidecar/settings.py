@@ -170,6 +170,11 @@ def _integer(env: Mapping[str, str], name: str, default: int) -> int:
         return default
 
 
+#: The top-level tables of ``config.toml`` memcue reads; any other (a typo such as ``[recal]``) is named in the
+#: settings' ``error``, as every other entry it ignores.
+TABLES = frozenset({"recall", "rerank", "answer_check", "distill", "hooks", "sidecar", "model", "sources"})
+
+
 def load_settings(path: Path, env: Mapping[str, str] | None = None, *, quiet: bool = False) -> Settings:
     """Read ``path`` (missing = defaults) and ``env`` (default ``os.environ``); ``quiet``: do not log the problems
     (a CLI command that reports them itself). ``MEMCUE_NO_SUPPORT_GATE=1``
@@ -200,6 +205,8 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None, *, quiet: bo
     idle_exit_s = _idle_exit(data.get("sidecar", {}), env, problems)
     model_name, model_path = _embedding_model(data.get("model", {}), env, problems)
     sources_off = _sources_off(data.get("sources", {}), problems)
+    problems += [f"[{name}] is no table memcue reads (ignored; its tables: {', '.join(sorted(TABLES))})"
+                 for name in data if name not in TABLES]
     error = f"{path}: " + "; ".join(problems) if problems else ""
     if error and not quiet:
         log.error("config problems, ignored: %s", error)

@@ -97,7 +97,8 @@ def parse(data: bytes | None, path: Path) -> tuple[dict[str, Any], dict[str, Any
             "not allowed), then run the install again.") from None
     if not isinstance(settings, dict):
         raise InstallError(f"{path} holds a JSON {_JSON_TYPES.get(type(settings), 'value')}, not an object; memcue "
-                           "changed nothing")
+                           "changed nothing. The harness reads its settings as one JSON object ({...}): fix the file "
+                           "or move it away, then run the install again.")
     found = re.search(r"\n([ \t]+)\S", text)
     style["indent"] = found.group(1) if found else 2
     style["newline"] = text.endswith("\n")
@@ -118,7 +119,8 @@ def _groups(settings: dict[str, Any], event: str, path: Path, create: bool) -> l
             return None
         hooks = settings["hooks"] = {}
     if not isinstance(hooks, dict):
-        raise InstallError(f'{path}: "hooks" is not an object; memcue changed nothing')
+        raise InstallError(f'{path}: "hooks" is not an object; memcue changed nothing. The harness reads "hooks" as '
+                           'an object of events ({"UserPromptSubmit": [...]}): fix it, then run the install again.')
     groups = hooks.get(event)
     if groups is None:
         if not create:
