@@ -101,6 +101,17 @@ def test_bad_numbers_and_kinds_are_usage_errors_that_name_the_rule(home: Path, t
     assert missing.returncode == 2 and json.loads(missing.stdout)["success"] is False
 
 
+def test_an_argument_a_command_does_not_take_shows_that_commands_usage(home: Path, tmp_path: Path) -> None:
+    """Found by a trial: `memcue uninstall claude-code --no-mcp` printed the root's usage line, which tells nothing
+    about what `uninstall` takes."""
+    out = _cli(home, tmp_path, "uninstall", "claude-code", "--no-mcp")
+    assert out.returncode == 2 and "usage: memcue uninstall" in out.stderr, out.stderr
+    assert "memcue uninstall: error: unrecognized arguments: --no-mcp" in out.stderr
+    as_json = _cli(home, tmp_path, "recall", "x", "--bogus", "--json")
+    assert as_json.returncode == 2 and json.loads(as_json.stdout)["error"] == (
+        "memcue recall: unrecognized arguments: --bogus")
+
+
 def test_a_search_for_an_absent_term_finds_nothing_even_with_a_pinned_memory(home: Path, tmp_path: Path) -> None:
     """Fresh-user finding: `search "zzzqqq nothing"` returned the pinned memory as a "closest" match. A keyword
     search for a term no memory holds finds nothing; a question still gets the pinned memory as related, after

@@ -74,11 +74,23 @@ def build_parser(wants_json: bool = False) -> argparse.ArgumentParser:
     parser = _Parser(prog="memcue", wants_json=wants_json, description="Local long-term memory for coding agents.",
                                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"memcue {__version__}")
-    add = _adder(parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                       parser_class=functools.partial(_Parser, wants_json=wants_json)))
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=functools.partial(_Parser, wants_json=wants_json))
+    add = _adder(sub)
     for group in GROUPS:
         group.register(add)
+    parser.set_defaults(commands=sub.choices)
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, but an argument the command does not take is the command's usage error, with
+    its own usage line (``memcue uninstall: error: unrecognized arguments: --no-mcp``), not the root's."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = args.commands.get(args.command, parser)
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _adder(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> AddCommand:
@@ -96,7 +108,7 @@ def _adder(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> AddComma
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memcue`` console script; returns the exit code."""
     wants_json = "--json" in (sys.argv[1:] if argv is None else argv)
-    args = build_parser(wants_json).parse_args(argv)
+    args = parse(build_parser(wants_json), argv)
     from memcue.client import ClientError, SidecarBusy
 
     try:
