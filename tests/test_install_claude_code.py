@@ -82,6 +82,8 @@ def test_C11_merge_install_twice_then_uninstall_byte_identical(tmp_path: Path) -
     removed = _cli(tmp_path, "uninstall", "claude-code")
     assert removed.returncode == 0 and "original restored" in removed.stdout
     assert path.read_text() == C11
+    assert not list(path.parent.glob("settings.json.memcue-backup-*")), "the copy of a file restored from it goes"
+    assert "the same bytes, removed" in removed.stdout
 
 
 def test_C11_uninstall_after_another_edit_removes_only_ours(tmp_path: Path) -> None:

@@ -221,7 +221,9 @@ def _said(r: dict[str, Any], action: str, args: argparse.Namespace) -> str:
         out = f"{r['harness']}: wired into {r['path']}{where}" + "".join(f"; wrote {f}" for f in files) + "\n"
     else:
         done = ("removed (memcue had created it)" if r.get("deleted") else
-                "original restored" if r.get("restored") else "memcue's entries removed")
+                "original restored" + (f" (its copy {r['backup_removed']}, the same bytes, removed)"
+                                       if r.get("backup_removed") else "") if r.get("restored") else
+                "memcue's entries removed")
         out = f"{r['harness']}: {r['path']}: {done}" + "".join(f"; removed {f}" for f in files) + "\n"
     if action == "install" and r.get("note") and not args.dry_run:
         out += f"{r['harness']}: {r['note']}\n"

@@ -229,6 +229,16 @@ def _baseline(mod: ModuleType, path: Path, old: bytes | None, record: dict[str, 
     return {**record, "backup": None, "original_sha256": None}
 
 
+def _drop_spent_backup(record: dict[str, Any], restored: bytes, report: dict[str, Any]) -> None:
+    """Remove the copy the install made of a file (``record["backup"]``) once the file is restored from it byte for
+    byte: it only repeats the file now (``report["backup_removed"]`` names it). A copy that differs stays."""
+    saved = Path(record["backup"]) if record.get("backup") else None
+    if saved is not None and read_bytes(saved) == restored:
+        with contextlib.suppress(OSError):
+            saved.unlink()
+            report["backup_removed"] = str(saved)
+
+
 def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: Path | None = None) -> dict[str, Any]:
     """Take memcue's hooks out for ``harness`` (out of ``project``'s own settings when given): restore the
     original byte for byte when the file is as memcue left it, else remove only memcue's entries; remove the
@@ -275,6 +285,7 @@ def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: 
             path.unlink()
         elif report["restored"]:
             write_atomic(path, new)
+            _drop_spent_backup(record, new, report)
         else:
             report["backup"] = str(backup(path))
             write_atomic(path, new)
