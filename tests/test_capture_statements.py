@@ -405,10 +405,14 @@ def test_what_the_user_asked_to_keep_ends_where_the_subject_changes(prompt: str,
      "From now on we keep invoices in Postgres 16 on port 5433."),
     ("We decided to use ruff. Also, the isort rules stay on.",
      "We decided to use ruff. Also, the isort rules stay on."),
+    ("The importer expects commas. FYI for later: the office PC exports everything in Latin-1, it's an old Windows "
+     "box. For now just get the semicolons working and commit.",
+     "FYI for later: the office PC exports everything in Latin-1, it's an old Windows box."),
 ])
 def test_a_decision_ends_where_the_user_turns_to_another_task_or_topic(prompt: str, expected: str) -> None:
     """Found by an audit: "Also fix …" and "by the way …" after a decision are the next task or another topic, not
-    its reason or detail; "Also, <more of the rule>" still is."""
+    its reason or detail; "Also, <more of the rule>" still is. A fact offered "for later" is kept whatever its verb
+    (test5's first run: "FYI for later: … exports everything in Latin-1" was not), and "For now …" is the task."""
     assert [s.text for s in find_statements(prompt)] == [expected]
 
 

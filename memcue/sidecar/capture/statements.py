@@ -14,7 +14,8 @@ as its subject (``_ANAPHORA``).
 
 Kinds (the memory kind a statement is written as): ``preference`` for "I/we prefer", "I'd rather", "I like to";
 ``correction`` for "no, use X" and "use X instead (of Y)"; ``note`` for a fact the user offers in passing, said as a
-statement ("fyi the bucket lives in eu-central-2", "btw Priya owns the thresholds"); ``decision`` for everything else
+statement ("fyi the bucket lives in eu-central-2", "btw Priya owns the thresholds", or any fact offered "for later":
+"FYI for later: the office PC exports in Latin-1"); ``decision`` for everything else
 ("from now on", "going forward", "we decided", "always", "never", "don't", "no new deps pls", "no network calls in
 tests, mock them", "remember that", "has to
 stay", "goes through Priya", "keep it stdlib-only", "whenever the plan prints dates, ...", "we settled on X", "the
@@ -167,6 +168,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
                  r"(?!be\s+(?:done|fixed|finished|ready|merged|reviewed)\b)(?<=to |st )\w+|"
                  + _OPENS + r"(?:(?:and|also|so|please)\s+)*(?:whenever|whatever|wherever|every time|each time|"
                  r"any time)\b(?=.{0,80},)"),
+    ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|fwiw|btw|psa|heads[- ]up|just so you know)"
+             + _FOR_LATER + r"\s*[,:!-]?\s+\S"),
     ("note", r"^(?:(?:oh|and|also|ok|okay|so)\b[,\s]+)*(?:fyi|fwiw|btw|psa|heads[- ]up|for the record|"
              r"for what it'?s worth|just so you know|"
              r"(?:(?:some|a|for|quick|(?:a )?(?:little )?bit of)\s+)*(?:context|ctx|background)(?: first)?)\b"
@@ -208,7 +211,7 @@ _ANAPHORA = re.compile(
 #: "Add a test, fix it and commit."): what follows a statement stops being its reason or detail there.
 _TASK_TURN = re.compile(
     r"^(?:(?:ok|okay|so|and|but|also)\b[,\s]+)?(?:now|anyway|anyhow|next|separately|unrelated|meanwhile|please|pls|"
-    r"btw|by\s+the\s+way|"
+    r"btw|by\s+the\s+way|for\s+now|"
     r"first(?:\s+thing|\s+off)?\b|"
     r"can|could|would|add|fix|run|write|commit|check|make|create|update|change|rename|implement|look|try|test|"
     r"refactor|remove|delete|move|show|tell|explain|open|start|build|deploy|push|merge|let's)\b", re.IGNORECASE)

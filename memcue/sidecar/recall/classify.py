@@ -102,7 +102,9 @@ _REQUEST = re.compile(
 #: it?", which asks the history. So do questions about a problem met before, whose cause and fix an answer told:
 #: "we've hit this before, what was it?", "why was the total off earlier this week?", "what went wrong with the
 #: export?", "remind me why we needed retries", and what to watch out for ("any gotchas?", "is the logger picky
-#: about what it gets?", "anything we had to work around?"): the lessons of earlier work. "why did we pick
+#: about what it gets?", "anything we had to work around?"): the lessons of earlier work; and prompts that point
+#: back at a problem met or looked into before: "same thing as last time or a real bug?", "slow again, fix it properly
+#: this time", "let's fix that date problem we found the other day". "why did we pick
 #: Postgres?" (a reason: saved decisions answer it), "what do we use for queues?" (present), "did you run the
 #: tests?" and "can you work around the flaky test?" (a task) do not match.
 _WORK_VERBS = (r"(?:do|done|did|change|changed|fix|fixed|solve|solved|resolve|resolved|handle|handled|implement"
@@ -125,6 +127,10 @@ WORK_PATTERNS = (
     r"\b(?:watch\s+out\s+for|gotchas?|pitfalls?|picky\s+about|careful\s+(?:about|with)|trip(?:ped)?\s+(?:us|me)\s+up"
     r"|(?:had\s+to|have\s+to|did\s+we|we)\s+work\s+around|worked\s+around|workarounds?"
     r"|bit\s+us)\b",
+    r"\bsame\s+(?:thing|problem|issue|bug|error|cause|story)\s+as\s+(?:last\s+time|before|earlier|yesterday"
+    r"|the\s+other\s+day|last\s+week)\b|\b(?:properly|right|for\s+good)\s+this\s+time\b",
+    r"\b(?:problem|issue|bug|cause|crash|error|slowness|leak|mismatch|thing)\s+(?:that\s+)?(?:we|you)(?:'ve|\s+have)?"
+    r"\s+(?:found|spotted|noticed|diagnosed|tracked\s+down|looked\s+(?:at|into)|investigated|dug\s+into)\b",
 )
 _WORK = re.compile("|".join(WORK_PATTERNS), re.IGNORECASE)
 #: "when" asks a time as a question word ("When did we move?", "so when is the cutoff"), not as a conjunction ("how
