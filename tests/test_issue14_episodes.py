@@ -151,13 +151,18 @@ WORK_QUESTIONS = ("what did we do about the importer?", "how did we fix the flak
                   "did we hit this before? the digest goes out at the wrong hour",
                   "I'm sure we've hit this before with the digest email time. What was it?",
                   "is there anything about how the scanner talks to us that we had to work around?",
-                  "any workarounds in the importer I should know about?")
+                  "any workarounds in the importer I should know about?",
+                  # a problem met or looked into before, pointed back at (found by test5's first run)
+                  "the fee for Kalimera doesn't match the office's again. Same thing as last time or a real bug?",
+                  "the tide windows are slow on the Pi again. fix it properly this time",
+                  "ok let's fix that arrivals date problem we found the other day. test + commit")
 OTHER_PROMPTS = ("why did we switch the billing queue to SQS?", "what do we use for queues?",
                  "did you run the tests?", "what did we decide about money columns?", "fix the importer",
                  "how do we deploy billing?", "what did I ask you to do about the webhook?",
                  "change the importer to skip duplicates", "why is the importer slow?",
                  "what was the name of the billing queue?", "we hit the rate limit, add a retry",
-                 "can you work around the flaky login test for now?")
+                 "can you work around the flaky login test for now?", "run the tests again",
+                 "this time use argon2 for the hashes", "we found a bug in the parser, fix it")
 
 
 def test_what_was_done_questions_and_only_they_ask_for_episodes() -> None:
