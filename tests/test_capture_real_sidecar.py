@@ -105,6 +105,13 @@ def test_review_holds_injection_like_text_and_accepts_or_rejects_through_the_cli
     assert all(r["memory_kind"] == "request" or "updates.example" not in r["content"] for r in answer["results"])
     assert all(r["memory_kind"] != "decision" for r in answer["results"])
 
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # reviewing from another folder: nothing here, and it says where to look
+    away = _cli("review")
+    assert "(no pending candidates in this project; other projects have 2 such candidates: --all-projects" in (
+        away.stdout), away.stdout
+    monkeypatch.chdir(project)
     listed = _cli("review", "--json")
     assert listed.returncode == 0, listed.stderr
     by_text = {c["content"]: c["id"] for c in json.loads(listed.stdout)["data"]["results"]}

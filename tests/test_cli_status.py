@@ -24,4 +24,4 @@ def test_status_without_a_sidecar_names_the_data_folder_and_whether_it_holds_mem
     loc.database.parent.mkdir(parents=True, exist_ok=True)
     loc.database.write_bytes(b"")  # a store is there: no "no memories yet"
     kept = _status(home)
-    assert f"Data in {home} (a store)" in kept.stdout and "no memories yet" not in kept.stdout, kept.stdout
+    assert f"Data in {home} (memories stored)" in kept.stdout and "no memories yet" not in kept.stdout, kept.stdout

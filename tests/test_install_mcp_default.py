@@ -96,6 +96,13 @@ def test_codex_gets_the_server_by_default_and_config_toml_back_byte_for_byte(tmp
     assert kept.read_text() == original and str(kept) in run.stdout, "the file before the append is kept beside it"
     assert _cli(tmp_path, "uninstall", "codex").returncode == 0
     assert config.read_text() == original
+    assert not list(config.parent.glob("config.toml.memcue-backup-*")), "the copy goes once the file is back"
+    config.write_text(original)  # the user edits it while memcue is installed: the copy of before stays
+    assert _cli(tmp_path, "install", "codex").returncode == 0
+    config.write_text(config.read_text().replace('model = "o5"', 'model = "o6"'))
+    assert _cli(tmp_path, "uninstall", "codex").returncode == 0
+    assert config.read_text() == original.replace('model = "o5"', 'model = "o6"')
+    assert len(list(config.parent.glob("config.toml.memcue-backup-*"))) == 1
 
 
 def test_a_codex_config_that_would_break_gets_no_append_and_no_backup(tmp_path: Path) -> None:

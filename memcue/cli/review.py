@@ -88,7 +88,12 @@ def _list(args: argparse.Namespace) -> int:
         fields["session_id"] = args.session_id
     with _client() as client:
         out = client.candidates(**fields)
-    none = "(no candidates)" if args.state == "all" else f"(no {args.state} candidates)"
+        elsewhere = 0
+        if not out["results"] and project is not None:  # none here: say when other projects hold some
+            elsewhere = len(client.candidates(**{k: v for k, v in fields.items() if k != "project"})["results"])
+    none = "(no candidates" if args.state == "all" else f"(no {args.state} candidates"
+    many = f"{elsewhere}{'+' if elsewhere >= args.limit else ''} such candidate{'' if elsewhere == 1 else 's'}"
+    none += f" in this project; other projects have {many}: --all-projects lists them)" if elsewhere else ")"
     text = "\n".join(_line(c, args.full) for c in out["results"]) or none
     return emit(out, args.json, text)
 

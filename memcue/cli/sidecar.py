@@ -94,7 +94,7 @@ def _not_running(args: argparse.Namespace, loc: Locations) -> int:
                                      f"MEMCUE_HOME to another folder. Log: {loc.sidecar_log}", ok=False)
     from memcue.sidecar.settings import load_settings
 
-    stored = "a store" if loc.database.exists() else "no memories yet"
+    stored = "memories stored" if loc.database.exists() else "no memories yet"
     text = (f"memcue sidecar is not running (socket {loc.socket}); the next hook, or a command that reads or writes "
             f"memories (`memcue list`), starts it, and then `memcue status` counts the memories. Data in {loc.root} "
             f"({stored}). Log: {loc.sidecar_log}")

@@ -20,7 +20,15 @@ from typing import Any
 from memcue.harnesses import hook_events, hook_matchers
 from memcue.install import base, codex_trust, doctor, mcp_servers
 from memcue.install.edits import hooks_json, toml_file
-from memcue.install.edits.files import InstallError, backup, load_record, read_bytes, save_record, sha256
+from memcue.install.edits.files import (
+    InstallError,
+    backup,
+    drop_spent_backup,
+    load_record,
+    read_bytes,
+    save_record,
+    sha256,
+)
 from memcue.install.edits.hooks_json import dump, parse
 
 NAME = "codex"
@@ -127,13 +135,15 @@ def mcp_preview(state_dir: Path, argv: list[str], home: Path, replace: bool) -> 
 
 def mcp_remove(state_dir: Path) -> str:
     """Take memcue's table off ``config.toml``: the appended bytes when they are still the file's end, else
-    through ``codex mcp remove``. Raises ``InstallError`` when Codex refuses."""
+    through ``codex mcp remove``; the copy ``mcp_add`` made goes when the file holds its bytes again
+    (``drop_spent_backup``). Raises ``InstallError`` when Codex refuses."""
     record = load_record(state_dir, mcp_servers.record_name(NAME))
     block = str(record.get("block", "")).encode()
     if not toml_file.remove_appended(config_path(), block, bool(record.get("existed"))):
         out = mcp_servers.run([mcp_servers.program(NAME), "mcp", "remove", mcp_servers.SERVER])
         if out.returncode != 0:
             raise InstallError(f"`codex mcp remove` failed: {(out.stderr or out.stdout).strip()[-300:]}")
+    drop_spent_backup(record.get("backup"), read_bytes(config_path()))
     return f"MCP server '{mcp_servers.SERVER}' removed"
 
 

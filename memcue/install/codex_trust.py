@@ -29,6 +29,7 @@ from memcue.install.edits.files import (
     InstallError,
     backup,
     drop_record,
+    drop_spent_backup,
     load_record,
     read_bytes,
     save_record,
@@ -205,6 +206,7 @@ def untrust(codex: str | None, state_dir: Path, env: dict[str, str] | None = Non
             write_atomic(config, saved)
             if record.get("mode") is not None:  # Codex's rewrite made it 0600; give the user's mode back
                 config.chmod(record["mode"])
+            drop_spent_backup(record.get("backup"), saved)
             drop_record(state_dir, RECORD)
             return f"restored {config} as it was before memcue trusted its hooks"
     if now is None:

@@ -29,6 +29,7 @@ from memcue.install.edits.files import (
     backup,
     diff,
     drop_record,
+    drop_spent_backup,
     load_record,
     read_bytes,
     save_record,
@@ -229,16 +230,6 @@ def _baseline(mod: ModuleType, path: Path, old: bytes | None, record: dict[str, 
     return {**record, "backup": None, "original_sha256": None}
 
 
-def _drop_spent_backup(record: dict[str, Any], restored: bytes, report: dict[str, Any]) -> None:
-    """Remove the copy the install made of a file (``record["backup"]``) once the file is restored from it byte for
-    byte: it only repeats the file now (``report["backup_removed"]`` names it). A copy that differs stays."""
-    saved = Path(record["backup"]) if record.get("backup") else None
-    if saved is not None and read_bytes(saved) == restored:
-        with contextlib.suppress(OSError):
-            saved.unlink()
-            report["backup_removed"] = str(saved)
-
-
 def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: Path | None = None) -> dict[str, Any]:
     """Take memcue's hooks out for ``harness`` (out of ``project``'s own settings when given): restore the
     original byte for byte when the file is as memcue left it, else remove only memcue's entries; remove the
@@ -285,7 +276,8 @@ def uninstall(harness: str, state_dir: Path, *, dry_run: bool = False, project: 
             path.unlink()
         elif report["restored"]:
             write_atomic(path, new)
-            _drop_spent_backup(record, new, report)
+            if removed := drop_spent_backup(record.get("backup"), new):  # the install's copy only repeats it now
+                report["backup_removed"] = removed
         else:
             report["backup"] = str(backup(path))
             write_atomic(path, new)

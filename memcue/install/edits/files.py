@@ -48,6 +48,21 @@ def backup(path: Path) -> Path:
     return target
 
 
+def drop_spent_backup(copy: str | Path | None, now: bytes | None) -> str:
+    """Remove ``copy`` (a ``backup`` memcue made of a file) when the file holds its bytes again, ``now``: the copy
+    only repeats the file. Returns the path removed, "" when kept (no copy, or it differs: the user's own bytes)."""
+    if not copy or now is None:
+        return ""
+    path = Path(copy)
+    if read_bytes(path) != now:
+        return ""
+    try:
+        path.unlink()
+    except OSError:
+        return ""
+    return str(path)
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (temporary file in the same folder, fsync, rename); a new
     file gets mode 0600, an existing one keeps its mode. A symlink (a dotfiles checkout's settings) stays a
