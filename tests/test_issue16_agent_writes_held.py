@@ -87,7 +87,8 @@ def test_finding1_agent_instruction_like_writes_are_held_for_review(home: Path, 
         # The user sees them in `memcue review`, with the reason.
         listed = _cli(home, project, "review")
         assert listed.returncode == 0, listed.stderr
-        assert f"#{poison['candidate_id']}" in listed.stdout and "held: role marker" in listed.stdout, listed.stdout
+        assert f"candidate {poison['candidate_id']} [pending]" in listed.stdout, listed.stdout
+        assert "held: role marker" in listed.stdout, listed.stdout
         assert "agent-update" in listed.stdout and "held: injection-like" in listed.stdout, listed.stdout
 
         # Accepting stores it (and the update supersedes its memory); rejecting leaves it out for good.
