@@ -89,6 +89,14 @@ def _mcp_wanted(harness: str, args: argparse.Namespace) -> bool:
     return args.project is None and bool(installer(harness).MCP_BY_DEFAULT)
 
 
+def _uninstall_takes_mcp(harness: str, args: argparse.Namespace, state_dir: Path) -> bool:
+    """Whether an uninstall of ``harness`` takes memcue's MCP server off: a user-level one always; a ``--project``
+    one only when no user-level install (``state_dir``'s record of ``harness``) still uses the server."""
+    from memcue.install.edits.files import load_record
+
+    return args.project is None or not load_record(state_dir, harness)
+
+
 def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_dir: Path) -> None:
     """Register memcue's MCP server through the harness (``_mcp_wanted``; ``report["mcp_registered"]`` says
     whether it is); an uninstall removes the one memcue registered (``install.mcp_servers``), but a
@@ -96,7 +104,6 @@ def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_di
     harness refuses, or when ``--mcp`` was given and the harness's program is not on PATH (without it, the
     report says why the server was not registered and the install stands)."""
     from memcue.install import mcp_servers, mcp_startup
-    from memcue.install.edits.files import load_record
 
     harness = report["harness"]
     if action == "install" and args.project is None and not getattr(args, "dry_run", False):
@@ -121,7 +128,7 @@ def _mcp(report: dict[str, Any], action: str, args: argparse.Namespace, state_di
                              f"{harness}` again once it is (or --no-mcp to skip this)")
     elif action == "install":
         report["mcp_registered"] = False
-    elif args.project is None or not load_record(state_dir, harness):
+    elif _uninstall_takes_mcp(harness, args, state_dir):
         report["mcp"] = mcp_servers.unregister(harness, state_dir) or mcp_servers.left_elsewhere(harness, state_dir)
 
 
@@ -191,7 +198,7 @@ def _unregister_preview(harness: str, args: argparse.Namespace) -> str:
 
     root = locations().root
     said = []
-    if args.project is None or not load_record(root, harness):
+    if _uninstall_takes_mcp(harness, args, root):
         said.append(mcp_servers.unregister_preview(harness, root))
     if harness == "codex" and load_record(root, codex_trust.RECORD):
         said.append("would take back the trust of memcue's hooks that `memcue install codex --trust` wrote into "
