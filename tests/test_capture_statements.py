@@ -144,6 +144,10 @@ NEGATIVES = [
     "fyi can you check the flaky test",
     "heads up: the CI runner is slow today",
     "do not fix it, just explain why the job hangs",
+    # found by the test5 week: an investigation's bounds, not a rule
+    "The office says our fee doesn't match their spreadsheet. Can you figure out why? Don't change anything.",
+    "dont commit this",
+    "ok, don't touch anything else!",
     "from now on use this compose file for local dev:\n```yaml\nservices:\n  db:\n    image: mysql:8\n```",
     "Give it the formula we agreed on last week and test it.",
     "No, not yet.",
@@ -211,6 +215,12 @@ def test_a_statement_keeps_its_detail_but_not_the_next_statement() -> None:
      "treat a new guid as a brand new episode",
      ["and from now on: the guid of a published episode is frozen. whatever it is now, it never changes again, apps "
       "treat a new guid as a brand new episode"]),
+    # found by the test5 week: "anything" is about what the sentence before names
+    ("btw, every time we show is Europe/Lisbon local time, the station file already is local. Don't convert "
+     "anything to UTC.",
+     ["btw, every time we show is Europe/Lisbon local time, the station file already is local. Don't convert "
+      "anything to UTC."]),
+    ("Logs go to journald. Never print anything to stdout.", ["Logs go to journald. Never print anything to stdout."]),
 ])
 def test_a_statement_that_points_back_is_kept_with_what_it_points_at(prompt: str, expected: list[str]) -> None:
     """"it must never ..." alone says nothing a later session can use: it is read with the sentence it is about,

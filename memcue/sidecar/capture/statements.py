@@ -178,10 +178,15 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
              r"means?|gets?|got|becomes?|will|won't|moves?|closes?|retires?)\b)"),
 ))
 #: A "don't ..." that holds only for the moment ("don't change anything yet", "don't commit for now, just look",
-#: "don't push until I review it"): an instruction for this turn, not a rule to keep.
+#: "don't push until I review it"), or that only bounds the task at hand and names nothing to keep a rule about
+#: ("Can you figure out why? Don't change anything.", "don't commit this", "don't touch anything else"): an
+#: instruction for this turn, not a rule to keep.
 _MOMENTARY = re.compile(
     r"\b(?:yet|for now|right now|just now|this time|at the moment|for the moment|until (?:i|we|you)\b|"
-    r"before (?:i|we|you)\b)|\bjust (?:look|read|check|explain|tell|show|answer|review)\b", re.IGNORECASE)
+    r"before (?:i|we|you)\b)|\bjust (?:look|read|check|explain|tell|show|answer|review)\b|"
+    r"^(?:(?:no|ok|okay|and|but|so|also|please|pls)\b[,\s]+)*(?:don'?t|do not)\s+(?:change|touch|modify|edit|fix|"
+    r"commit|push|merge|deploy|delete|remove|rewrite)\s+(?:anything|it|this|that|them|these|those)(?:\s+else)?"
+    r"\s*[.!]*$", re.IGNORECASE)
 _DONT = re.compile(_DONT_START + "|" + _NO_PLEASE + "|" + _NO_RULE, re.IGNORECASE)
 _TODAY = re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening|week)|right now|at the moment|for now)\b",
                     re.IGNORECASE)
@@ -197,7 +202,8 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)")
 #: A sentence that opens by pointing back at the one before: "it"/"they" as its subject, "this"/"that"/"these"/
 #: "those" followed by a verb ("that goes for ...", "this has to stay"), no subject at all ("never in a .env in
 #: the repo", "only from the worker"), or a rule whose object is such a pronoun ("never expose it publicly", "don't
-#: run it from a dirty tree", "always tag them first"); "this repo always ..." names its subject.
+#: run it from a dirty tree", "always tag them first", "never convert anything to UTC"); "this repo always ..."
+#: names its subject.
 _ANAPHORA = re.compile(
     r"^(?:(?:and|also|but|so|oh)\b[,\s]+)?(?:it|it's|they|they're|(?:whatever|whichever|wherever)\s+(?:it|they)\s+"
     r"(?:is|are|was|were)\b|(?:this|that|these|those)\s+(?:is|are|was|were|"
@@ -205,7 +211,8 @@ _ANAPHORA = re.compile(
     r"(?:never|always|not|only)\s+(?:in|on|at|to|from|into|with|by|for|under|via|through|inside|outside|over|the|a|an|"
     r"as)\b|"
     r"(?:(?:please|pls)\s+)?(?:never|always|don'?t|do\s+not|must\s+not|mustn't|should\s+not|shouldn't)\s+(?:ever\s+)?"
-    r"[a-z]+\s+(?:(?:it|them)\b(?!\s+(?:is|are|was|were)\b)|(?:this|that|these|those)\s*(?:$|[^\w\s])))",
+    r"[a-z]+\s+(?:(?:it|them|anything|everything)\b(?!\s+(?:is|are|was|were)\b)|"
+    r"(?:this|that|these|those)\s*(?:$|[^\w\s])))",
     re.IGNORECASE)
 #: A sentence that turns to the task at hand or to another topic ("Now the actual bug: …", "Please change it.",
 #: "Add a test, fix it and commit."): what follows a statement stops being its reason or detail there.
