@@ -32,7 +32,8 @@ from memcue.sidecar.recall import (
 )
 from memcue.sidecar.recall.contract import NOTE_RELATED
 from memcue.sidecar.recall.query import is_question, key_terms
-from memcue.sidecar.recall.support import Support, judge, owner_of
+from memcue.sidecar.recall.query.terms import cue_terms
+from memcue.sidecar.recall.support import Support, judge, owner_of, worded_text
 from memcue.sidecar.runtime.embedding import Embedder
 from memcue.sidecar.settings import load_settings
 from memcue.sidecar.store import NewMemory, Store
@@ -489,3 +490,26 @@ def test_asking_words_are_those_of_the_sentence_that_asks() -> None:
 ])
 def test_a_question_is_told_from_a_task(text: str, asks: bool) -> None:
     assert is_question(text) is asks
+
+
+def test_an_episode_carries_the_words_of_its_turns_prompt() -> None:
+    """Found by test5's week: a task that points back at a finding ("the report is slow on the build box again.
+    fix it properly this time") names it as the user did when it was looked into, words the finding itself never
+    uses. Its turn's prompt (the episode's ``embed_text``) carries them, so the finding is support for the task;
+    judged by its answer's words alone, at a cosine below ``SUPPORT_COSINE``, it was not."""
+    finding = ("Almost all the time is file I/O: render() calls load_rates() inside its loop, so rates.csv is "
+               "parsed again for each row. Parsing it once per call would make it near instant.")
+    row = {"content": finding, "metadata": {"embed_text": "the nightly report takes ~40 s on the build box. "
+                                                          f"where is the time going?\n\n{finding}"}}
+    terms = ("report", "slow", "build", "box", "fix", "properly")
+    keys = ["report", "build", "box", "slow"]
+
+    def label(text: str) -> str:
+        return support_label(Support(cosine=0.43, baseline=0.04, question=False, asked_kind=True, key_terms=keys,
+                                     cue_terms=cue_terms(terms, text), worded_match=True))
+
+    assert worded_text(row).startswith(finding) and "build box" in worded_text(row)
+    assert (label(worded_text(row)), label(finding)) == ("supported", "related")
+    assert worded_text({"content": "plain", "metadata": {}}) == "plain"
+    # "dates" and "date" are one word to the cue terms (a four-letter word ending in "e" and its plural)
+    assert cue_terms(("date", "file", "rule"), "dates files rules") == ["date", "file", "rule"]

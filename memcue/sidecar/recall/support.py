@@ -273,7 +273,7 @@ def judge_all(query: str, limit: int, gate: bool, found: Candidates, boosted: Bo
         if lazy and answers >= limit:
             break
         row, ev = found.rows[mid], found.evidence[mid]
-        cues = cue_terms(found.terms, row["content"])
+        cues = cue_terms(found.terms, worded_text(row))
         support = Support(cosine=ev.cosine, baseline=row.get("baseline"), cue_terms=cues, key_terms=keys,
                           rerank=reranked.scores.get(mid), shared_entity=bool(boosted.shared.get(mid)),
                           gibberish=gibberish, unknown_names=boosted.unknown, question=question,
@@ -312,6 +312,18 @@ def _standouts(found: Candidates) -> Callable[[int, float | None], float | None]
         return cosine - others[0] if others else None
 
     return standout
+
+
+def worded_text(row: dict[str, Any]) -> str:
+    """The text whose words a memory ``row`` (a ``Store.fetch`` row) carries: its content, and the text embedded
+    for it instead when there is one (``metadata["embed_text"]``). An episode's embedded text opens with the
+    prompt that opened its turn (``capture.episodes``): "computing windows takes ~8 s on the Pi. where is the time
+    going?" names what the answer "Almost all the time is file I/O: windows() calls load_station ..." is about,
+    and a later task names it the same way ("the tide windows are slow on the Pi again"). Matching a chunk's words
+    with its context prepended is contextual BM25 (Anthropic, "Introducing Contextual Retrieval", 2024)."""
+    metadata = row.get("metadata")
+    extra = metadata.get("embed_text") if isinstance(metadata, dict) else None
+    return f"{row['content']}\n{extra}" if isinstance(extra, str) and extra else row["content"]
 
 
 def _channel_scores(found: Candidates, reranked: Reranked, mid: int, cosine: float | None) -> dict[str, float]:

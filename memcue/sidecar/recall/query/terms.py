@@ -111,8 +111,8 @@ def stem(word: str) -> str:
             if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
                 return base[:-1]  # formatt -> format, runn -> run
             return base
-    if len(word) > 4 and word.endswith("e"):
-        return word[:-1]  # change -> chang, as "changed" -> chang
+    if len(word) > 3 and word.endswith("e"):
+        return word[:-1]  # change -> chang, as "changed" -> chang; date -> dat, as "dates" -> dat
     return word
 
 
