@@ -55,6 +55,9 @@ POSITIVES = [
     ("btw Kenji owns the release calendar", "note", "btw Kenji owns the release calendar"),
     ("oh and heads up: the EU bucket is in eu-central-2, not Frankfurt", "note",
      "oh and heads up: the EU bucket is in eu-central-2, not Frankfurt"),
+    ("fyi: the staging db moved to port 5433", "note", "fyi: the staging db moved to port 5433"),
+    ("fyi the nightly backup is down on Sundays for maintenance", "note",
+     "fyi the nightly backup is down on Sundays for maintenance"),
     ("FYI: the nightly dumps land in /var/backups/pg on db-03", "note",
      "FYI: the nightly dumps land in /var/backups/pg on db-03"),
     # Found by the week benchmark's test3 split: a correction opening with "No, don't", a "keep it X-only"
@@ -143,6 +146,10 @@ NEGATIVES = [
     "btw also fix the lint while you're there",
     "fyi can you check the flaky test",
     "heads up: the CI runner is slow today",
+    # how something is doing right now is news of the moment
+    "fyi the build is red",
+    "heads up: CI is down again",
+    "fyi the tests are failing on CI",
     "do not fix it, just explain why the job hangs",
     # found by the test5 week: an investigation's bounds, not a rule
     "The office says our fee doesn't match their spreadsheet. Can you figure out why? Don't change anything.",

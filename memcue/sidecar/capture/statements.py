@@ -175,7 +175,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
              r"(?:(?:some|a|for|quick|(?:a )?(?:little )?bit of)\s+)*(?:context|ctx|background)(?: first)?)\b"
              r"[,:!]?\s+(?=.*\b(?:is|are|was|were|has|"
              r"have|lives?|lands?|sits?|owns?|runs?|uses?|stays?|must|needs?|goes|comes?|belongs?|points?|depends?|"
-             r"means?|gets?|got|becomes?|will|won't|moves?|closes?|retires?)\b)"),
+             r"means?|gets?|got|becomes?|will|won't|moves?|moved|switched|migrated|renamed|closes?|retires?)\b)"),
 ))
 #: A "don't ..." that holds only for the moment ("don't change anything yet", "don't commit for now, just look",
 #: "don't push until I review it"), or that only bounds the task at hand and names nothing to keep a rule about
@@ -188,6 +188,11 @@ _MOMENTARY = re.compile(
     r"commit|push|merge|deploy|delete|remove|rewrite)\s+(?:anything|it|this|that|them|these|those)(?:\s+else)?"
     r"\s*[.!]*$", re.IGNORECASE)
 _DONT = re.compile(_DONT_START + "|" + _NO_PLEASE + "|" + _NO_RULE, re.IGNORECASE)
+#: A note that only reports how something is doing now ("fyi the build is red", "heads up: CI is down again",
+#: "fyi the tests are failing on CI"): news of the moment, like ``_TODAY``'s, not a fact to keep.
+_STATE_NOW = re.compile(
+    r"\b(?:is|are|'s|went|seems?|looks?)\s+(?:\w+\s+)?(?:red|green|down|broken|failing|passing|flaky|stuck|offline|"
+    r"out)(?:\s+(?:again|now|atm|(?:on|in)\s+[\w.-]+))*\s*[.!]*$", re.IGNORECASE)
 _TODAY = re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening|week)|right now|at the moment|for now)\b",
                     re.IGNORECASE)
 _QUESTION_START = re.compile(
@@ -383,8 +388,9 @@ def _statement_kind(sentence: str) -> tuple[str, str] | None:
     for kind, pattern in _PATTERNS:
         m = pattern.search(sentence)
         if m:
-            if kind == "note" and _TODAY.search(sentence) and not _SAVE_RE.match(sentence):
-                return None  # "heads up: CI is slow today": news of the day, not a fact to keep
+            if kind == "note" and (_TODAY.search(sentence) or _STATE_NOW.search(sentence)) and \
+                    not _SAVE_RE.match(sentence):
+                return None  # "heads up: CI is slow today", "fyi the build is red": news of the day, not a fact
             return kind, m.group(0).strip()
     return None
 
