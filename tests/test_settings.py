@@ -55,3 +55,20 @@ def test_a_table_memcue_does_not_read_is_named_not_ignored_silently(tmp_path: Pa
     assert settings.support_gate is True and settings.prompt_block == "compact"
     path.write_text('[recall]\nsupport_gate = false\n')
     assert load_settings(path, env={}, quiet=True).error == ""
+
+
+def test_a_key_memcue_does_not_read_in_a_table_it_reads_is_named(tmp_path: Path) -> None:
+    """A typo inside a known table (``idle_exit_minute``) was ignored without a word; now it is named with the
+    keys the table takes, and every key memcue reads passes without a problem."""
+    path = tmp_path / "config.toml"
+    path.write_text('[sidecar]\nidle_exit_minute = 5\n\n[hooks]\nprompt_block = "compact"\npromptblock = "off"\n')
+    settings = load_settings(path, env={}, quiet=True)
+    assert "sidecar.idle_exit_minute: unknown key, ignored (known: idle_exit_minutes)" in settings.error
+    assert "hooks.promptblock: unknown key" in settings.error and settings.prompt_block == "compact"
+    path.write_text('[recall]\nsupport_gate = true\n[recall.weights.meaning]\nsemantic = 0.8\n'
+                    '[rerank]\nmodel = ""\n'
+                    '[answer_check]\nurl = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key_env = "K"\n'
+                    'allow_remote = false\ntimeout_s = 2\n'
+                    '[hooks]\nprompt_block = "full"\n[sidecar]\nidle_exit_minutes = 30\n'
+                    '[model]\nname = ""\npath = ""\n[sources]\noff = []\n')
+    assert load_settings(path, env={}, quiet=True).error == ""

@@ -50,6 +50,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from memcue.sidecar.answer_check import DEFAULT_KEY_ENV, AnswerCheckConfig, parse_config
 from memcue.sidecar.capture.distill_config import DistillConfig, parse_distill
@@ -170,9 +171,15 @@ def _integer(env: Mapping[str, str], name: str, default: int) -> int:
         return default
 
 
-#: The top-level tables of ``config.toml`` memcue reads; any other (a typo such as ``[recal]``) is named in the
-#: settings' ``error``, as every other entry it ignores.
-TABLES = frozenset({"recall", "rerank", "answer_check", "distill", "hooks", "sidecar", "model", "sources"})
+#: The keys ``load_settings`` reads in each top-level table of ``config.toml`` (``[distill]``'s are checked by
+#: ``capture.distill_config``); any other key (a typo such as ``idle_exit_minute``) is named in the settings'
+#: ``error``, as every other entry it ignores.
+TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "recall": ("weights", "support_gate"), "rerank": ("model",),
+    "answer_check": ("url", "model", "api_key_env", "allow_remote", "timeout_s"), "hooks": ("prompt_block",),
+    "sidecar": ("idle_exit_minutes",), "model": ("name", "path"), "sources": ("off",)}
+#: The top-level tables of ``config.toml`` memcue reads; any other (a typo such as ``[recal]``) is named too.
+TABLES = frozenset({*TABLE_KEYS, "distill"})
 
 
 def load_settings(path: Path, env: Mapping[str, str] | None = None, *, quiet: bool = False) -> Settings:
@@ -205,8 +212,7 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None, *, quiet: bo
     idle_exit_s = _idle_exit(data.get("sidecar", {}), env, problems)
     model_name, model_path = _embedding_model(data.get("model", {}), env, problems)
     sources_off = _sources_off(data.get("sources", {}), problems)
-    problems += [f"[{name}] is no table memcue reads (ignored; its tables: {', '.join(sorted(TABLES))})"
-                 for name in data if name not in TABLES]
+    problems += _unknown_entries(data)
     error = f"{path}: " + "; ".join(problems) if problems else ""
     if error and not quiet:
         log.error("config problems, ignored: %s", error)
@@ -225,6 +231,19 @@ def load_settings(path: Path, env: Mapping[str, str] | None = None, *, quiet: bo
         disable_vec=env.get(ENV_DISABLE_VEC) == "1", idle_exit_s=idle_exit_s, sources_off=sources_off,
         native_home=env.get(ENV_NATIVE_HOME, "").strip(), model_name=model_name, model_path=model_path,
         reindex_delay_s=max(0.0, _number(env, ENV_REINDEX_DELAY_S, 0.0)), error=error)
+
+
+def _unknown_entries(data: dict[str, Any]) -> list[str]:
+    """A problem for each top-level table of ``data`` memcue does not read and each key it does not read in a
+    table it reads (``TABLE_KEYS``)."""
+    problems = [f"[{name}] is no table memcue reads (ignored; its tables: {', '.join(sorted(TABLES))})"
+                for name in data if name not in TABLES]
+    for name, keys in TABLE_KEYS.items():
+        table = data.get(name)
+        if isinstance(table, dict):
+            problems += [f"{name}.{key}: unknown key, ignored (known: {', '.join(keys)})"
+                         for key in table if key not in keys]
+    return problems
 
 
 def _embedding_model(table: object, env: Mapping[str, str], problems: list[str]) -> tuple[str, str]:
