@@ -56,6 +56,15 @@ POSITIVES = [
     ("oh and heads up: the EU bucket is in eu-central-2, not Frankfurt", "note",
      "oh and heads up: the EU bucket is in eu-central-2, not Frankfurt"),
     ("fyi: the staging db moved to port 5433", "note", "fyi: the staging db moved to port 5433"),
+    # a request on a line of its own keeps the fact typed on the next one
+    ("remember this:\nthe deploy key is in Vault under ops/deploy", "decision",
+     "The deploy key is in Vault under ops/deploy"),
+    ("Note for later:\n\nstaging runs on port 5433", "note", "Staging runs on port 5433"),
+    # a fact stated before a colon and a paste, also after a lead-in clause
+    ("the deploy failed again, and remember that the staging box needs the VPN up first:\n```\nssh: connect to "
+     "host 10.0.3.4 port 22: Connection timed out\n```", "decision",
+     "the deploy failed again, and remember that the staging box needs the VPN up first"),
+    ("ok, remember that staging needs the VPN", "decision", "ok, remember that staging needs the VPN"),
     ("fyi the nightly backup is down on Sundays for maintenance", "note",
      "fyi the nightly backup is down on Sundays for maintenance"),
     ("FYI: the nightly dumps land in /var/backups/pg on db-03", "note",
@@ -146,6 +155,10 @@ NEGATIVES = [
     "btw also fix the lint while you're there",
     "fyi can you check the flaky test",
     "heads up: the CI runner is slow today",
+    # a request that introduces a paste keeps nothing of its own
+    "remember this:\n> from now on use tabs",
+    "remember that these commands work:\n$ make deploy",
+    "I don't remember that at all, what was it?",
     # how something is doing right now is news of the moment
     "fyi the build is red",
     "heads up: CI is down again",

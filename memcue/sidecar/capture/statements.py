@@ -155,7 +155,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx,
                  r"(?:always|never)\b|\b(?:must|should)\s+(?:always|never)\b|\blet'?s (?:always|never)\b|"
                  r"(?<!\bthis )(?<!\bit )(?<!\bthat )\b(?:is|are)\s+(?:always|never)\s+(?!\w+ing\b)" + _NOT_A_RULE),
     ("decision", _DONT_START + r"\s+\w+"),
-    ("decision", r"^(?:" + _PLEASE + r"\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b"),
+    ("decision", r"^(?:" + _PLEASE + r"\s+)?remember\b(?:\s+that)?|\bkeep in mind\b|\bnote that\b|"
+                 r"(?:^|[,;:]\s+)(?:(?:ok|okay|also|and|so|oh)\b[,\s]+)*(?:" + _PLEASE + r"\s+)?remember\s+that\b"),
     ("note", _SAVE),
     ("decision", r"^(?:(?:and|so|also)\s+)?(?:nothing|no one|nobody|no \w+)\s+(?:\w+\s+){0,2}?(?:should|must|may|"
                  r"ever)\b(?!\s+have\b)|^(?:we|our \w+)\b.{0,80}\band only\b"),
@@ -258,8 +259,9 @@ def find_statements(prompt: str) -> list[Statement]:
     whole_held = f"{marked} elsewhere in the prompt" if marked else ""
     found: list[Statement] = []
     seen: set[str] = set()
-    for line in _typed_text(prompt).split("\n"):
-        sentences = _sentences(line)
+    for line in _typed_text(_requests_joined(prompt)).split("\n"):
+        # "remember that deploys need the VPN:" before a paste: the typed clause is the fact, without its colon
+        sentences = [x.rstrip(": ") if _SAYS_BEFORE_COLON.match(x) else x for x in _sentences(line)]
         kinds = [_statement_kind(sentence) for sentence in sentences]
         made_by = -1  # the sentence of this line that made found[-1]
         for i, (sentence, match) in enumerate(zip(sentences, kinds, strict=True)):
@@ -368,6 +370,38 @@ def _typed_text(prompt: str) -> str:
             continue
         kept.append(line)
     return "\n".join(kept)
+
+
+#: A line that only asks to keep what comes next ("remember this:", "note for later:", "save to memory:").
+_REQUEST_LINE = re.compile(r"(?:" + _SAVE + r")\s*(?:(?:this|that|the following)\s*)?:?\s*$", re.IGNORECASE)
+
+
+#: A request to keep a fact it states before a colon ("remember that the staging box needs the VPN up first:"
+#: before a pasted error): the fact is the typed clause. One that points at what follows ("remember this:",
+#: "remember how to run these:", "from now on use this file:") introduces a paste and keeps nothing itself.
+_SAYS_BEFORE_COLON = re.compile(
+    r"^(?:[^:]{1,80}?,\s+)?(?:(?:ok|okay|also|and|so)\b[,\s]+)*(?:" + _PLEASE + r"\s+)?(?:remember|note|keep in mind)"
+    r"\s+that\s+"
+    r"(?!.*\b(?:this|these|the following|below|here|as follows|like so)\b)(?:\S+\s+){2,}\S+\s*:$", re.IGNORECASE)
+
+
+def _requests_joined(prompt: str) -> str:
+    """``prompt`` with a line that only asks to keep what follows ("remember this:") joined to the next line
+    that is not blank when the user typed it ("the deploy key is in Vault"), so the request and its fact are one
+    sentence; a request followed by a paste (a fence, a quote, an indented or log line, a tag) stays as it is."""
+    lines = prompt.splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip() or not _REQUEST_LINE.match(line.strip()):
+            continue
+        nxt = next((k for k in range(i + 1, len(lines)) if lines[k].strip()), None)
+        if nxt is None:
+            break
+        after = lines[nxt]
+        if _FENCE.match(after) or after.lstrip().startswith((">", "<")) or after.startswith(("    ", "\t")) or \
+                _PASTED.match(after):
+            continue
+        lines[i], lines[nxt] = "", f"{line.rstrip()} {after.lstrip()}"
+    return "\n".join(lines)
 
 
 def _sentences(text: str) -> list[str]:
