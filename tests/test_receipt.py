@@ -129,6 +129,8 @@ def test_the_list_holds_sessions_that_stored_nothing(keyword_sidecar: Sidecar, t
     # Its own receipt places it where the list does (fresh-clone trial: "(no harness) in (global)").
     assert keyword_sidecar.client.receipt(repeated)["project"] == found[repeated]["project"] != ""
     assert keyword_sidecar.client.receipt(started_only)["project"] == found[started_only]["project"]
+    head = _cli("receipt", started_only, cwd=project).stdout.splitlines()[0]  # it stored nothing: no harness named
+    assert f"session {started_only} (harness not recorded) in {found[started_only]['project']}" in head, head
 
 
 def test_a_prompt_that_got_nothing_says_why(keyword_sidecar: Sidecar, tmp_path: Path) -> None:

@@ -118,7 +118,7 @@ def _distilled(r: dict[str, Any]) -> list[str]:
 
 def render(r: dict[str, Any], full: bool = False) -> str:
     """A receipt (``Client.receipt``) as a few lines per section."""
-    harnesses = ", ".join(r["harnesses"]) or "no harness"
+    harnesses = ", ".join(r["harnesses"]) or "harness not recorded"
     head = (f"session {r['session_id']} ({harnesses}) in {r['project'] or '(global)'}, "
             f"{_when(r['first_at'])} to {_when(r['last_at'])}")
     return "\n".join([head, *_captured(r, full), *_saved(r, full), *_candidates(r, full), *_injected(r, full),
