@@ -499,8 +499,8 @@ def test_an_episode_carries_the_words_of_its_turns_prompt() -> None:
     judged by its answer's words alone, at a cosine below ``SUPPORT_COSINE``, it was not."""
     finding = ("Almost all the time is file I/O: render() calls load_rates() inside its loop, so rates.csv is "
                "parsed again for each row. Parsing it once per call would make it near instant.")
-    row = {"content": finding, "metadata": {"embed_text": "the nightly report takes ~40 s on the build box. "
-                                                          f"where is the time going?\n\n{finding}"}}
+    prompt = "the nightly report takes ~40 s on the build box. where is the time going?"
+    row = {"content": finding, "kind": "episode", "metadata": {"embed_text": f"{prompt}\n\n{finding}"}}
     terms = ("report", "slow", "build", "box", "fix", "properly")
     keys = ["report", "build", "box", "slow"]
 
@@ -510,6 +510,7 @@ def test_an_episode_carries_the_words_of_its_turns_prompt() -> None:
 
     assert worded_text(row).startswith(finding) and "build box" in worded_text(row)
     assert (label(worded_text(row)), label(finding)) == ("supported", "related")
-    assert worded_text({"content": "plain", "metadata": {}}) == "plain"
+    assert worded_text({"content": "plain", "kind": "episode", "metadata": {}}) == "plain"
+    assert worded_text({**row, "kind": "change"}) == finding, "a promoted change is shown to any task: its own words"
     # "dates" and "date" are one word to the cue terms (a four-letter word ending in "e" and its plural)
     assert cue_terms(("date", "file", "rule"), "dates files rules") == ["date", "file", "rule"]

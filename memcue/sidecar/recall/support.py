@@ -315,14 +315,16 @@ def _standouts(found: Candidates) -> Callable[[int, float | None], float | None]
 
 
 def worded_text(row: dict[str, Any]) -> str:
-    """The text whose words a memory ``row`` (a ``Store.fetch`` row) carries: its content, and the text embedded
-    for it instead when there is one (``metadata["embed_text"]``). An episode's embedded text opens with the
-    prompt that opened its turn (``capture.episodes``): "computing windows takes ~8 s on the Pi. where is the time
-    going?" names what the answer "Almost all the time is file I/O: windows() calls load_station ..." is about,
-    and a later task names it the same way ("the tide windows are slow on the Pi again"). Matching a chunk's words
-    with its context prepended is contextual BM25 (Anthropic, "Introducing Contextual Retrieval", 2024)."""
+    """The text whose words a memory ``row`` (a ``Store.fetch`` row) carries: its content, and for an ``episode``
+    the text embedded for it (``metadata["embed_text"]``), which opens with the prompt that opened its turn
+    (``capture.episodes``). "computing windows takes ~8 s on the Pi. where is the time going?" names what the answer
+    "Almost all the time is file I/O: windows() calls load_station ..." is about, and a later prompt pointing back
+    at it names it the same way ("the tide windows are slow on the Pi again"). Matching a chunk's words with its
+    context prepended is contextual BM25 (Anthropic, "Introducing Contextual Retrieval", 2024). Only an episode:
+    it answers only prompts that point back at the work, while a memory promoted from one (a ``change``) is
+    shown to any task, which the old prompt's words alone would then make it support for."""
     metadata = row.get("metadata")
-    extra = metadata.get("embed_text") if isinstance(metadata, dict) else None
+    extra = metadata.get("embed_text") if isinstance(metadata, dict) and row.get("kind") == "episode" else None
     return f"{row['content']}\n{extra}" if isinstance(extra, str) and extra else row["content"]
 
 
