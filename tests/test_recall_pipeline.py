@@ -512,5 +512,8 @@ def test_an_episode_carries_the_words_of_its_turns_prompt() -> None:
     assert (label(worded_text(row)), label(finding)) == ("supported", "related")
     assert worded_text({"content": "plain", "kind": "episode", "metadata": {}}) == "plain"
     assert worded_text({**row, "kind": "change"}) == finding, "a promoted change is shown to any task: its own words"
+    commit = "Read rates once per render\n\nTests added: test_one_parse\n\nFiles: report.py"
+    assert cue_terms(("file", "test", "render"), worded_text({"content": commit, "kind": "change"})) == [
+        "test", "render"], "the trailer's labels are memcue's words, not the commit's"
     # "dates" and "date" are one word to the cue terms (a four-letter word ending in "e" and its plural)
     assert cue_terms(("date", "file", "rule"), "dates files rules") == ["date", "file", "rule"]

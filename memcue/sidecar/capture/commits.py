@@ -341,6 +341,8 @@ def parse_log(out: str) -> list[Commit]:
 
 #: How a commit's memory names the tests it adds: ``TESTS_LABEL`` and the names joined by ", " (``commit_text``).
 TESTS_LABEL = "Tests added: "
+#: How a commit's memory lists the files it changed (``commit_text``).
+FILES_LABEL = "Files: "
 _TESTS_LINE = re.compile(r"^" + re.escape(TESTS_LABEL) + r"(.+)$", re.MULTILINE)
 
 
@@ -362,7 +364,7 @@ def commit_text(commit: Commit) -> str:
     if commit.files:
         shown = ", ".join(commit.files[:FILES_SHOWN])
         more = len(commit.files) - FILES_SHOWN
-        parts.append(f"Files: {shown}{f' (+{more} more)' if more > 0 else ''}")
+        parts.append(f"{FILES_LABEL}{shown}{f' (+{more} more)' if more > 0 else ''}")
     return "\n\n".join(parts)
 
 

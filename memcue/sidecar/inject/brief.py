@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 
+from memcue.sidecar.capture.commits import FILES_LABEL, TESTS_LABEL, tests_named
 from memcue.sidecar.capture.commits import SIGNAL as COMMIT_SIGNAL
-from memcue.sidecar.capture.commits import TESTS_LABEL, tests_named
 from memcue.sidecar.capture.test_runs import SIGNAL as TEST_SIGNAL
 from memcue.sidecar.capture.turn_edits import SIGNAL as EPISODE_COMMITTED_SIGNAL
 
@@ -42,7 +42,7 @@ SIGNAL_SOURCES = (f"capture:{COMMIT_SIGNAL}", f"capture:{TEST_SIGNAL}")
 #: Most test names of a commit's ``Tests added:`` line kept in its brief.
 BRIEF_TESTS = 3
 #: The trailer lines of a captured commit (``capture.commits``): listed files and added tests.
-_TRAILER = re.compile(r"\n\n(?:" + re.escape(TESTS_LABEL) + r"|Files: )[^\n]*")
+_TRAILER = re.compile(r"\n\n(?:" + re.escape(TESTS_LABEL) + r"|" + re.escape(FILES_LABEL) + r")[^\n]*")
 #: How a cut brief ends: " …", then the kept ``Tests added:`` line, if any.
 _CUT_END = re.compile(r" …(?:\n\n" + re.escape(TESTS_LABEL) + r"[^\n]*)?$")
 #: How a test transition says what else ran before the pass (``capture.test_runs``): "… and running `sed …`"

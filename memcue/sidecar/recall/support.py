@@ -49,6 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memcue.sidecar.capture.commits import FILES_LABEL, TESTS_LABEL
 from memcue.sidecar.recall.baseline import DEFAULT_BASELINE
 from memcue.sidecar.recall.channels import SEMANTIC
 from memcue.sidecar.recall.classify import EXACT_TERM, WORK_RECALL, names_an_identifier_briefly
@@ -64,6 +65,8 @@ if TYPE_CHECKING:
     from memcue.sidecar.recall.rerank import Reranked
 
 SUPPORTED, WEAK, RELATED = "supported", "weak", "related"
+#: The labels that open a captured commit's trailer lines (``capture.commits``).
+_TRAILER_LABELS = re.compile(r"^(?:" + re.escape(TESTS_LABEL) + r"|" + re.escape(FILES_LABEL) + r")", re.MULTILINE)
 #: Share of the query's key terms that counts as carrying its words.
 MIN_KEY_COVERAGE = 0.5
 #: How far below the cosine floor a memory carrying the query's words may be and still count.
@@ -315,17 +318,20 @@ def _standouts(found: Candidates) -> Callable[[int, float | None], float | None]
 
 
 def worded_text(row: dict[str, Any]) -> str:
-    """The text whose words a memory ``row`` (a ``Store.fetch`` row) carries: its content, and for an ``episode``
-    the text embedded for it (``metadata["embed_text"]``), which opens with the prompt that opened its turn
-    (``capture.episodes``). "computing windows takes ~8 s on the Pi. where is the time going?" names what the answer
-    "Almost all the time is file I/O: windows() calls load_station ..." is about, and a later prompt pointing back
-    at it names it the same way ("the tide windows are slow on the Pi again"). Matching a chunk's words with its
-    context prepended is contextual BM25 (Anthropic, "Introducing Contextual Retrieval", 2024). Only an episode:
-    it answers only prompts that point back at the work, while a memory promoted from one (a ``change``) is
-    shown to any task, which the old prompt's words alone would then make it support for."""
+    """The text whose words a memory ``row`` (a ``Store.fetch`` row) carries: its content without the labels of
+    a captured commit's trailer lines (``Files:``, ``Tests added:``: memcue's words, so "a file handle" in a prompt
+    is not carried by every commit), and for an ``episode`` the text embedded for it (``metadata["embed_text"]``),
+    which opens with the prompt that opened its turn (``capture.episodes``). "computing windows takes ~8 s on the
+    Pi. where is the time going?" names what the answer "Almost all the time is file I/O: windows() calls
+    load_station ..." is about, and a later prompt pointing back at it names it the same way ("the tide windows are
+    slow on the Pi again"). Matching a chunk's words with its context prepended is contextual BM25 (Anthropic,
+    "Introducing Contextual Retrieval", 2024). Only an episode: it answers only prompts that point back at the
+    work, while a memory promoted from one (a ``change``) is shown to any task, which the old prompt's words alone
+    would then make it support for."""
+    content = _TRAILER_LABELS.sub("", row["content"])
     metadata = row.get("metadata")
     extra = metadata.get("embed_text") if isinstance(metadata, dict) and row.get("kind") == "episode" else None
-    return f"{row['content']}\n{extra}" if isinstance(extra, str) and extra else row["content"]
+    return f"{content}\n{extra}" if isinstance(extra, str) and extra else content
 
 
 def _channel_scores(found: Candidates, reranked: Reranked, mid: int, cosine: float | None) -> dict[str, float]:
