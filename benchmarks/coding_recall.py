@@ -185,7 +185,8 @@ def ask_all(client: Client, questions: list[Question], ids: dict[int, str],
     set's reference time). Returns per-question answers (labels, result tiers and kinds, answer tier,
     query_type, channel_status, times in ms) and what became of ``now``: echoed in the response, rejected,
     and which clock the results' age labels follow (the sent ``now`` or the sidecar's wall clock: the set
-    is dated 2025, so the two differ by months)."""
+    is dated 2025, so the two differ by months).
+    Longer than 60 lines: one question's request, timing and answer record read as one step."""
     answers: list[dict[str, Any]] = []
     send_now = True
     echoed: Counter[str] = Counter()
@@ -262,7 +263,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; write ``coding_recall.json`` and ``.md`` to ``--out``. Returns the exit code:
-    0 done, 1 the sidecar failed, 2 the data files are missing or malformed."""
+    0 done, 1 the sidecar failed, 2 the data files are missing or malformed.
+    Longer than 60 lines: the run's steps in the order they happen, each with its own error exit."""
     args = parse_args(argv)
     try:
         meta, memories = load_memories(args.memories)

@@ -105,7 +105,8 @@ def _fmt(value: Any) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown: run facts, the summary, one row per category, noise, and every miss."""
+    """The report as Markdown: run facts, the summary, one row per category, noise, and every miss.
+    Longer than 60 lines: the report's sections in the order they print, each a few lines of table rows."""
     meta, s = report["meta"], report["summary"]
     now = meta["now_field"]
     if now["rejected"]:

@@ -199,7 +199,8 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ablation; write ``locomo_ablation.json`` and ``.md``. Returns the exit code."""
+    """Run the ablation; write ``locomo_ablation.json`` and ``.md``. Returns the exit code.
+    Longer than 60 lines: its options, then the run's steps in the order they happen."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, of: " + ", ".join(CONFIGS))

@@ -201,7 +201,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; write ``locomo_recall.json`` and ``.md`` to ``--out``. Returns the exit code
-    (2 when the data file is missing)."""
+    (2 when the data file is missing).
+    Longer than 60 lines: the run's steps in the order they happen, each with its own error exit."""
     args = parse_args(argv)
     if not args.data.is_file():
         say(f"error: {args.data} not found (pass --data PATH)")

@@ -155,7 +155,8 @@ def prepare_home(db: Path, root: Path) -> tuple[Locations, str, dict[str, str], 
 
 def run_size(n: int, db: Path, runs: int, root: Path, rng: random.Random) -> dict[str, Any]:
     """Every step on the store ``db`` of ``n`` memories (see the module docstring); the sidecar is always
-    stopped at the end."""
+    stopped at the end.
+    Longer than 60 lines: one size's steps in the order they happen, inside the ``finally`` that stops the sidecar."""
     loc, project, env, facts = prepare_home(db, root)
     say(f"[{n}] store copied to {loc.database} ({facts['db_bytes'] / 1e6:.0f} MB), project {project}")
     per_agent = max(1, runs // AGENTS)
@@ -246,7 +247,8 @@ def _row(name: str, unit: str, n: Any, p50: Any, p90: Any = None, limit: float |
 
 
 def size_markdown(r: dict[str, Any]) -> list[str]:
-    """The table and notes of one size."""
+    """The table and notes of one size.
+    Longer than 60 lines: one table's rows and notes in the order they print."""
     n = r["size"]
     kw = percentiles([s["keyword_ready_ms"] for s in r["start_up"]])
     sem = percentiles([s["semantic_ready_ms"] for s in r["start_up"]])
