@@ -178,6 +178,8 @@ def sidecars() -> Iterator[list[Sidecar]]:
 
 def test_C17_mismatch_is_detected_nothing_dropped_and_reindex_resumes(
         home: Path, models: dict[str, Path], sidecars: list[Sidecar]) -> None:
+    """Longer than 60 lines: one store through three sidecar starts (the switch, the paused reindex, its resume),
+    each start's checks right after it."""
     ids = _index_with_default(home)
     _configure(home, TINY_NAME, models["tiny"])
 
@@ -246,6 +248,8 @@ def test_C17_mismatch_is_detected_nothing_dropped_and_reindex_resumes(
 
 def test_C17_switching_back_before_the_reindex_restores_hybrid_recall_at_once(
         home: Path, models: dict[str, Path], sidecars: list[Sidecar]) -> None:
+    """Longer than 60 lines: one store through three sidecar starts (the switch, the paused reindex, its resume),
+    each start's checks right after it."""
     ids = _index_with_default(home)
     _configure(home, SAME_FILES_NAME, models["same_files"])  # same 384 dims, another model id
     sc = start_sidecar(home, MEMCUE_REINDEX_DELAY_S="1.0")

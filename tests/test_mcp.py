@@ -65,6 +65,8 @@ def test_mcp_tools_end_to_end(home: Path) -> None:
 
 
 async def _scenario(home: Path, project: Path, key: str, ids: dict[str, int], client: Any) -> None:
+    """Every tool through one real stdio session, in order. Longer than 60 lines: the steps share the one
+    session and the ids it made, and each step is a call and its checks."""
     async with stdio_client(_server(home, project / "src")) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
 

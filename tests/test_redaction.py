@@ -484,7 +484,8 @@ def test_kinds_the_seventh_held_out_split_found() -> None:
     Supabase, Airtable, LaunchDarkly), Vault unseal keys, ``snyk auth``, generated Discord tokens, ``*_PAT`` names,
     Go DSNs, a rotated "new one", "the password you gave (…)", ``set X in .env to `…```, diceware passphrases,
     ``requirepass``, ``-P``/``-D`` properties, positional passwords (rabbitmqctl, htpasswd), keytool flags, ``psk=``.
-    Changes: an Ansible hashi_vault path with a ``:field``, an elided ``whsec_...``."""
+    Changes: an Ansible hashi_vault path with a ``:field``, an elided ``whsec_...``. Longer than 60 lines: the
+    cases are data, one or two lines each."""
     hexes = "0123456789abcdef"
     for text, secret in (
             ('  env:\n    - name: STRIPE_SECRET_KEY\n      value: "Qm7ZpR2vT9xK4bN8cW1yL6hJ3fD5sA0gE2uV"',
