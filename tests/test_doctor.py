@@ -32,9 +32,12 @@ def _install(tmp_path: Path, home: Path, *flags: str) -> None:
 def test_doctor_says_what_is_missing_then_all_good(tmp_path: Path, home: Path) -> None:
     code, found = _doctor(tmp_path, home)
     assert found["claude-code"]["status"] == "ok" and "not on this machine" in found["claude-code"]["message"]
+    # fresh-clone trial: on a machine with no harness, `memcue install all` fails; install one first
+    assert "install Claude Code, Codex or Hermes first" in found["harnesses"]["message"]
     (tmp_path / "claude").mkdir()  # Claude Code is here now, memcue not wired into it
     code, found = _doctor(tmp_path, home)
     assert code == 1 and found["harnesses"]["status"] == "problem"
+    assert "run `memcue install all` (claude-code found here)" in found["harnesses"]["message"]
     assert found["claude-code"]["status"] == "warn" and "memcue install claude-code" in found["claude-code"]["message"]
     _install(tmp_path, home)  # `claude` is not on PATH here: the hooks are wired, the MCP server is not
     code, found = _doctor(tmp_path, home)
@@ -131,6 +134,7 @@ def test_a_broken_config_is_reported_with_no_sidecar_running(tmp_path: Path, hom
     code, found = _doctor(tmp_path, home)
     assert found["sidecar"]["message"].startswith("not running")
     assert found["config"]["status"] == "warn" and "config.toml: cannot read it" in found["config"]["message"]
+    assert found["config"]["message"].endswith("using defaults"), "the whole file is ignored, not some entries"
     env = {**os.environ, "HOME": str(tmp_path), "MEMCUE_HOME": str(home)}
     status = subprocess.run([sys.executable, "-m", "memcue", "status", "--json"], env=env, capture_output=True,
                             text=True, timeout=60)

@@ -310,7 +310,9 @@ def config_problems(loc: Locations, running: str | None = None) -> list[dict[str
     from memcue.sidecar.settings import load_settings
 
     error = load_settings(loc.config_file, quiet=True).error
-    said = f"{error}: a sidecar ignores those entries" if error else ""
+    # a file that does not parse already says it is ignored whole ("cannot read it (…); using defaults")
+    said = (error if error.endswith("using defaults") else f"{error}: a sidecar ignores those entries") if error \
+        else ""
     if running is not None and running != error:
         said = "; ".join(filter(None, [said, (
             f"the running sidecar read config.toml when it started{' and ignored: ' + running if running else ''}; "
@@ -410,9 +412,17 @@ def run_checks(loc: Locations) -> dict[str, Any]:
     findings = [*harnesses, *check_placement(wired), *check_mcp_startup(), *check_sidecar(loc),
                 check_hook_log(loc), *check_captures(loc, wired)]
     if not any(f.get("installed") for f in harnesses):
-        findings.append(finding("harnesses", PROBLEM, "memcue is wired into no harness: run `memcue install "
-                                                      f"all` (or {', '.join(NAMES)})"))
+        findings.append(finding("harnesses", PROBLEM, _unwired_hint([n for n in NAMES if present(n)])))
     return {"ok": not any(f["status"] == PROBLEM for f in findings), "findings": findings}
+
+
+def _unwired_hint(found: list[str]) -> str:
+    """What to do when memcue is wired into no harness; ``found``: the harnesses this machine has (``present``)."""
+    if found:
+        return f"memcue is wired into no harness: run `memcue install all` ({', '.join(found)} found here)"
+    programs = ", ".join(HARNESSES[n].program for n in NAMES)
+    return (f"memcue is wired into no harness, and this machine has none ({programs}: none on PATH, no config "
+            "folder): install Claude Code, Codex or Hermes first, then run `memcue install all`")
 
 
 def render(report: dict[str, Any]) -> str:
