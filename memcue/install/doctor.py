@@ -307,12 +307,11 @@ def config_problems(loc: Locations, running: str | None = None) -> list[dict[str
     not parse, an entry of the wrong name or type: ``sidecar.settings.load_settings``), read without starting one;
     ``running``: what the running sidecar ignored when it read the file at its start (None: none runs), named too
     when it differs (the file changed since: ``memcue stop`` makes the next sidecar read it). [] when all is fine."""
-    from memcue.sidecar.settings import load_settings
+    from memcue.sidecar.settings import UNREADABLE, load_settings
 
     error = load_settings(loc.config_file, quiet=True).error
     # a file that does not parse already says it is ignored whole ("cannot read it (…); using defaults")
-    said = (error if error.endswith("using defaults") else f"{error}: a sidecar ignores those entries") if error \
-        else ""
+    said = (error if error.endswith(UNREADABLE) else f"{error}: a sidecar ignores those entries") if error else ""
     if running is not None and running != error:
         said = "; ".join(filter(None, [said, (
             f"the running sidecar read config.toml when it started{' and ignored: ' + running if running else ''}; "

@@ -325,6 +325,10 @@ def _idle_exit(table: object, env: Mapping[str, str], problems: list[str]) -> fl
     return float(minutes) * 60.0
 
 
+#: How a problem ends when the whole file was ignored (it cannot be read or parsed): ``memcue doctor`` says no more.
+UNREADABLE = "; using defaults"
+
+
 def _read_file(path: Path, problems: list[str]) -> dict:
     """The parsed file, {} when it is missing or cannot be read (a problem is added then)."""
     try:
@@ -332,7 +336,7 @@ def _read_file(path: Path, problems: list[str]) -> dict:
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        problems.append(f"cannot read it ({exc}); using defaults")
+        problems.append(f"cannot read it ({exc}){UNREADABLE}")
         return {}
 
 
